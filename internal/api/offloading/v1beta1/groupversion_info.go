@@ -1,0 +1,22 @@
+// Package v1beta1 contains the offloading.liqo.io/v1beta1 API: virtual nodes, namespace
+// offloading and maps, shadow pods, the objects through which a consumer cluster runs
+// workloads on the resources a provider cluster lends it.
+// +kubebuilder:object:generate=true
+// +groupName=offloading.liqo.io
+package v1beta1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of this package's kinds.
+	GroupVersion = schema.GroupVersion{Group: "offloading.liqo.io", Version: "v1beta1"}
+
+	// SchemeBuilder registers this package's kinds with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds this package's kinds to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

@@ -1,0 +1,231 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
+)
+
+// ClusterOptions says what one cluster runs.
+type ClusterOptions struct {
+	// Name identifies the cluster in the Env and names its folder. Required, unique.
+	Name string
+	// Scheduler runs kube-scheduler.
+	Scheduler bool
+	// ControllerManager runs kube-controller-manager, with the CSR signer enabled for the
+	// kubernetes.io/kube-apiserver-client signer (it signs with the API server's client CA).
+	ControllerManager bool
+	// Nodes are KWOK nodes: fake nodes that turn the pods bound to them Running. Pods need a
+	// scheduler to be bound and, for Deployments, a controller manager.
+	Nodes []NodeOptions
+	// PodCIDR is where KWOK takes its pods' IPs from. Default: 10.244.0.0/16.
+	PodCIDR string
+	// SkipLiqoCRDs leaves our CRDs out (to install other ones through CRDPaths).
+	SkipLiqoCRDs bool
+	// CRDPaths are more CRD files or folders to install, e.g. upstream Liqo's.
+	CRDPaths []string
+}
+
+// Cluster is one running control plane.
+type Cluster struct {
+	// Name is the cluster's name in the Env.
+	Name string
+	// Dir is the cluster's folder: certificates, etcd data, kubeconfig, logs.
+	Dir string
+	// Config authenticates as a cluster admin (group system:masters).
+	Config *rest.Config
+	// KubeconfigPath is a kubeconfig file for Config, with context Name.
+	KubeconfigPath string
+	// Client is a controller-runtime client for Config, knowing our API types.
+	Client client.Client
+
+	env     *envtest.Environment
+	started bool // env's control plane is up
+	procs   []*process
+}
+
+// startCluster brings up one cluster in dir. On error, it stops what it started.
+func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions) (c *Cluster, err error) {
+	c = &Cluster{Name: opts.Name, Dir: dir}
+	defer func() {
+		if err != nil {
+			err = errors.Join(fmt.Errorf("starting cluster %s: %w", opts.Name, err), c.stop())
+			c = nil
+		}
+	}()
+	certDir, etcdDir, wrapDir := filepath.Join(dir, "certs"), filepath.Join(dir, "etcd"), filepath.Join(dir, "bin")
+	for _, d := range []string{certDir, etcdDir, wrapDir, filepath.Join(dir, "logs")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return c, fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	apiserverBin, err := wrapWithDeathSignal(wrapDir, filepath.Join(binDir, "kube-apiserver"))
+	if err != nil {
+		return c, err
+	}
+	etcdBin, err := wrapWithDeathSignal(wrapDir, filepath.Join(binDir, "etcd"))
+	if err != nil {
+		return c, err
+	}
+	authn, err := newDiskCertAuthn(certDir)
+	if err != nil {
+		return c, err
+	}
+	apiLog, err := os.Create(filepath.Join(dir, "logs", "kube-apiserver.log"))
+	if err != nil {
+		return c, fmt.Errorf("creating apiserver log: %w", err)
+	}
+	defer func() { _ = apiLog.Close() }() // the apiserver keeps its own descriptor
+	etcdLog, err := os.Create(filepath.Join(dir, "logs", "etcd.log"))
+	if err != nil {
+		return c, fmt.Errorf("creating etcd log: %w", err)
+	}
+	defer func() { _ = etcdLog.Close() }()
+
+	var crdObjs []*apiextensionsv1.CustomResourceDefinition
+	if !opts.SkipLiqoCRDs {
+		if crdObjs, err = crds.All(); err != nil {
+			return c, err
+		}
+	}
+	scheme, err := api.NewScheme()
+	if err != nil {
+		return c, err
+	}
+	c.env = &envtest.Environment{
+		ControlPlane: envtest.ControlPlane{
+			APIServer: &envtest.APIServer{Path: apiserverBin, CertDir: certDir, SecureServing: envtest.SecureServing{Authn: authn}, Out: apiLog, Err: apiLog,
+				StartTimeout: time.Minute, StopTimeout: 20 * time.Second},
+			Etcd: &envtest.Etcd{Path: etcdBin, DataDir: etcdDir, Out: etcdLog, Err: etcdLog,
+				StartTimeout: time.Minute, StopTimeout: 20 * time.Second},
+			KubectlPath: filepath.Join(binDir, "kubectl"),
+		},
+		CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crdObjs, Paths: opts.CRDPaths, ErrorIfPathMissing: true, Scheme: scheme},
+		Scheme:            scheme,
+	}
+	if _, err := c.env.Start(); err != nil {
+		// envtest stops what it started when Start fails.
+		return c, fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", filepath.Join(dir, "logs"), err)
+	}
+	c.started = true
+	admin, err := c.env.AddUser(envtest.User{Name: "testenv-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return c, fmt.Errorf("adding admin user: %w", err)
+	}
+	c.Config = admin.Config()
+	if c.Client, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
+		return c, fmt.Errorf("creating client: %w", err)
+	}
+	if c.KubeconfigPath, err = writeKubeconfig(filepath.Join(dir, "kubeconfig"), opts.Name, c.Config); err != nil {
+		return c, err
+	}
+	if err := os.WriteFile(filepath.Join(certDir, "serving-ca.crt"), c.Config.CAData, 0o600); err != nil {
+		return c, fmt.Errorf("writing serving CA: %w", err)
+	}
+
+	if opts.ControllerManager {
+		if err := c.startControllerManager(ctx, binDir, certDir); err != nil {
+			return c, err
+		}
+	}
+	if opts.Scheduler {
+		p, err := startProcess("kube-scheduler", filepath.Join(dir, "logs"), filepath.Join(binDir, "kube-scheduler"),
+			"--kubeconfig="+c.KubeconfigPath, "--secure-port=0", "--leader-elect=false")
+		if err != nil {
+			return c, err
+		}
+		c.procs = append(c.procs, p)
+	}
+	if len(opts.Nodes) > 0 {
+		if err := c.startKWOK(ctx, binDir, orDefault(opts.PodCIDR, "10.244.0.0/16"), opts.Nodes); err != nil {
+			return c, err
+		}
+	}
+	return c, c.checkProcesses()
+}
+
+func (c *Cluster) startControllerManager(ctx context.Context, binDir, certDir string) error {
+	flexDir := filepath.Join(c.Dir, "flexvolume")
+	if err := os.MkdirAll(flexDir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", flexDir, err)
+	}
+	p, err := startProcess("kube-controller-manager", filepath.Join(c.Dir, "logs"), filepath.Join(binDir, "kube-controller-manager"),
+		"--kubeconfig="+c.KubeconfigPath,
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--cluster-name="+c.Name,
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
+		"--root-ca-file="+filepath.Join(certDir, "serving-ca.crt"),
+		"--cluster-signing-cert-file="+filepath.Join(certDir, clientCACertFile),
+		"--cluster-signing-key-file="+filepath.Join(certDir, clientCAKeyFile),
+		"--flex-volume-plugin-dir="+flexDir,
+	)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, p)
+	// The controller manager is working once its service-account controller has made the
+	// default namespace's ServiceAccount.
+	return c.waitFor(ctx, "kube-controller-manager to create the default ServiceAccount", func(ctx context.Context) (bool, error) {
+		err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
+// waitFor polls cond for up to a minute, failing early when one of the cluster's processes exits.
+func (c *Cluster) waitFor(ctx context.Context, what string, cond func(context.Context) (bool, error)) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.checkProcesses(); err != nil {
+			return false, err
+		}
+		return cond(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("cluster %s: waiting for %s (logs in %s): %w", c.Name, what, filepath.Join(c.Dir, "logs"), err)
+	}
+	return nil
+}
+
+// checkProcesses fails if a process of the cluster has exited.
+func (c *Cluster) checkProcesses() error {
+	for _, p := range c.procs {
+		if done, err := p.exited(); done {
+			return fmt.Errorf("cluster %s: %s exited (%v); see %s", c.Name, p.name, err, filepath.Join(c.Dir, "logs", p.name+".log"))
+		}
+	}
+	return nil
+}
+
+// stop ends the cluster's processes, newest first, then etcd and the API server.
+func (c *Cluster) stop() error {
+	var errs []error
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		errs = append(errs, c.procs[i].stop(10*time.Second))
+	}
+	c.procs = nil
+	if c.started {
+		c.started = false
+		if err := c.env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping control plane of %s: %w", c.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

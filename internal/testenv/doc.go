@@ -1,0 +1,8 @@
+// Package testenv starts real Kubernetes control planes for tests, the sandbox and benchmarks:
+// N named clusters, each with etcd and kube-apiserver, and optionally kube-scheduler,
+// kube-controller-manager (with the CSR signer enabled) and KWOK playing nodes. The binaries are
+// the test bed's, built from source by `make tools` into bin/testbed.
+//
+// Every file a cluster needs lives in one folder under the OS temp folder, and every process it
+// starts dies with the process that started it (parent-death signal). Stop removes all of them.
+package testenv

@@ -1,0 +1,128 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// KWOKNodeAnnotation marks the nodes the test bed's KWOK manages.
+const KWOKNodeAnnotation = "kwok.x-k8s.io/node"
+
+// kwokStages are the KWOK stage files build.sh copies next to the kwok binary.
+var kwokStages = []string{"node-initialize.yaml", "node-heartbeat-with-lease.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml"}
+
+// NodeOptions describes one KWOK node.
+type NodeOptions struct {
+	// Name of the Node. Required.
+	Name string
+	// CPU, Memory and Pods are the node's capacity (and allocatable), as quantities.
+	// Defaults: 8 CPUs, 32Gi, 110 pods.
+	CPU, Memory, Pods string
+	// Labels are added to the standard ones (type=kwok, kubernetes.io/hostname, kubernetes.io/os).
+	Labels map[string]string
+	// Taints are set on the node; pods must tolerate them.
+	Taints []corev1.Taint
+}
+
+func (n NodeOptions) node() (*corev1.Node, error) {
+	capacity := corev1.ResourceList{}
+	for name, q := range map[corev1.ResourceName]string{
+		corev1.ResourceCPU: orDefault(n.CPU, "8"), corev1.ResourceMemory: orDefault(n.Memory, "32Gi"), corev1.ResourcePods: orDefault(n.Pods, "110"),
+	} {
+		v, err := resource.ParseQuantity(q)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %s %q is not a quantity: %w", n.Name, name, q, err)
+		}
+		capacity[name] = v
+	}
+	labels := map[string]string{"type": "kwok", corev1.LabelHostname: n.Name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: map[string]string{KWOKNodeAnnotation: "fake"}},
+		Spec:       corev1.NodeSpec{Taints: n.Taints},
+		Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}, nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// startKWOK runs kwok for the cluster's annotated nodes, creates the nodes and waits until they
+// are Ready. kwok serves the kubelet endpoint of its nodes on 127.0.0.1 at a free port.
+func (c *Cluster) startKWOK(ctx context.Context, binDir, podCIDR string, nodes []NodeOptions) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--kubeconfig=" + c.KubeconfigPath,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + KWOKNodeAnnotation + "=fake",
+		"--cidr=" + podCIDR,
+		"--node-ip=127.0.0.1",
+		"--node-port=" + strconv.Itoa(port),
+		"--server-address=127.0.0.1:" + strconv.Itoa(port),
+	}
+	for _, s := range kwokStages {
+		args = append(args, "--config="+filepath.Join(binDir, "kwok-stages", s))
+	}
+	p, err := startProcess("kwok", filepath.Join(c.Dir, "logs"), filepath.Join(binDir, "kwok"), args...)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, p)
+	for _, n := range nodes {
+		node, err := n.node()
+		if err != nil {
+			return err
+		}
+		if err := c.Client.Create(ctx, node); err != nil {
+			return fmt.Errorf("cluster %s: creating KWOK node %s: %w", c.Name, n.Name, err)
+		}
+	}
+	return c.waitFor(ctx, "KWOK nodes to be Ready", func(ctx context.Context) (bool, error) {
+		for _, n := range nodes {
+			node := &corev1.Node{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, node); err != nil {
+				return false, fmt.Errorf("getting node %s: %w", n.Name, err)
+			}
+			if !nodeReady(node) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
