@@ -211,4 +211,3 @@ func testValidation(t *testing.T, c client.Client, ns string) {
 		t.Errorf("tenant condition = %q, want Active", tenant.Spec.TenantCondition)
 	}
 }
-
