@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Env is a set of running clusters sharing one temp folder.
@@ -40,6 +43,9 @@ func Start(ctx context.Context, clusters ...ClusterOptions) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	// envtest logs through controller-runtime's logger, which complains when nobody set one.
+	// The first SetLogger wins: a caller that set its own logger keeps it.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "liqo-testenv-")
 	if err != nil {
 		return nil, fmt.Errorf("testenv: creating temp folder: %w", err)
