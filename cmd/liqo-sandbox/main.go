@@ -1,0 +1,56 @@
+// Command liqo-sandbox runs two local Kubernetes clusters, consumer and provider, on the test
+// bed's binaries: `up` starts them in the background and prints how to reach them, `down` stops
+// them and removes their files, `serve` is the background supervisor itself.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "liqo-sandbox:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("liqo-sandbox", flag.ContinueOnError)
+	root, _ := testenv.RepoRoot()
+	state := fs.String("state", filepath.Join(root, ".sandbox"), "folder for kubeconfigs, Terraform CLI config and supervisor files")
+	providerBin := fs.String("provider-bin", filepath.Join(root, "bin"), "folder holding terraform-provider-liqo (for dev_overrides)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: liqo-sandbox [flags] up|down|serve\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*state)
+	if err != nil {
+		return fmt.Errorf("resolving -state: %w", err)
+	}
+	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, Out: os.Stdout}
+	switch fs.Arg(0) {
+	case "up":
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding own executable: %w", err)
+		}
+		return sb.Up(ctx, self, "-state", abs, "-provider-bin", *providerBin, "serve")
+	case "down":
+		return sb.Down(ctx)
+	case "serve":
+		return sb.Serve(ctx)
+	default:
+		fs.Usage()
+		return fmt.Errorf("unknown command %q", fs.Arg(0))
+	}
+}

@@ -1,0 +1,230 @@
+// Package sandbox runs two local clusters, consumer and provider, for the demo and the
+// end-to-end tests: a supervisor process owns them (their processes die with it), and
+// writes their kubeconfigs and a Terraform CLI configuration into a state folder.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// Files in the state folder.
+const (
+	pidFile      = "supervisor.pid"
+	readyFile    = "ready"
+	envDirFile   = "env-dir"
+	logFile      = "sandbox.log"
+	cliConfig    = "terraformrc"
+	kubeconfigFn = "%s.kubeconfig"
+)
+
+// ClusterNames are the sandbox's clusters.
+var ClusterNames = []string{"consumer", "provider"}
+
+// clusters says what each sandbox cluster runs: the provider has KWOK nodes to run the pods
+// offloaded to it; both have a scheduler and a controller manager (CSR signer).
+func clusters() []testenv.ClusterOptions {
+	return []testenv.ClusterOptions{
+		{Name: "consumer", Scheduler: true, ControllerManager: true, PodCIDR: "10.200.0.0/16",
+			Nodes: []testenv.NodeOptions{{Name: "consumer-node-1", CPU: "4", Memory: "8Gi"}}},
+		{Name: "provider", Scheduler: true, ControllerManager: true, PodCIDR: "10.201.0.0/16",
+			Nodes: []testenv.NodeOptions{
+				{Name: "provider-node-1", CPU: "8", Memory: "16Gi"},
+				{Name: "provider-node-2", CPU: "8", Memory: "16Gi"},
+			}},
+	}
+}
+
+// Sandbox is a state folder and the programs it uses.
+type Sandbox struct {
+	// StateDir holds the kubeconfigs, the Terraform CLI configuration and the supervisor's files.
+	StateDir string
+	// ProviderBinDir is the folder holding terraform-provider-liqo, for dev_overrides.
+	ProviderBinDir string
+	// Out receives progress and instructions.
+	Out io.Writer
+}
+
+// KubeconfigPath returns the path of the named cluster's kubeconfig.
+func (s *Sandbox) KubeconfigPath(cluster string) string {
+	return filepath.Join(s.StateDir, fmt.Sprintf(kubeconfigFn, cluster))
+}
+
+// CLIConfigPath returns the path of the Terraform CLI configuration with dev_overrides.
+func (s *Sandbox) CLIConfigPath() string { return filepath.Join(s.StateDir, cliConfig) }
+
+// Up starts the supervisor (self with args, e.g. the sandbox command's "serve") in the
+// background unless it runs already, waits until the clusters are up, and prints how to use them.
+func (s *Sandbox) Up(ctx context.Context, self string, args ...string) error {
+	if pid, ok := s.runningPID(); ok {
+		fmt.Fprintf(s.Out, "sandbox already running (supervisor pid %d)\n", pid)
+		s.printUsage()
+		return nil
+	}
+	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
+		return fmt.Errorf("creating sandbox state folder: %w", err)
+	}
+	_ = os.Remove(filepath.Join(s.StateDir, readyFile))
+	logf, err := os.Create(filepath.Join(s.StateDir, logFile))
+	if err != nil {
+		return fmt.Errorf("creating sandbox log: %w", err)
+	}
+	defer func() { _ = logf.Close() }()
+	cmd := exec.Command(self, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this command and its terminal
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting sandbox supervisor: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	fmt.Fprintf(s.Out, "starting clusters %s (supervisor pid %d, log %s)...\n",
+		strings.Join(ClusterNames, " and "), cmd.Process.Pid, filepath.Join(s.StateDir, logFile))
+	start := time.Now()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(filepath.Join(s.StateDir, logFile))
+			return fmt.Errorf("sandbox supervisor exited (%v) before the clusters were up:\n%s", err, log)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the sandbox: %w", ctx.Err())
+		case <-tick.C:
+			if _, err := os.Stat(filepath.Join(s.StateDir, readyFile)); err == nil {
+				fmt.Fprintf(s.Out, "clusters up in %.1fs\n", time.Since(start).Seconds())
+				s.printUsage()
+				return nil
+			}
+		}
+	}
+}
+
+func (s *Sandbox) printUsage() {
+	fmt.Fprintf(s.Out, "\nThe sandbox's clusters:\n")
+	for _, name := range ClusterNames {
+		fmt.Fprintf(s.Out, "  %-9s kubectl --kubeconfig %s get nodes\n", name, s.KubeconfigPath(name))
+	}
+	fmt.Fprintf(s.Out, "\nTerraform with the local provider build:\n  export TF_CLI_CONFIG_FILE=%s\n", s.CLIConfigPath())
+	fmt.Fprintf(s.Out, "\nStop everything with: make sandbox-down\n")
+}
+
+// Serve is the supervisor: it starts the clusters, writes the state files, and stops
+// everything when it receives SIGTERM or SIGINT.
+func (s *Sandbox) Serve(ctx context.Context) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
+		return fmt.Errorf("creating sandbox state folder: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(s.StateDir, pidFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return fmt.Errorf("writing pid file: %w", err)
+	}
+	defer func() { _ = os.Remove(filepath.Join(s.StateDir, pidFile)) }()
+
+	env, err := testenv.Start(ctx, clusters()...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(s.Out, "stopping clusters")
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(s.Out, err)
+		}
+		s.removeStateFiles()
+	}()
+	if err := os.WriteFile(filepath.Join(s.StateDir, envDirFile), []byte(env.Dir), 0o600); err != nil {
+		return fmt.Errorf("writing env folder: %w", err)
+	}
+	for _, c := range env.Clusters {
+		data, err := os.ReadFile(c.KubeconfigPath)
+		if err != nil {
+			return fmt.Errorf("reading kubeconfig of %s: %w", c.Name, err)
+		}
+		if err := os.WriteFile(s.KubeconfigPath(c.Name), data, 0o600); err != nil {
+			return fmt.Errorf("writing kubeconfig of %s: %w", c.Name, err)
+		}
+	}
+	rc := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"peerkit/liqo\" = %q\n  }\n  direct {}\n}\n", s.ProviderBinDir)
+	if err := os.WriteFile(s.CLIConfigPath(), []byte(rc), 0o600); err != nil {
+		return fmt.Errorf("writing Terraform CLI configuration: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(s.StateDir, readyFile), nil, 0o600); err != nil {
+		return fmt.Errorf("writing ready file: %w", err)
+	}
+	fmt.Fprintln(s.Out, "sandbox ready")
+	<-ctx.Done()
+	return nil
+}
+
+func (s *Sandbox) removeStateFiles() {
+	for _, f := range []string{readyFile, envDirFile, cliConfig} {
+		_ = os.Remove(filepath.Join(s.StateDir, f))
+	}
+	for _, name := range ClusterNames {
+		_ = os.Remove(s.KubeconfigPath(name))
+	}
+}
+
+// runningPID returns the supervisor's pid when it is alive.
+func (s *Sandbox) runningPID() (int, bool) {
+	data, err := os.ReadFile(filepath.Join(s.StateDir, pidFile))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, syscall.Kill(pid, 0) == nil
+}
+
+// Down stops the supervisor, waits until it and every cluster process are gone, and removes the
+// state folder. It succeeds when nothing runs.
+func (s *Sandbox) Down(ctx context.Context) error {
+	envDir, _ := os.ReadFile(filepath.Join(s.StateDir, envDirFile))
+	if pid, ok := s.runningPID(); ok {
+		fmt.Fprintf(s.Out, "stopping sandbox (supervisor pid %d)\n", pid)
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("signalling sandbox supervisor: %w", err)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for syscall.Kill(pid, 0) == nil {
+			if time.Now().After(deadline) {
+				_ = syscall.Kill(pid, syscall.SIGKILL) // its clusters die with it (parent-death signal)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for the sandbox to stop: %w", ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	} else {
+		fmt.Fprintln(s.Out, "sandbox not running")
+	}
+	if dir := strings.TrimSpace(string(envDir)); dir != "" {
+		if left := testenv.ProcessesUsing(dir); len(left) > 0 {
+			return fmt.Errorf("processes of the sandbox still running: %v", left)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing %s: %w", dir, err)
+		}
+	}
+	if err := os.RemoveAll(s.StateDir); err != nil {
+		return fmt.Errorf("removing %s: %w", s.StateDir, err)
+	}
+	return nil
+}
