@@ -206,6 +206,27 @@ func testValidation(t *testing.T, c client.Client, ns string) {
 		t.Errorf("Network spec.cidr after the rejected change = %q (err %v), want 10.244.0.0/16", network.Spec.CIDR, err)
 	}
 
+	vn := &offv1beta1.VirtualNode{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "peer"}, vn); err != nil {
+		t.Fatal(err)
+	}
+	vn.Spec.ClusterID = "cl-other"
+	if err := c.Update(ctx, vn); err == nil || !strings.Contains(err.Error(), "clusterID is immutable") {
+		t.Errorf("changing VirtualNode clusterID: got %v, want 'clusterID is immutable'", err)
+	}
+	vn.Spec.ClusterID = ""
+	if err := c.Update(ctx, vn); err == nil || !strings.Contains(err.Error(), "clusterID cannot be removed once set") {
+		t.Errorf("removing VirtualNode clusterID: got %v, want 'clusterID cannot be removed once set'", err)
+	}
+	conn := &netv1beta1.Connection{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "connection"}, conn); err != nil {
+		t.Fatal(err)
+	}
+	conn.Spec.Type = netv1beta1.ConnectionType("Server")
+	if err := c.Update(ctx, conn); err == nil || !strings.Contains(err.Error(), "type is immutable") {
+		t.Errorf("changing Connection type: got %v, want 'type is immutable'", err)
+	}
+
 	// Defaults: what the API server fills in.
 	if tenant.Spec.TenantCondition != authv1beta1.TenantCondition("Active") {
 		t.Errorf("tenant condition = %q, want Active", tenant.Spec.TenantCondition)

@@ -19,9 +19,11 @@ const (
 )
 
 // IdentitySpec holds the credentials a consumer cluster received from a provider cluster.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterID) || has(self.clusterID)",message="clusterID cannot be removed once set"
 type IdentitySpec struct {
-	// ClusterID is the identity of the provider cluster.
+	// ClusterID is the identity of the provider cluster. It cannot change.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterID is immutable"
 	ClusterID corev1beta1.ClusterID `json:"clusterID,omitempty"`
 	// Type is what the identity is used for.
 	// +optional

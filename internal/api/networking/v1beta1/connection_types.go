@@ -31,7 +31,8 @@ const (
 
 // ConnectionSpec is the desired state of a Connection.
 type ConnectionSpec struct {
-	// Type tells whether the local gateway is the tunnel's server or client.
+	// Type tells whether the local gateway is the tunnel's server or client. It cannot change.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable"
 	Type ConnectionType `json:"type"`
 	// GatewayRef points to the local GatewayServer or GatewayClient of the tunnel.
 	GatewayRef corev1.ObjectReference `json:"gatewayRef"`

@@ -57,9 +57,11 @@ type VirtualNodeCondition struct {
 // VirtualNodeSpec describes a node of the consumer cluster that stands for (a share of) a
 // provider cluster. Upstream's template, offloadingPatch, vkOptionsTemplateRef and images
 // fields are not implemented and therefore not part of the schema.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterID) || has(self.clusterID)",message="clusterID cannot be removed once set"
 type VirtualNodeSpec struct {
-	// ClusterID is the identity of the provider cluster the node stands for.
+	// ClusterID is the identity of the provider cluster the node stands for. It cannot change.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterID is immutable"
 	ClusterID corev1beta1.ClusterID `json:"clusterID,omitempty"`
 	// CreateNode tells whether a Node object is created, so that pods can be scheduled on it.
 	// +optional
