@@ -1,0 +1,9 @@
+terraform {
+  required_providers {
+    liqo = {
+      source = "peerkit/liqo"
+    }
+  }
+}
+
+provider "liqo" {}
