@@ -31,7 +31,7 @@ func run(ctx context.Context, args []string) error {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("parsing arguments: %w", err)
 	}
 	abs, err := filepath.Abs(*state)
 	if err != nil {

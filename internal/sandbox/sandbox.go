@@ -99,7 +99,7 @@ func (s *Sandbox) Up(ctx context.Context, self string, args ...string) error {
 		select {
 		case err := <-exited:
 			log, _ := os.ReadFile(filepath.Join(s.StateDir, logFile))
-			return fmt.Errorf("sandbox supervisor exited (%v) before the clusters were up:\n%s", err, log)
+			return fmt.Errorf("sandbox supervisor exited before the clusters were up (%w):\n%s", err, log)
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the sandbox: %w", ctx.Err())
 		case <-tick.C:

@@ -186,7 +186,10 @@ func (c *Cluster) startControllerManager(ctx context.Context, binDir, certDir st
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		return err == nil, err
+		if err != nil {
+			return false, fmt.Errorf("getting default ServiceAccount: %w", err)
+		}
+		return true, nil
 	})
 }
 
@@ -208,7 +211,7 @@ func (c *Cluster) waitFor(ctx context.Context, what string, cond func(context.Co
 func (c *Cluster) checkProcesses() error {
 	for _, p := range c.procs {
 		if done, err := p.exited(); done {
-			return fmt.Errorf("cluster %s: %s exited (%v); see %s", c.Name, p.name, err, filepath.Join(c.Dir, "logs", p.name+".log"))
+			return fmt.Errorf("cluster %s: %s exited (%w); see %s", c.Name, p.name, err, filepath.Join(c.Dir, "logs", p.name+".log"))
 		}
 	}
 	return nil

@@ -85,7 +85,7 @@ func wrapWithDeathSignal(dir, bin string) (string, error) {
 	}
 	path := filepath.Join(dir, filepath.Base(bin))
 	script := fmt.Sprintf("#!/bin/sh\nexec %s --pdeathsig KILL -- %s \"$@\"\n", setpriv, bin)
-	if err := os.WriteFile(path, []byte(script), 0o755); err != nil { //nolint:gosec // an executable script
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		return "", fmt.Errorf("writing wrapper for %s: %w", bin, err)
 	}
 	return path, nil

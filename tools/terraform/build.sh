@@ -15,5 +15,5 @@ if [[ -x "$out" ]] && "$out" version 2>/dev/null | head -1 | grep -q "Terraform 
 fi
 echo "terraform: building Terraform ${TERRAFORM_VERSION} from source into $out (about 3 min)"
 cd "$here"
-CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$out" github.com/hashicorp/terraform
+CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w -X github.com/hashicorp/terraform/version.dev=no" -o "$out" github.com/hashicorp/terraform
 "$out" version | head -1

@@ -63,7 +63,8 @@ func Install(ctx context.Context, c client.Client) error {
 }
 
 func apply(ctx context.Context, c client.Client, want *apiextensionsv1.CustomResourceDefinition) error {
-	return wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 6},
+	var lastErr error
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 6},
 		func(ctx context.Context) (bool, error) {
 			got := &apiextensionsv1.CustomResourceDefinition{}
 			err := c.Get(ctx, client.ObjectKey{Name: want.Name}, got)
@@ -76,13 +77,18 @@ func apply(ctx context.Context, c client.Client, want *apiextensionsv1.CustomRes
 				err = c.Update(ctx, got)
 			}
 			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				lastErr = err
 				return false, nil // raced with another writer: read again
 			}
-			if err != nil {
-				return false, fmt.Errorf("installing CRD %s: %w", want.Name, err)
-			}
-			return true, nil
+			return err == nil, err //nolint:wrapcheck // wrapped below, with the CRD's name
 		})
+	if wait.Interrupted(err) && lastErr != nil {
+		err = lastErr // gave up racing with other writers: the last conflict says more than "timed out"
+	}
+	if err != nil {
+		return fmt.Errorf("installing CRD %s: %w", want.Name, err)
+	}
+	return nil
 }
 
 func waitEstablished(ctx context.Context, c client.Client, name string) error {
