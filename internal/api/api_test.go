@@ -1,10 +1,6 @@
 package api_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -14,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
@@ -41,16 +36,12 @@ func loadSamples(t *testing.T, scheme *runtime.Scheme) []client.Object {
 		t.Fatal(err)
 	}
 	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	docs, err := testenv.SplitYAML(data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var objs []client.Object
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, doc := range docs {
 		obj, _, err := decoder.Decode(doc, nil, nil)
 		if err != nil {
 			t.Fatalf("decoding sample: %v\n%s", err, doc)

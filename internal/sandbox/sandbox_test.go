@@ -42,9 +42,11 @@ func TestSandboxUpDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	kubectlCache := t.TempDir() // kubectl's discovery cache, instead of ~/.kube/cache
 	kubectl := func(cluster string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(filepath.Join(binDir, "kubectl"), append([]string{"--kubeconfig", filepath.Join(state, cluster+".kubeconfig")}, args...)...)
+		cmd := exec.Command(filepath.Join(binDir, "kubectl"), append([]string{
+			"--kubeconfig", filepath.Join(state, cluster+".kubeconfig"), "--cache-dir", kubectlCache}, args...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("kubectl %v on %s: %v\n%s", args, cluster, err, out)

@@ -9,11 +9,11 @@ repo=$(cd "$here/../.." && pwd)
 out=${1:-$repo/bin/terraform}
 TERRAFORM_VERSION=v1.11.4
 
-if [[ -x "$out" ]] && "$out" version 2>/dev/null | head -1 | grep -q "Terraform ${TERRAFORM_VERSION}$"; then
+if [[ -x "$out" ]] && TF_CLI_CONFIG_FILE=/dev/null "$out" version 2>/dev/null | head -1 | grep -q "Terraform ${TERRAFORM_VERSION}$"; then
   echo "terraform: $out is ${TERRAFORM_VERSION}"
   exit 0
 fi
 echo "terraform: building Terraform ${TERRAFORM_VERSION} from source into $out (about 3 min)"
 cd "$here"
 CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w -X github.com/hashicorp/terraform/version.dev=no" -o "$out" github.com/hashicorp/terraform
-"$out" version | head -1
+TF_CLI_CONFIG_FILE=/dev/null "$out" version | head -1

@@ -1,10 +1,6 @@
 package crds_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -191,22 +186,16 @@ func readFixtures(t *testing.T) []*unstructured.Unstructured {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			doc, err := reader.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		docs, err := testenv.SplitYAML(data)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, doc := range docs {
 			u := &unstructured.Unstructured{}
 			if err := yaml.Unmarshal(doc, &u.Object); err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}
-			if len(u.Object) > 0 {
-				objs = append(objs, u)
-			}
+			objs = append(objs, u)
 		}
 	}
 	return objs
