@@ -1,0 +1,43 @@
+// Package consts holds the names that are part of the interface with Liqo: label and annotation
+// keys, well-known namespaces and object names (DESIGN.md section 2).
+package consts
+
+const (
+	// RemoteClusterIDLabel marks an object (tenant namespace, PublicKey, Configuration, ...) as
+	// belonging to the peering with the cluster whose ID is the label's value.
+	RemoteClusterIDLabel = "liqo.io/remote-cluster-id"
+	// TenantNamespaceLabel ("true") marks a tenant namespace.
+	TenantNamespaceLabel = "liqo.io/tenant-namespace"
+	// IdentityTypeLabel gives the type of an identity kubeconfig Secret (ControlPlane, ResourceSlice).
+	IdentityTypeLabel = "liqo.io/identity-type"
+	// RemoteTenantNamespaceAnnotation names, on an identity Secret, the tenant namespace in the
+	// remote cluster that the identity works in.
+	RemoteTenantNamespaceAnnotation = "liqo.io/remote-tenant-namespace"
+	// GatewayResourceLabel ("true") marks the network objects a gateway reads (key Secret, PublicKey).
+	GatewayResourceLabel = "networking.liqo.io/gateway-resource"
+	// TypeLabel gives the type of a Liqo node; VirtualNodeType is its value on virtual nodes.
+	TypeLabel = "liqo.io/type"
+	// VirtualNodeType is TypeLabel's value on virtual nodes.
+	VirtualNodeType = "virtual-node"
+	// ReplicationLabel ("true") asks for an object to be replicated to the remote cluster.
+	ReplicationLabel = "liqo.io/replication"
+	// CreateVirtualNodeAnnotation ("true"/"false") on a ResourceSlice asks for a VirtualNode.
+	CreateVirtualNodeAnnotation = "liqo.io/create-virtual-node"
+)
+
+const (
+	// LiqoNamespace is where each cluster keeps its own identity.
+	LiqoNamespace = "liqo"
+	// ClusterIDConfigMap is the ConfigMap in LiqoNamespace holding the cluster ID.
+	ClusterIDConfigMap = "liqo-clusterid-configmap"
+	// ClusterIDKey is the ConfigMap key of the cluster ID.
+	ClusterIDKey = "CLUSTER_ID"
+	// KubeconfigSecretKey is the data key of the kubeconfig in an identity Secret.
+	KubeconfigSecretKey = "kubeconfig"
+	// PrivateKeySecretKey and PublicKeySecretKey are the data keys of a WireGuard key Secret.
+	PrivateKeySecretKey = "privateKey"
+	// PublicKeySecretKey is the data key of the public key in a WireGuard key Secret.
+	PublicKeySecretKey = "publicKey"
+	// NamespaceOffloadingName is the only name a namespace's NamespaceOffloading may have.
+	NamespaceOffloadingName = "offloading"
+)

@@ -1,0 +1,12 @@
+package provider
+
+import (
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+)
+
+// offloadingResources are the resources of the offloading module.
+func offloadingResources() []func() resource.Resource { return nil }
+
+// offloadingDataSources are the data sources about clusters and peerings.
+func offloadingDataSources() []func() datasource.DataSource { return nil }

@@ -1,0 +1,108 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// clusterResource is embedded by the resources that live in one cluster: it receives the
+// provider's cluster set and resolves the `cluster` attribute.
+type clusterResource struct {
+	clusters *clusterSet
+}
+
+// Configure receives the cluster set made by the provider's Configure.
+func (r *clusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return // validation, before the provider is configured
+	}
+	set, ok := req.ProviderData.(*clusterSet)
+	if !ok {
+		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("got %T, want *clusterSet", req.ProviderData))
+		return
+	}
+	r.clusters = set
+}
+
+// client returns the client of the cluster named by the `cluster` attribute; needLiqo also
+// checks that our API is installed there.
+func (r *clusterResource) client(ctx context.Context, cluster types.String, needLiqo bool) (*clusterClient, error) {
+	if r.clusters == nil {
+		return nil, fmt.Errorf("the liqo provider is not configured")
+	}
+	if needLiqo {
+		return r.clusters.getWithLiqo(ctx, cluster.ValueString())
+	}
+	return r.clusters.get(ctx, cluster.ValueString())
+}
+
+// clusterAttribute is the `cluster` attribute of every single-cluster resource.
+func clusterAttribute() schema.StringAttribute {
+	return schema.StringAttribute{
+		Optional: true,
+		MarkdownDescription: "Key of the provider's `clusters` map naming the cluster to manage this object in; " +
+			"default: the provider block's own connection. Changing it replaces the object.",
+		PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+	}
+}
+
+// idAttribute is the `id` attribute: the import ID of the object.
+func idAttribute(form string) schema.StringAttribute {
+	return schema.StringAttribute{
+		Computed:            true,
+		MarkdownDescription: "Import ID of the object: `" + form + "` (the cluster part is omitted for the provider's own connection).",
+		PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+	}
+}
+
+// objectID builds the ID `[cluster/][namespace/]name`.
+func objectID(cluster, namespace, name string) string {
+	parts := []string{}
+	if cluster != "" {
+		parts = append(parts, cluster)
+	}
+	if namespace != "" {
+		parts = append(parts, namespace)
+	}
+	return strings.Join(append(parts, name), "/")
+}
+
+// parseObjectID splits an import ID: `[cluster/]namespace/name` for a namespaced object,
+// `[cluster/]name` for a cluster-scoped one.
+func parseObjectID(id string, namespaced bool) (cluster, namespace, name string, err error) {
+	parts := strings.Split(id, "/")
+	for _, p := range parts {
+		if p == "" {
+			return "", "", "", fmt.Errorf("import ID %q has an empty part", id)
+		}
+	}
+	switch {
+	case namespaced && len(parts) == 2:
+		return "", parts[0], parts[1], nil
+	case namespaced && len(parts) == 3:
+		return parts[0], parts[1], parts[2], nil
+	case !namespaced && len(parts) == 1:
+		return "", "", parts[0], nil
+	case !namespaced && len(parts) == 2:
+		return parts[0], "", parts[1], nil
+	}
+	if namespaced {
+		return "", "", "", fmt.Errorf("import ID %q is not `[cluster/]namespace/name`", id)
+	}
+	return "", "", "", fmt.Errorf("import ID %q is not `[cluster/]name`", id)
+}
+
+// stringOrNull is a types.String that is null for "".
+func stringOrNull(s string) types.String {
+	if s == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(s)
+}
