@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -41,6 +42,23 @@ func (r *clusterResource) client(ctx context.Context, cluster types.String, need
 		return r.clusters.getWithLiqo(ctx, cluster.ValueString())
 	}
 	return r.clusters.get(ctx, cluster.ValueString())
+}
+
+// ModifyPlan checks at plan time, without contacting any cluster, that the `cluster`
+// attribute names a key of the provider's clusters map (or that the provider block has a
+// connection of its own when it is not set). Resources with their own ModifyPlan call it first.
+func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || r.clusters == nil {
+		return // destroy, or the provider is not configured yet
+	}
+	var cluster types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("cluster"), &cluster)...)
+	if resp.Diagnostics.HasError() || cluster.IsUnknown() {
+		return
+	}
+	if _, err := r.clusters.lookup(cluster.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("cluster"), "Unknown cluster", err.Error())
+	}
 }
 
 // clusterAttribute is the `cluster` attribute of every single-cluster resource.

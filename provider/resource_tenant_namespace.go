@@ -91,7 +91,8 @@ func (r *tenantNamespaceResource) ValidateConfig(context.Context, resource.Valid
 
 // ModifyPlan shows the default name in the plan.
 func (r *tenantNamespaceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
+	r.clusterResource.ModifyPlan(ctx, req, resp)
+	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
 		return
 	}
 	var plan tenantNamespaceModel
