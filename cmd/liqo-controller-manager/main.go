@@ -1,0 +1,156 @@
+// Command liqo-controller-manager runs the in-cluster controllers of the peering. At start it
+// ensures the cluster's identity (liqo namespace, cluster ID, signing key, Networks, CRDs,
+// peer ClusterRoles); then it runs one reconciler per concern.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+func main() {
+	ctx := ctrl.SetupSignalHandler()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "liqo-controller-manager:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	kubeconfig   string
+	identity     clusteridentity.Config
+	apiServerURL string
+	metricsAddr  string
+	probeAddr    string
+	leaderElect  bool
+	zap          zap.Options
+}
+
+func parse(args []string, out io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("liqo-controller-manager", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run in (default: in-cluster configuration)")
+	var clusterID string
+	fs.StringVar(&clusterID, "cluster-id", "", "this cluster's ID, a DNS label (required the first time; it cannot change later)")
+	fs.StringVar(&o.identity.PodCIDR, "pod-cidr", "", "the cluster's pod CIDR, e.g. 10.244.0.0/16")
+	fs.StringVar(&o.identity.ServiceCIDR, "service-cidr", "", "the cluster's service CIDR, e.g. 10.96.0.0/12")
+	fs.StringVar(&o.identity.ExternalCIDR, "external-cidr", "", "the CIDR peers use to reach this cluster's external addresses, e.g. 10.70.0.0/16")
+	fs.StringVar(&o.apiServerURL, "api-server-url", "", "the API server URL peers should use (default: the one this manager connects to)")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, for running several replicas")
+	o.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("parsing flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	o.identity.ClusterID = corev1beta1.ClusterID(clusterID)
+	if err := o.identity.Validate(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (o *options) restConfig() (*rest.Config, error) {
+	if o.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", o.kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+	}
+	return cfg, nil
+}
+
+// run parses args, ensures the cluster identity and runs the manager until ctx ends.
+func run(ctx context.Context, args []string, out io.Writer) error {
+	o, err := parse(args, out)
+	if err != nil {
+		return err
+	}
+	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(out))
+	ctrl.SetLogger(log)
+	cfg, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	scheme, err := api.NewScheme()
+	if err != nil {
+		return err
+	}
+	setupClient, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	id, err := clusteridentity.Ensure(ctx, setupClient, o.identity)
+	if err != nil {
+		return fmt.Errorf("ensuring cluster identity: %w", err)
+	}
+	o.identity.ClusterID = id
+	log.Info("cluster identity in place", "clusterID", id, "apiServer", cfg.Host)
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "liqo-controller-manager",
+		LeaderElectionNamespace: consts.LiqoNamespace,
+		Logger:                  log,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := setup(mgr, o); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// setup registers the reconcilers, one per concern.
+func setup(mgr ctrl.Manager, o *options) error {
+	if err := (&clusteridentity.Reconciler{Client: mgr.GetClient(), Config: o.identity}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the cluster identity reconciler: %w", err)
+	}
+	return nil
+}

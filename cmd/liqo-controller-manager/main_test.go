@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// TestRun: the manager starts against a real cluster, records its identity, and its readiness
+// endpoint answers; a second start with another cluster ID is refused.
+func TestRun(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "a", SkipLiqoCRDs: true})
+	kc := env.Cluster("a").KubeconfigPath
+	probe, metrics := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig", kc, "--cluster-id", "cl-a", "--pod-cidr", "10.244.0.0/16",
+			"--health-probe-bind-address", probe, "--metrics-bind-address", metrics}, io.Discard)
+	}()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("manager exited: %w", err)
+		default:
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("not ready: %v", err)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := env.Cluster("a").Client.Get(t.Context(), client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap}, cm); err != nil ||
+		cm.Data[consts.ClusterIDKey] != "cl-a" {
+		t.Errorf("cluster ID ConfigMap: %v %v", cm.Data, err)
+	}
+	resp, err := http.Get("http://" + metrics + "/metrics") //nolint:noctx // a test's one-off request
+	if err != nil {
+		t.Errorf("metrics endpoint: %v", err)
+	} else {
+		_ = resp.Body.Close()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("manager stopped with %v", err)
+	}
+
+	err = run(t.Context(), []string{"--kubeconfig", kc, "--cluster-id", "cl-b", "--health-probe-bind-address", "0", "--metrics-bind-address", "0"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `this cluster's ID is "cl-a"`) {
+		t.Errorf("restart with another cluster ID: %v", err)
+	}
+}
+
+// TestBadFlags: wrong flags fail before anything is written, naming the flag.
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster-id", "Bad_ID"}, "not a DNS label"},
+		{[]string{"--pod-cidr", "10.0.0.0/33"}, "--pod-cidr"},
+		{[]string{"--no-such-flag"}, "no-such-flag"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		_, err := parse(tc.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%v) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+// Package clusteridentity keeps a cluster's own identity in place: the liqo namespace, the
+// cluster-ID ConfigMap, the Ed25519 signing key Secret, the Network objects of its CIDRs, our
+// CRDs and the ClusterRoles that peers are bound to. Ensure sets them up at start; the
+// Reconciler repairs them when they drift (deleted or edited).
+package clusteridentity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/signing"
+)
+
+// Names of the objects this package keeps.
+const (
+	// SigningKeySecret is the Secret in the liqo namespace holding the cluster's signing key
+	// (data keys privateKey and publicKey, PEM).
+	SigningKeySecret = "liqo-cluster-signing-key" //nolint:gosec // a Secret's name, not a credential
+	// NetworkTypeLabel gives the role of a Network object in the liqo namespace.
+	NetworkTypeLabel = "ipam.liqo.io/network-type"
+	// RemoteControlPlaneClusterRole is what a consumer's identity is bound to in its tenant
+	// namespace on the provider: resource slices and namespace maps there, nothing else.
+	RemoteControlPlaneClusterRole = "liqo-remote-controlplane"
+	// managedByLabel marks the objects this package keeps.
+	managedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "liqo-controller-manager"
+)
+
+// Network types, the values of NetworkTypeLabel and the names of the Networks.
+const (
+	PodCIDRNetwork      = "pod-cidr"
+	ServiceCIDRNetwork  = "service-cidr"
+	ExternalCIDRNetwork = "external-cidr"
+)
+
+// Config is what a cluster knows of itself, from the controller manager's flags.
+type Config struct {
+	// ClusterID identifies the cluster to its peers. Empty: keep the one already recorded.
+	ClusterID corev1beta1.ClusterID
+	// PodCIDR, ServiceCIDR and ExternalCIDR are the cluster's networks; empty ones are skipped.
+	PodCIDR, ServiceCIDR, ExternalCIDR string
+}
+
+// Validate checks the configuration before anything is written.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ClusterID != "" {
+		if err := validClusterID(string(c.ClusterID)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for flag, v := range map[string]string{"--pod-cidr": c.PodCIDR, "--service-cidr": c.ServiceCIDR, "--external-cidr": c.ExternalCIDR} {
+		if v == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(v)
+		if err != nil || p.Masked() != p {
+			errs = append(errs, fmt.Errorf("%s %q is not a network CIDR such as 10.244.0.0/16", flag, v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validClusterID(id string) error {
+	if len(id) == 0 || len(id) > 63 {
+		return fmt.Errorf("cluster ID %q must be 1 to 63 characters", id)
+	}
+	for i, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' && i > 0 && i < len(id)-1
+		if !ok {
+			return fmt.Errorf("cluster ID %q is not a DNS label (lower-case letters, digits, '-' inside)", id)
+		}
+	}
+	return nil
+}
+
+// Ensure creates what is missing and repairs what drifted. It returns the cluster ID in use.
+// The cluster ID and the signing key are never replaced once recorded: peers know them.
+func Ensure(ctx context.Context, c client.Client, cfg Config) (corev1beta1.ClusterID, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
+	if err := crds.Install(ctx, c); err != nil {
+		return "", err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}
+	if _, err := controllerutil.CreateOrPatch(ctx, c, ns, func() error { return nil }); err != nil {
+		return "", fmt.Errorf("ensuring namespace %s: %w", consts.LiqoNamespace, err)
+	}
+	id, err := ensureClusterID(ctx, c, cfg.ClusterID)
+	if err != nil {
+		return "", err
+	}
+	if err := ensureSigningKey(ctx, c); err != nil {
+		return "", err
+	}
+	for name, cidr := range map[string]string{PodCIDRNetwork: cfg.PodCIDR, ServiceCIDRNetwork: cfg.ServiceCIDR, ExternalCIDRNetwork: cfg.ExternalCIDR} {
+		if cidr != "" {
+			if err := ensureNetwork(ctx, c, name, cidr); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := ensureClusterRoles(ctx, c); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+func ensureClusterID(ctx context.Context, c client.Client, want corev1beta1.ClusterID) (corev1beta1.ClusterID, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		if want == "" {
+			return "", fmt.Errorf("no cluster ID recorded in %s/%s: set --cluster-id", consts.LiqoNamespace, consts.ClusterIDConfigMap)
+		}
+		cm = &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap, Labels: map[string]string{managedByLabel: managedBy}},
+			Data:       map[string]string{consts.ClusterIDKey: string(want)},
+		}
+		if err := c.Create(ctx, cm); err != nil {
+			return "", fmt.Errorf("recording cluster ID in %s/%s: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+		}
+		return want, nil
+	case err != nil:
+		return "", fmt.Errorf("reading %s/%s: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+	}
+	got := corev1beta1.ClusterID(cm.Data[consts.ClusterIDKey])
+	switch {
+	case got == "" && want == "":
+		return "", fmt.Errorf("%s/%s has no %s: set --cluster-id", consts.LiqoNamespace, consts.ClusterIDConfigMap, consts.ClusterIDKey)
+	case got == "":
+		patch := client.MergeFrom(cm.DeepCopy())
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[consts.ClusterIDKey] = string(want)
+		if err := c.Patch(ctx, cm, patch); err != nil {
+			return "", fmt.Errorf("recording cluster ID in %s/%s: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+		}
+		return want, nil
+	case want != "" && got != want:
+		return "", fmt.Errorf("this cluster's ID is %q (recorded in %s/%s), not %q: a cluster ID cannot change, since peers know it; "+
+			"drop --cluster-id or set it to %q", got, consts.LiqoNamespace, consts.ClusterIDConfigMap, want, got)
+	}
+	return got, nil
+}
+
+func ensureSigningKey(ctx context.Context, c client.Client) error {
+	secret := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: SigningKeySecret}, secret)
+	if err == nil {
+		if _, perr := signing.ParsePrivate(secret.Data[consts.PrivateKeySecretKey]); perr != nil {
+			return fmt.Errorf("secret %s/%s does not hold a valid signing key (%w): delete it to make a new one, "+
+				"knowing that peers must then re-authenticate", consts.LiqoNamespace, SigningKeySecret, perr)
+		}
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading secret %s/%s: %w", consts.LiqoNamespace, SigningKeySecret, err)
+	}
+	key, err := signing.Generate()
+	if err != nil {
+		return err
+	}
+	priv, err := key.EncodePrivate()
+	if err != nil {
+		return err
+	}
+	pub, err := key.EncodePublic()
+	if err != nil {
+		return err
+	}
+	secret = &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: SigningKeySecret, Labels: map[string]string{managedByLabel: managedBy}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{consts.PrivateKeySecretKey: priv, consts.PublicKeySecretKey: pub},
+	}
+	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating secret %s/%s: %w", consts.LiqoNamespace, SigningKeySecret, err)
+	}
+	return nil
+}
+
+func ensureNetwork(ctx context.Context, c client.Client, name, cidr string) error {
+	n := &ipamv1alpha1.Network{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: name}, n)
+	switch {
+	case apierrors.IsNotFound(err):
+		n = &ipamv1alpha1.Network{
+			ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: name,
+				Labels: map[string]string{NetworkTypeLabel: name, managedByLabel: managedBy}},
+			Spec: ipamv1alpha1.NetworkSpec{CIDR: netv1beta1.CIDR(cidr)},
+		}
+		if err := c.Create(ctx, n); err != nil {
+			return fmt.Errorf("creating network %s/%s: %w", consts.LiqoNamespace, name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading network %s/%s: %w", consts.LiqoNamespace, name, err)
+	case string(n.Spec.CIDR) != cidr:
+		return fmt.Errorf("network %s/%s has CIDR %s, not %s: a cluster's CIDR cannot change under its peers; "+
+			"fix the flag, or delete the Network after unpeering", consts.LiqoNamespace, name, n.Spec.CIDR, cidr)
+	}
+	if string(n.Status.CIDR) != cidr {
+		patch := client.MergeFrom(n.DeepCopy())
+		n.Status.CIDR = netv1beta1.CIDR(cidr) // the cluster's own networks are used as they are
+		if err := c.Status().Patch(ctx, n, patch); err != nil {
+			return fmt.Errorf("reporting network %s/%s: %w", consts.LiqoNamespace, name, err)
+		}
+	}
+	return nil
+}
+
+// remoteControlPlaneRules are what a consumer may do in its tenant namespace on the provider.
+var remoteControlPlaneRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices", "resourceslices/status"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps", "namespacemaps/status"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+}
+
+func ensureClusterRoles(ctx context.Context, c client.Client) error {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: RemoteControlPlaneClusterRole}}
+	_, err := controllerutil.CreateOrPatch(ctx, c, role, func() error {
+		if role.Labels == nil {
+			role.Labels = map[string]string{}
+		}
+		role.Labels[managedByLabel] = managedBy
+		role.Rules = remoteControlPlaneRules
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ensuring ClusterRole %s: %w", RemoteControlPlaneClusterRole, err)
+	}
+	return nil
+}

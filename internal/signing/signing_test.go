@@ -1,0 +1,57 @@
+package signing_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/signing"
+)
+
+// TestRoundTrip: encoded keys decode to the same keys; a signature verifies with the right key
+// and nonce only.
+func TestRoundTrip(t *testing.T) {
+	k, err := signing.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	privPEM, err := k.EncodePrivate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubPEM, err := k.EncodePublic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := signing.ParsePrivate(privPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := signing.ParsePublic(pubPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(k2.Public, k.Public) || !bytes.Equal(pub, k.Public) {
+		t.Fatal("decoded keys differ from the generated ones")
+	}
+	nonce := []byte("nonce-123")
+	sig := k2.Sign(nonce)
+	if !signing.Verify(pub, nonce, sig) {
+		t.Error("signature does not verify")
+	}
+	if signing.Verify(pub, []byte("other nonce"), sig) {
+		t.Error("signature verifies for another nonce")
+	}
+	other, err := signing.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if signing.Verify(other.Public, nonce, sig) {
+		t.Error("signature verifies with another key")
+	}
+	if _, err := signing.ParsePrivate(pubPEM); err == nil {
+		t.Error("a public key parsed as a private key")
+	}
+	if _, err := signing.ParsePublic([]byte("garbage")); err == nil {
+		t.Error("garbage parsed as a public key")
+	}
+}
