@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -151,6 +152,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&clusteridentity.Reconciler{Client: mgr.GetClient(), Config: o.identity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster identity reconciler: %w", err)
+	}
+	if err := (&foreigncluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ForeignCluster reconciler: %w", err)
 	}
 	return nil
 }

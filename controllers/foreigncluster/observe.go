@@ -1,0 +1,276 @@
+package foreigncluster
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// observation is what the local cluster holds about one remote cluster.
+type observation struct {
+	tenantNamespaces []string
+	tenants          []authv1beta1.Tenant
+	identities       []authv1beta1.Identity
+	slices           []authv1beta1.ResourceSlice
+	configurations   []netv1beta1.Configuration
+	gatewayServers   []netv1beta1.GatewayServer
+	gatewayClients   []netv1beta1.GatewayClient
+	connections      []netv1beta1.Connection
+	virtualNodes     []offv1beta1.VirtualNode
+	nodes            []corev1.Node
+}
+
+// empty reports whether nothing refers to the remote cluster any more.
+func (o *observation) empty() bool {
+	return len(o.tenantNamespaces)+len(o.tenants)+len(o.identities)+len(o.slices)+len(o.configurations)+
+		len(o.gatewayServers)+len(o.gatewayClients)+len(o.connections)+len(o.virtualNodes)+len(o.nodes) == 0
+}
+
+// observe lists every object about the remote cluster id.
+func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*observation, error) {
+	o := &observation{}
+	byLabel := client.MatchingLabels{consts.RemoteClusterIDLabel: string(id)}
+
+	nss := &corev1.NamespaceList{}
+	if err := c.List(ctx, nss, byLabel); err != nil {
+		return nil, fmt.Errorf("listing tenant namespaces: %w", err)
+	}
+	for _, ns := range nss.Items {
+		if ns.Labels[consts.TenantNamespaceLabel] == "true" && ns.DeletionTimestamp == nil {
+			o.tenantNamespaces = append(o.tenantNamespaces, ns.Name)
+		}
+	}
+
+	tenants := &authv1beta1.TenantList{}
+	if err := c.List(ctx, tenants); err != nil {
+		return nil, fmt.Errorf("listing tenants: %w", err)
+	}
+	for _, t := range tenants.Items {
+		if t.Spec.ClusterID == id {
+			o.tenants = append(o.tenants, t)
+		}
+	}
+	ids := &authv1beta1.IdentityList{}
+	if err := c.List(ctx, ids); err != nil {
+		return nil, fmt.Errorf("listing identities: %w", err)
+	}
+	for _, i := range ids.Items {
+		if i.Spec.ClusterID == id {
+			o.identities = append(o.identities, i)
+		}
+	}
+	slices := &authv1beta1.ResourceSliceList{}
+	if err := c.List(ctx, slices); err != nil {
+		return nil, fmt.Errorf("listing resource slices: %w", err)
+	}
+	for _, s := range slices.Items {
+		if s.Spec.ProviderClusterID != nil && *s.Spec.ProviderClusterID == id {
+			o.slices = append(o.slices, s)
+		}
+	}
+
+	confs := &netv1beta1.ConfigurationList{}
+	if err := c.List(ctx, confs, byLabel); err != nil {
+		return nil, fmt.Errorf("listing configurations: %w", err)
+	}
+	o.configurations = confs.Items
+	servers := &netv1beta1.GatewayServerList{}
+	if err := c.List(ctx, servers, byLabel); err != nil {
+		return nil, fmt.Errorf("listing gateway servers: %w", err)
+	}
+	o.gatewayServers = servers.Items
+	clients := &netv1beta1.GatewayClientList{}
+	if err := c.List(ctx, clients, byLabel); err != nil {
+		return nil, fmt.Errorf("listing gateway clients: %w", err)
+	}
+	o.gatewayClients = clients.Items
+	conns := &netv1beta1.ConnectionList{}
+	if err := c.List(ctx, conns, byLabel); err != nil {
+		return nil, fmt.Errorf("listing connections: %w", err)
+	}
+	o.connections = conns.Items
+
+	vns := &offv1beta1.VirtualNodeList{}
+	if err := c.List(ctx, vns); err != nil {
+		return nil, fmt.Errorf("listing virtual nodes: %w", err)
+	}
+	for _, vn := range vns.Items {
+		if vn.Spec.ClusterID == id {
+			o.virtualNodes = append(o.virtualNodes, vn)
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes, client.MatchingLabels{consts.TypeLabel: consts.VirtualNodeType, consts.RemoteClusterIDLabel: string(id)}); err != nil {
+		return nil, fmt.Errorf("listing virtual nodes' Nodes: %w", err)
+	}
+	o.nodes = nodes.Items
+	return o, nil
+}
+
+// status computes the ForeignCluster status from the observation, keeping the transition
+// times of conditions whose status did not change.
+func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Time) corev1beta1.ForeignClusterStatus {
+	st := corev1beta1.ForeignClusterStatus{Role: o.role(), APIServerURL: old.APIServerURL}
+	if len(o.tenantNamespaces) > 0 {
+		st.TenantNamespace.Local = o.tenantNamespaces[0]
+	}
+	for _, i := range o.identities {
+		if i.Spec.Namespace != "" {
+			st.TenantNamespace.Remote = i.Spec.Namespace
+		}
+		if i.Spec.AuthParams.APIServer != "" {
+			st.APIServerURL = i.Spec.AuthParams.APIServer
+		}
+	}
+
+	var net []corev1beta1.Condition
+	for _, c := range o.configurations {
+		s := corev1beta1.ConditionStatusPending
+		if c.Status.Remote != nil && len(c.Status.Remote.CIDR.Pod) > 0 {
+			s = corev1beta1.ConditionStatusReady
+		}
+		net = append(net, cond(corev1beta1.NetworkConfigurationStatusCondition, s, "Configuration "+c.Name))
+	}
+	if len(o.gatewayServers) > 0 {
+		net = append(net, cond(corev1beta1.NetworkGatewayServerStatusCondition, corev1beta1.ConditionStatusReady, "GatewayServer "+o.gatewayServers[0].Name))
+	}
+	if len(o.gatewayClients) > 0 {
+		net = append(net, cond(corev1beta1.NetworkGatewayClientStatusCondition, corev1beta1.ConditionStatusReady, "GatewayClient "+o.gatewayClients[0].Name))
+	}
+	for _, c := range o.connections {
+		s, msg := corev1beta1.ConditionStatusPending, "tunnel "+string(c.Status.Value)
+		switch c.Status.Value {
+		case netv1beta1.Connected:
+			s = corev1beta1.ConditionStatusEstablished
+			if c.Status.Latency.Value != "" {
+				msg += ", latency " + c.Status.Latency.Value
+			}
+		case netv1beta1.ConnectionError:
+			s = corev1beta1.ConditionStatusError
+		}
+		net = append(net, cond(corev1beta1.NetworkConnectionStatusCondition, s, msg))
+	}
+
+	var auth []corev1beta1.Condition
+	for _, t := range o.tenants {
+		s := corev1beta1.ConditionStatusEstablished
+		if t.Spec.TenantCondition != authv1beta1.TenantConditionActive && t.Spec.TenantCondition != "" {
+			s = corev1beta1.ConditionStatusNotReady
+		}
+		auth = append(auth, cond(corev1beta1.AuthTenantStatusCondition, s, fmt.Sprintf("Tenant %s/%s is %s", t.Namespace, t.Name, t.Spec.TenantCondition)))
+	}
+	for _, i := range o.identities {
+		if i.Spec.Type != authv1beta1.IdentityType("ControlPlane") {
+			continue
+		}
+		s := corev1beta1.ConditionStatusPending
+		if i.Status.KubeconfigSecretRef != nil && i.Status.KubeconfigSecretRef.Name != "" {
+			s = corev1beta1.ConditionStatusEstablished
+		}
+		auth = append(auth, cond(corev1beta1.AuthIdentityControlPlaneStatusCondition, s, fmt.Sprintf("Identity %s/%s", i.Namespace, i.Name)))
+	}
+
+	var off []corev1beta1.Condition
+	if len(o.virtualNodes) > 0 {
+		off = append(off, cond(corev1beta1.OffloadingVirtualNodeStatusCondition, corev1beta1.ConditionStatusReady,
+			fmt.Sprintf("%d virtual node(s)", len(o.virtualNodes))))
+	}
+	if len(o.nodes) > 0 {
+		ready := 0
+		for _, n := range o.nodes {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		s := corev1beta1.ConditionStatusReady
+		switch {
+		case ready == 0:
+			s = corev1beta1.ConditionStatusNotReady
+		case ready < len(o.nodes):
+			s = corev1beta1.ConditionStatusSomeNotReady
+		}
+		off = append(off, cond(corev1beta1.OffloadingNodeStatusCondition, s, fmt.Sprintf("%d of %d node(s) Ready", ready, len(o.nodes))))
+	}
+
+	st.Modules.Networking = module(net, old.Modules.Networking.Conditions, now)
+	st.Modules.Authentication = module(auth, old.Modules.Authentication.Conditions, now)
+	st.Modules.Offloading = module(off, old.Modules.Offloading.Conditions, now)
+	return st
+}
+
+// role is the remote cluster's role: a Consumer when we keep a Tenant for it, a Provider when
+// we hold an identity or slices from it.
+func (o *observation) role() corev1beta1.RoleType {
+	consumer := len(o.tenants) > 0
+	provider := len(o.identities) > 0 || len(o.slices) > 0 || len(o.virtualNodes) > 0
+	switch {
+	case consumer && provider:
+		return corev1beta1.ConsumerAndProviderRole
+	case consumer:
+		return corev1beta1.ConsumerRole
+	case provider:
+		return corev1beta1.ProviderRole
+	}
+	return corev1beta1.UnknownRole
+}
+
+func cond(t corev1beta1.ConditionType, s corev1beta1.ConditionStatusType, msg string) corev1beta1.Condition {
+	return corev1beta1.Condition{Type: t, Status: s, Reason: string(s), Message: msg}
+}
+
+// module merges conditions of one type into the worst of them and keeps transition times.
+func module(conds, old []corev1beta1.Condition, now metav1.Time) corev1beta1.Module {
+	merged := map[corev1beta1.ConditionType]corev1beta1.Condition{}
+	var order []corev1beta1.ConditionType
+	for _, c := range conds {
+		prev, seen := merged[c.Type]
+		if !seen {
+			order = append(order, c.Type)
+			merged[c.Type] = c
+			continue
+		}
+		if severity(c.Status) > severity(prev.Status) {
+			merged[c.Type] = c
+		}
+	}
+	m := corev1beta1.Module{Enabled: len(conds) > 0}
+	for _, t := range order {
+		c := merged[t]
+		c.LastTransitionTime = now
+		for _, o := range old {
+			if o.Type == t && o.Status == c.Status {
+				c.LastTransitionTime = o.LastTransitionTime
+			}
+		}
+		m.Conditions = append(m.Conditions, c)
+	}
+	return m
+}
+
+// severity orders condition states from good to bad, to report the worst of several objects.
+func severity(s corev1beta1.ConditionStatusType) int {
+	switch s {
+	case corev1beta1.ConditionStatusEstablished, corev1beta1.ConditionStatusReady:
+		return 0
+	case corev1beta1.ConditionStatusNone:
+		return 1
+	case corev1beta1.ConditionStatusPending:
+		return 2
+	case corev1beta1.ConditionStatusSomeNotReady:
+		return 3
+	case corev1beta1.ConditionStatusNotReady:
+		return 4
+	}
+	return 5
+}
