@@ -22,6 +22,9 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
+	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
+	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -40,6 +43,7 @@ type options struct {
 	kubeconfig   string
 	identity     clusteridentity.Config
 	apiServerURL string
+	caData       []byte
 	metricsAddr  string
 	probeAddr    string
 	leaderElect  bool
@@ -128,6 +132,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	if o.apiServerURL == "" {
+		o.apiServerURL = cfg.Host
+	}
+	o.caData = cfg.CAData
+	if len(o.caData) == 0 && cfg.CAFile != "" {
+		if o.caData, err = os.ReadFile(cfg.CAFile); err != nil {
+			return fmt.Errorf("reading the API server's CA %s: %w", cfg.CAFile, err)
+		}
+	}
 	if err := setup(mgr, o); err != nil {
 		return err
 	}
@@ -155,6 +168,19 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := (&foreigncluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ForeignCluster reconciler: %w", err)
+	}
+	if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the nonce reconciler: %w", err)
+	}
+	if err := (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the signed-nonce reconciler: %w", err)
+	}
+	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-tenant"),
+		APIServerURL: o.apiServerURL, CAData: o.caData}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the tenant reconciler: %w", err)
+	}
+	if err := (&identity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the identity reconciler: %w", err)
 	}
 	return nil
 }

@@ -55,3 +55,32 @@ func TestRoundTrip(t *testing.T) {
 		t.Error("garbage parsed as a public key")
 	}
 }
+
+// TestCSR: a request checks out for its own common name and key only.
+func TestCSR(t *testing.T) {
+	k, err := signing.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := signing.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr, err := k.CSR("cl-consumer", "liqo.io")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := signing.CheckCSR(csr, "cl-consumer", k.Public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Subject.Organization[0] != "liqo.io" {
+		t.Errorf("organization %v", req.Subject.Organization)
+	}
+	if _, err := signing.CheckCSR(csr, "cl-other", nil); err == nil {
+		t.Error("request accepted for another common name")
+	}
+	if _, err := signing.CheckCSR(csr, "cl-consumer", other.Public); err == nil {
+		t.Error("request accepted for another key")
+	}
+}

@@ -1,0 +1,268 @@
+package tenant_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
+	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+func startManager(t *testing.T, cl *testenv.Cluster, setup func(ctrl.Manager) error) {
+	t.Helper()
+	// Several managers run in one test process: controller names repeat across them.
+	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager of %s: %v", cl.Name, err)
+		}
+	})
+}
+
+func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 45*time.Second, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func tenantNamespace(name, remote string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{consts.RemoteClusterIDLabel: remote, consts.TenantNamespaceLabel: "true"}}}
+}
+
+// handshake carries the provider's nonce in ns to the consumer and returns the consumer's answer.
+func handshake(t *testing.T, provider, consumer client.Client, providerNS, consumerNS string) *corev1.Secret {
+	t.Helper()
+	ctx := t.Context()
+	n := &corev1.Secret{}
+	poll(t, "the provider's nonce", func(ctx context.Context) (bool, error) {
+		return provider.Get(ctx, client.ObjectKey{Namespace: providerNS, Name: nonce.NonceSecret}, n) == nil, nil
+	})
+	req := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: nonce.SignedNonceSecret},
+		Data: map[string][]byte{nonce.NonceKey: n.Data[nonce.NonceKey]}}
+	if err := consumer.Create(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the consumer's signature", func(ctx context.Context) (bool, error) {
+		err := consumer.Get(ctx, client.ObjectKeyFromObject(req), req)
+		return err == nil && len(req.Data[nonce.SignatureKey]) > 0, nil
+	})
+	return req
+}
+
+// TestHandshakeIssuesLeastPrivilegeIdentity: from nonce to a working consumer identity across two
+// clusters; the identity can do what a consumer's control plane needs in its tenant namespace
+// and nothing else; a wrong signature and a cordoned tenant are refused with a reason; deleting
+// the Tenant revokes the access.
+func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
+	env := testenv.New(t,
+		testenv.ClusterOptions{Name: "consumer"},
+		testenv.ClusterOptions{Name: "provider", ControllerManager: true},
+	)
+	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	ctx := t.Context()
+	if _, err := clusteridentity.Ensure(ctx, cons.Client, clusteridentity.Config{ClusterID: "cl-consumer"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, prov, func(mgr ctrl.Manager) error {
+		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tenant"),
+			APIServerURL: prov.Config.Host, CAData: prov.Config.CAData}).SetupWithManager(mgr)
+	})
+	startManager(t, cons, func(mgr ctrl.Manager) error {
+		if err := (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&identity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+	})
+
+	const provNS, consNS = "liqo-tenant-cl-consumer", "liqo-tenant-cl-provider"
+	for _, o := range []struct {
+		c  client.Client
+		ns *corev1.Namespace
+	}{{prov.Client, tenantNamespace(provNS, "cl-consumer")}, {cons.Client, tenantNamespace(consNS, "cl-provider")},
+		{prov.Client, tenantNamespace("other-tenant", "cl-other")}} {
+		if err := o.c.Create(ctx, o.ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := handshake(t, prov.Client, cons.Client, provNS, consNS)
+
+	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
+		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
+		PublicKey: answer.Data[nonce.PublicKeyKey], Signature: answer.Data[nonce.SignatureKey], CSR: answer.Data[nonce.CSRKey],
+	}}
+	if err := prov.Client.Create(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the tenant's issued certificate", func(ctx context.Context) (bool, error) {
+		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
+		return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
+	})
+
+	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: "controlplane"}, Spec: authv1beta1.IdentitySpec{
+		ClusterID: "cl-provider", Type: "ControlPlane", Namespace: provNS, AuthParams: *tn.Status.AuthParams,
+	}}
+	if err := cons.Client.Create(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{}
+	poll(t, "the identity's kubeconfig Secret", func(ctx context.Context) (bool, error) {
+		err := cons.Client.Get(ctx, client.ObjectKey{Namespace: consNS, Name: identity.SecretName(id.Name)}, secret)
+		return err == nil, nil
+	})
+	if secret.Labels[consts.IdentityTypeLabel] != "ControlPlane" || secret.Labels[consts.RemoteClusterIDLabel] != "cl-provider" ||
+		secret.Annotations[consts.RemoteTenantNamespaceAnnotation] != provNS {
+		t.Errorf("kubeconfig Secret labels %v annotations %v", secret.Labels, secret.Annotations)
+	}
+
+	// The issued identity, used for real requests against the provider.
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[consts.KubeconfigSecretKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := client.New(cfg, client.Options{Scheme: prov.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	providerID := corev1beta1.ClusterID("cl-provider")
+	slice := func(ns string) *authv1beta1.ResourceSlice {
+		return &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "slice-"},
+			Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID}}
+	}
+	if err := peer.Create(ctx, slice(provNS)); err != nil {
+		t.Errorf("consumer identity cannot create a ResourceSlice in its tenant namespace: %v", err)
+	}
+	if err := peer.Create(ctx, slice("other-tenant")); !apierrors.IsForbidden(err) {
+		t.Errorf("creating a ResourceSlice in another tenant's namespace: %v, want Forbidden", err)
+	}
+	if err := peer.List(ctx, &corev1.SecretList{}, client.InNamespace(provNS)); !apierrors.IsForbidden(err) {
+		t.Errorf("listing Secrets in its tenant namespace: %v, want Forbidden", err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	if err := peer.Create(ctx, pod); !apierrors.IsForbidden(err) {
+		t.Errorf("creating a pod: %v, want Forbidden", err)
+	}
+
+	// A wrong signature is refused, with the reason in an Event.
+	bad := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "other-tenant", Name: "cl-other"}, Spec: authv1beta1.TenantSpec{
+		ClusterID: "cl-other", AuthzPolicy: "KeysExchange", PublicKey: answer.Data[nonce.PublicKeyKey],
+		Signature: answer.Data[nonce.SignatureKey], CSR: answer.Data[nonce.CSRKey],
+	}}
+	if err := prov.Client.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	expectEvent(t, prov.Client, bad, "SignatureInvalid")
+	if err := prov.Client.Get(ctx, client.ObjectKeyFromObject(bad), bad); err != nil || bad.Status.AuthParams != nil {
+		t.Errorf("refused tenant got credentials: %+v %v", bad.Status.AuthParams, err)
+	}
+
+	// Deleting the Tenant revokes the access: the same certificate is now forbidden.
+	if err := prov.Client.Delete(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "access revoked", func(ctx context.Context) (bool, error) {
+		err := peer.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(provNS))
+		return apierrors.IsForbidden(err), nil
+	})
+	poll(t, "tenant gone (finalizer released)", func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)), nil
+	})
+}
+
+// TestCordonedTenantGetsNoIdentity: a Cordoned tenant's request is not signed, and says why.
+func TestCordonedTenantGetsNoIdentity(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider", ControllerManager: true})
+	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	ctx := t.Context()
+	if _, err := clusteridentity.Ensure(ctx, cons.Client, clusteridentity.Config{ClusterID: "cl-consumer"}); err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, prov, func(mgr ctrl.Manager) error {
+		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tenant"), APIServerURL: prov.Config.Host}).SetupWithManager(mgr)
+	})
+	startManager(t, cons, func(mgr ctrl.Manager) error {
+		return (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+	})
+	if err := prov.Client.Create(ctx, tenantNamespace("t-cons", "cl-consumer")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Client.Create(ctx, tenantNamespace("t-prov", "cl-provider")); err != nil {
+		t.Fatal(err)
+	}
+	answer := handshake(t, prov.Client, cons.Client, "t-cons", "t-prov")
+	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
+		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionCordoned,
+		PublicKey: answer.Data[nonce.PublicKeyKey], Signature: answer.Data[nonce.SignatureKey], CSR: answer.Data[nonce.CSRKey],
+	}}
+	if err := prov.Client.Create(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	expectEvent(t, prov.Client, tn, "NotActive")
+	if err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn); err != nil || tn.Status.AuthParams != nil {
+		t.Errorf("cordoned tenant got credentials: %+v %v", tn.Status.AuthParams, err)
+	}
+}
+
+// expectEvent waits for an Event with reason on obj.
+func expectEvent(t *testing.T, c client.Client, obj client.Object, reason string) {
+	t.Helper()
+	var seen []string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 45*time.Second, true, func(ctx context.Context) (bool, error) {
+		list := &eventsv1.EventList{}
+		if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+			return false, err
+		}
+		seen = seen[:0]
+		for _, e := range list.Items {
+			seen = append(seen, e.Reason+": "+e.Note)
+			if e.Regarding.Name == obj.GetName() && e.Reason == reason {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s event on %s: %v (events: %s)", reason, obj.GetName(), err, strings.Join(seen, "; "))
+	}
+}

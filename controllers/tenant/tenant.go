@@ -1,0 +1,250 @@
+// Package tenant reconciles Tenants on the provider: it verifies the consumer's signed nonce
+// (unless the tenant's authzPolicy is TolerateNoHandshake), issues the consumer's control-plane
+// certificate through the CSR API (signer kubernetes.io/kube-apiserver-client) for verified,
+// Active tenants only, binds the consumer in the tenant namespace to the remote control-plane
+// ClusterRole and nothing else, and revokes that binding when the Tenant is deleted.
+package tenant
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/signing"
+)
+
+const (
+	// finalizer revokes the consumer's access before the Tenant goes.
+	finalizer = "liqo.io/tenant-access"
+	// RoleBindingName is the binding of the consumer's user in the tenant namespace (seed 003's name).
+	RoleBindingName = "liqo-binding-liqo-remote-controlplane"
+	// certificateValidity is what the consumer's certificate is requested for.
+	certificateValidity = 365 * 24 * time.Hour
+	// Event reasons.
+	reasonSignatureInvalid = "SignatureInvalid"
+	reasonCSRInvalid       = "CSRInvalid"
+	reasonNotActive        = "NotActive"
+	reasonWrongNamespace   = "WrongNamespace"
+	reasonIssued           = "IdentityIssued"
+)
+
+// Reconciler reconciles Tenants.
+type Reconciler struct {
+	// Client reads and writes the provider cluster.
+	Client client.Client
+	// Recorder records the reasons a tenant is refused, as Events on the Tenant.
+	Recorder events.EventRecorder
+	// APIServerURL is the provider's API server as consumers reach it.
+	APIServerURL string
+	// CAData is the CA bundle that signed the API server's certificate, for consumers.
+	CAData []byte
+}
+
+// Reconcile verifies one Tenant and issues or revokes the consumer's access.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	t := &authv1beta1.Tenant{}
+	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if t.DeletionTimestamp != nil {
+		return reconcile.Result{}, r.revoke(ctx, t)
+	}
+	if controllerutil.AddFinalizer(t, finalizer) {
+		if err := r.Client.Update(ctx, t); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding finalizer to tenant %s: %w", req, err)
+		}
+	}
+
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: t.Namespace}, ns); err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading namespace of tenant %s: %w", req, err)
+	}
+	if ns.Labels[consts.RemoteClusterIDLabel] != string(t.Spec.ClusterID) || ns.Labels[consts.TenantNamespaceLabel] != "true" {
+		r.warn(t, reasonWrongNamespace, "namespace %s is not the tenant namespace of cluster %s (labels %s=%s, %s=true)",
+			t.Namespace, t.Spec.ClusterID, consts.RemoteClusterIDLabel, t.Spec.ClusterID, consts.TenantNamespaceLabel)
+		return reconcile.Result{}, nil
+	}
+
+	var verifiedKey ed25519.PublicKey
+	if t.Spec.AuthzPolicy != authv1beta1.AuthzPolicy("TolerateNoHandshake") {
+		key, ok, err := r.verify(ctx, t)
+		if err != nil || !ok {
+			return reconcile.Result{}, err
+		}
+		verifiedKey = key
+	}
+
+	if len(t.Spec.CSR) == 0 {
+		return reconcile.Result{}, r.setStatus(ctx, t, nil) // declarative peering: credentials made elsewhere
+	}
+	if t.Spec.TenantCondition != authv1beta1.TenantConditionActive && t.Spec.TenantCondition != "" {
+		if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
+			r.warn(t, reasonNotActive, "tenant is %s: no identity is issued until it is Active", t.Spec.TenantCondition)
+		}
+		return reconcile.Result{}, nil
+	}
+	if _, err := signing.CheckCSR(t.Spec.CSR, string(t.Spec.ClusterID), verifiedKey); err != nil {
+		r.warn(t, reasonCSRInvalid, "spec.csr refused: %v", err)
+		return reconcile.Result{}, nil
+	}
+	cert, wait, err := r.issue(ctx, t)
+	if err != nil || wait {
+		return reconcile.Result{RequeueAfter: time.Second}, err
+	}
+	if err := r.bind(ctx, t); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.setStatus(ctx, t, cert)
+}
+
+// verify checks the signed nonce; ok is false when the tenant is refused (an Event says why).
+func (r *Reconciler) verify(ctx context.Context, t *authv1beta1.Tenant) (ed25519.PublicKey, bool, error) {
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: nonce.NonceSecret}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.warn(t, reasonSignatureInvalid, "no nonce in %s yet to verify the signature against", t.Namespace)
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("reading the nonce of tenant %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	pub := ed25519.PublicKey(t.Spec.PublicKey)
+	if !signing.Verify(pub, secret.Data[nonce.NonceKey], t.Spec.Signature) {
+		r.warn(t, reasonSignatureInvalid, "spec.signature is not spec.publicKey's signature of the nonce in %s/%s",
+			t.Namespace, nonce.NonceSecret)
+		return nil, false, nil
+	}
+	return pub, true, nil
+}
+
+// csrName is the CSR object of a tenant's request: one per request content.
+func csrName(t *authv1beta1.Tenant) string {
+	sum := sha256.Sum256(t.Spec.CSR)
+	return fmt.Sprintf("liqo-tenant-%s-%s", t.Spec.ClusterID, hex.EncodeToString(sum[:])[:10])
+}
+
+// issue creates and approves the CSR and returns the certificate, or wait=true until it is signed.
+func (r *Reconciler) issue(ctx context.Context, t *authv1beta1.Tenant) (cert []byte, wait bool, err error) {
+	name := csrName(t)
+	csr := &certificatesv1.CertificateSigningRequest{}
+	err = r.Client.Get(ctx, client.ObjectKey{Name: name}, csr)
+	if apierrors.IsNotFound(err) {
+		seconds := int32(certificateValidity.Seconds())
+		csr = &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request: t.Spec.CSR, SignerName: certificatesv1.KubeAPIServerClientSignerName,
+				ExpirationSeconds: &seconds,
+				Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			},
+		}
+		if err := r.Client.Create(ctx, csr); err != nil {
+			return nil, false, fmt.Errorf("creating CSR %s for tenant %s/%s: %w", name, t.Namespace, t.Name, err)
+		}
+	} else if err != nil {
+		return nil, false, fmt.Errorf("reading CSR %s: %w", name, err)
+	}
+	approved := false
+	for _, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue {
+			approved = true
+		}
+	}
+	if !approved {
+		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "LiqoTenantVerified",
+			Message: fmt.Sprintf("tenant %s/%s verified and Active", t.Namespace, t.Name),
+		})
+		if err := r.Client.SubResource("approval").Update(ctx, csr); err != nil {
+			return nil, false, fmt.Errorf("approving CSR %s: %w", name, err)
+		}
+	}
+	if len(csr.Status.Certificate) == 0 {
+		return nil, true, nil
+	}
+	return csr.Status.Certificate, false, nil
+}
+
+// bind gives the consumer's user the remote control-plane role in the tenant namespace.
+func (r *Reconciler) bind(ctx context.Context, t *authv1beta1.Tenant) error {
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: RoleBindingName}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, rb, func() error {
+		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusteridentity.RemoteControlPlaneClusterRole}
+		rb.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: string(t.Spec.ClusterID)}}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("binding consumer %s in %s: %w", t.Spec.ClusterID, t.Namespace, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) setStatus(ctx context.Context, t *authv1beta1.Tenant, cert []byte) error {
+	before := t.DeepCopy()
+	t.Status.TenantNamespace = t.Namespace
+	if cert != nil {
+		issued := t.Status.AuthParams == nil || string(t.Status.AuthParams.SignedCRT) != string(cert)
+		t.Status.AuthParams = &authv1beta1.AuthParams{SignedCRT: cert, CA: r.CAData, APIServer: r.APIServerURL}
+		if issued {
+			r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, reasonIssued, "Issue", "issued the control-plane identity of %s", t.Spec.ClusterID)
+		}
+	}
+	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("updating status of tenant %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	return nil
+}
+
+// revoke removes the consumer's binding and CSRs, then the finalizer.
+func (r *Reconciler) revoke(ctx context.Context, t *authv1beta1.Tenant) error {
+	if !controllerutil.ContainsFinalizer(t, finalizer) {
+		return nil
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: RoleBindingName}}
+	if err := r.Client.Delete(ctx, rb); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("revoking access of %s in %s: %w", t.Spec.ClusterID, t.Namespace, err)
+	}
+	if err := r.Client.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
+		client.MatchingLabels{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}); err != nil {
+		return fmt.Errorf("deleting CSRs of %s: %w", t.Spec.ClusterID, err)
+	}
+	controllerutil.RemoveFinalizer(t, finalizer)
+	if err := r.Client.Update(ctx, t); err != nil {
+		return fmt.Errorf("removing finalizer of tenant %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) warn(t *authv1beta1.Tenant, reason, format string, args ...any) {
+	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Verify", format, args...)
+}
+
+// SetupWithManager watches Tenants, and the nonce Secrets and CSRs they depend on.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := ctrl.NewControllerManagedBy(mgr).Named("tenant").
+		For(&authv1beta1.Tenant{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Watches(&certificatesv1.CertificateSigningRequest{}, tenantsOfCluster(mgr.GetClient())).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("building the tenant controller: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package signing
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+)
+
+// csrBlock is the PEM block type of a certificate request.
+const csrBlock = "CERTIFICATE REQUEST"
+
+// CSR makes a PEM certificate request for a client certificate with common name cn (the
+// cluster ID) and organizations orgs, signed with the key pair.
+func (k *KeyPair) CSR(cn string, orgs ...string) ([]byte, error) {
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: cn, Organization: orgs},
+	}, k.Private)
+	if err != nil {
+		return nil, fmt.Errorf("creating certificate request for %s: %w", cn, err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: csrBlock, Bytes: der}), nil
+}
+
+// CheckCSR parses a PEM certificate request and checks that its signature is valid, that its
+// common name is cn and, when pub is given, that it is for that public key. It returns the
+// request.
+func CheckCSR(data []byte, cn string, pub ed25519.PublicKey) (*x509.CertificateRequest, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != csrBlock {
+		return nil, errors.New("not a PEM certificate request")
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing certificate request: %w", err)
+	}
+	if err := req.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("certificate request signature: %w", err)
+	}
+	if req.Subject.CommonName != cn {
+		return nil, fmt.Errorf("certificate request is for %q, not %q", req.Subject.CommonName, cn)
+	}
+	if pub != nil {
+		got, ok := req.PublicKey.(ed25519.PublicKey)
+		if !ok || !got.Equal(pub) {
+			return nil, errors.New("certificate request is not for the public key the handshake verified")
+		}
+	}
+	return req, nil
+}
