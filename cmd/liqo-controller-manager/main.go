@@ -21,7 +21,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
+	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayclient"
+	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayserver"
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
@@ -44,6 +47,7 @@ type options struct {
 	identity     clusteridentity.Config
 	apiServerURL string
 	caData       []byte
+	gatewayImage string
 	metricsAddr  string
 	probeAddr    string
 	leaderElect  bool
@@ -61,6 +65,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.identity.ServiceCIDR, "service-cidr", "", "the cluster's service CIDR, e.g. 10.96.0.0/12")
 	fs.StringVar(&o.identity.ExternalCIDR, "external-cidr", "", "the CIDR peers use to reach this cluster's external addresses, e.g. 10.70.0.0/16")
 	fs.StringVar(&o.apiServerURL, "api-server-url", "", "the API server URL peers should use (default: the one this manager connects to)")
+	fs.StringVar(&o.gatewayImage, "gateway-image", "", "image of the gateway Deployments (default: the built-in one)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, for running several replicas")
@@ -181,6 +186,21 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := (&identity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the identity reconciler: %w", err)
+	}
+	if err := (&gatewayserver.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the gateway server reconciler: %w", err)
+	}
+	if err := (&gatewayclient.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the gateway client reconciler: %w", err)
+	}
+	var local []string
+	for _, c := range []string{o.identity.PodCIDR, o.identity.ServiceCIDR, o.identity.ExternalCIDR} {
+		if c != "" {
+			local = append(local, c)
+		}
+	}
+	if err := (&configuration.Reconciler{Client: mgr.GetClient(), LocalCIDRs: local}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the network configuration reconciler: %w", err)
 	}
 	return nil
 }

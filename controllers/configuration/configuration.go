@@ -1,0 +1,277 @@
+// Package configuration reconciles network Configurations: it checks the remote cluster's CIDRs
+// against the local cluster's pod, service and external CIDRs and against the CIDRs already
+// used for other peers, allocates a remapped CIDR from a pool when they overlap, and reports
+// how the local cluster sees the remote one in the Configuration's status.
+package configuration
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+)
+
+// DefaultPool is where remapped CIDRs come from when the Reconciler names no pool.
+const DefaultPool = "10.64.0.0/10"
+
+// NetworkTypeLabel marks the Network objects in LiqoNamespace that describe the local cluster's
+// own CIDRs (its value: pod-cidr, service-cidr, external-cidr); they count as local CIDRs.
+const NetworkTypeLabel = "ipam.liqo.io/network-type"
+
+// LiqoNamespace is where the local cluster keeps its own Networks.
+const LiqoNamespace = "liqo"
+
+// ReadyCondition is the Configuration condition this reconciler sets.
+const ReadyCondition = "Ready"
+
+// Reconciler computes the remapped CIDRs of Configurations.
+type Reconciler struct {
+	// Client reads the Configurations and Networks and writes the status.
+	Client client.Client
+	// LocalCIDRs are the local cluster's pod, service and external CIDRs (besides the ones in
+	// each Configuration's spec.local and the Networks labelled NetworkTypeLabel).
+	LocalCIDRs []string
+	// Pool is where remapped CIDRs are taken from; empty: DefaultPool.
+	Pool []string
+}
+
+// SetupWithManager registers the reconciler: it runs for every Configuration, and again for all
+// of them when one changes (another peer's CIDRs may free or take a range).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := &netv1beta1.ConfigurationList{}
+		if err := r.Client.List(ctx, list); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, c := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+		}
+		return reqs
+	})
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("configuration").
+		For(&netv1beta1.Configuration{}).
+		Watches(&ipamv1alpha1.Network{}, all).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the configuration controller: %w", err)
+	}
+	return nil
+}
+
+// Reconcile allocates the remapped CIDRs of one Configuration and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	conf := &netv1beta1.Configuration{}
+	if err := r.Client.Get(ctx, req.NamespacedName, conf); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading configuration %s: %w", req.NamespacedName, err)
+	}
+	used, err := r.usedCIDRs(ctx, conf)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pool, err := parseAll(r.poolOrDefault())
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("remapping pool: %w", err)
+	}
+	var prev netv1beta1.ClusterConfigCIDR
+	if conf.Status.Remote != nil {
+		prev = conf.Status.Remote.CIDR
+	}
+	status := &netv1beta1.ClusterConfig{}
+	var remapped []string
+	var allocErr error
+	status.CIDR.Pod, used, allocErr = allocate(conf.Spec.Remote.CIDR.Pod, prev.Pod, used, pool, &remapped)
+	if allocErr == nil {
+		status.CIDR.External, _, allocErr = allocate(conf.Spec.Remote.CIDR.External, prev.External, used, pool, &remapped)
+	}
+	cond := metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionTrue, Reason: "NoOverlap",
+		Message: "the remote CIDRs do not overlap local ones", ObservedGeneration: conf.Generation}
+	switch {
+	case allocErr != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "PoolExhausted", allocErr.Error()
+		status = conf.Status.Remote
+	case len(remapped) > 0:
+		cond.Reason, cond.Message = "Remapped", fmt.Sprintf("remapped: %v", remapped)
+	}
+	before := conf.DeepCopy()
+	conf.Status.Remote = status
+	meta.SetStatusCondition(&conf.Status.Conditions, cond)
+	if equalStatus(before.Status, conf.Status) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.Client.Status().Update(ctx, conf); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("updating status of configuration %s: %w", req.NamespacedName, err)
+	}
+	logger.Info("configuration status written", "remapped", remapped, "ready", cond.Status)
+	return ctrl.Result{}, allocErr
+}
+
+func (r *Reconciler) poolOrDefault() []string {
+	if len(r.Pool) == 0 {
+		return []string{DefaultPool}
+	}
+	return r.Pool
+}
+
+// usedCIDRs are the CIDRs a remote network must not overlap: the local cluster's, and those
+// already given to other peers.
+func (r *Reconciler) usedCIDRs(ctx context.Context, conf *netv1beta1.Configuration) ([]netip.Prefix, error) {
+	raw := append([]string(nil), r.LocalCIDRs...)
+	if conf.Spec.Local != nil {
+		raw = append(raw, cidrStrings(conf.Spec.Local.CIDR.Pod)...)
+		raw = append(raw, cidrStrings(conf.Spec.Local.CIDR.External)...)
+	}
+	nets := &ipamv1alpha1.NetworkList{}
+	if err := r.Client.List(ctx, nets, client.InNamespace(LiqoNamespace), client.HasLabels{NetworkTypeLabel}); err != nil {
+		return nil, fmt.Errorf("listing the local cluster's Networks: %w", err)
+	}
+	for _, n := range nets.Items {
+		raw = append(raw, string(n.Spec.CIDR))
+	}
+	others := &netv1beta1.ConfigurationList{}
+	if err := r.Client.List(ctx, others); err != nil {
+		return nil, fmt.Errorf("listing Configurations: %w", err)
+	}
+	for _, o := range others.Items {
+		if o.Namespace == conf.Namespace && o.Name == conf.Name {
+			continue
+		}
+		seen := o.Spec.Remote.CIDR
+		if o.Status.Remote != nil {
+			seen = o.Status.Remote.CIDR
+		}
+		raw = append(raw, cidrStrings(seen.Pod)...)
+		raw = append(raw, cidrStrings(seen.External)...)
+	}
+	return parseAll(raw)
+}
+
+// allocate maps each remote CIDR to itself when it overlaps nothing in used, else keeps its
+// previous remap when still free, else takes the first free range of the same size in pool. It
+// returns the mapped CIDRs and used extended with them.
+func allocate(spec, prev []netv1beta1.CIDR, used, pool []netip.Prefix, remapped *[]string) ([]netv1beta1.CIDR, []netip.Prefix, error) {
+	var out []netv1beta1.CIDR
+	for i, c := range spec {
+		want, err := netip.ParsePrefix(string(c))
+		if err != nil {
+			return nil, used, fmt.Errorf("remote CIDR %q: %w", c, err)
+		}
+		want = want.Masked()
+		got := want
+		if overlapsAny(want, used) {
+			got = netip.Prefix{}
+			if i < len(prev) {
+				if p, err := netip.ParsePrefix(string(prev[i])); err == nil && p.Bits() == want.Bits() && p != want && !overlapsAny(p, used) {
+					got = p
+				}
+			}
+			if !got.IsValid() {
+				if got, err = firstFree(want.Bits(), used, pool); err != nil {
+					return nil, used, fmt.Errorf("remapping %s: %w", want, err)
+				}
+			}
+			*remapped = append(*remapped, want.String()+"->"+got.String())
+		}
+		used = append(used, got)
+		out = append(out, netv1beta1.CIDR(got.String()))
+	}
+	return out, used, nil
+}
+
+// firstFree returns the first /bits range of pool that overlaps nothing in used.
+func firstFree(bits int, used, pool []netip.Prefix) (netip.Prefix, error) {
+	for _, p := range pool {
+		if p.Bits() > bits {
+			continue
+		}
+		size := uint64(1) << (32 - bits)
+		start := ipToUint(p.Addr())
+		end := start + (uint64(1) << (32 - p.Bits()))
+		for a := start; a < end; a += size {
+			cand := netip.PrefixFrom(uintToIP(a), bits)
+			if !overlapsAny(cand, used) {
+				return cand, nil
+			}
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("no free /%d left in pool %v", bits, pool)
+}
+
+func overlapsAny(p netip.Prefix, set []netip.Prefix) bool {
+	return slices.ContainsFunc(set, p.Overlaps)
+}
+
+func ipToUint(a netip.Addr) uint64 {
+	b := a.As4()
+	return uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
+}
+
+func uintToIP(v uint64) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(v >> 24 & 0xff), byte(v >> 16 & 0xff), byte(v >> 8 & 0xff), byte(v & 0xff)})
+}
+
+func cidrStrings(cs []netv1beta1.CIDR) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+func parseAll(raw []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(raw))
+	for _, s := range raw {
+		if s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("CIDR %q: %w", s, err)
+		}
+		if !p.Addr().Is4() {
+			continue // IPv4 only for now
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+func equalStatus(a, b netv1beta1.ConfigurationStatus) bool {
+	if (a.Remote == nil) != (b.Remote == nil) {
+		return false
+	}
+	if a.Remote != nil && (!slices.Equal(a.Remote.CIDR.Pod, b.Remote.CIDR.Pod) || !slices.Equal(a.Remote.CIDR.External, b.Remote.CIDR.External)) {
+		return false
+	}
+	if len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,109 @@
+package configuration_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// TestConfiguration checks overlap detection against local pod, service and external CIDRs
+// and other peers' (remapped) CIDRs, allocation from the pool, and that allocations stay put.
+func TestConfiguration(t *testing.T) {
+	ctx := t.Context()
+	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	cl := env.Cluster("a")
+	c := cl.Client
+	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &configuration.Reconciler{Client: mgr.GetClient(), LocalCIDRs: []string{"10.96.0.0/12"}, Pool: []string{"10.64.0.0/14"}}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	// The local external CIDR comes from a Network in the liqo namespace.
+	for _, ns := range []string{"liqo", "t-b", "t-c", "t-d"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Create(ctx, &ipamv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: "external-cidr",
+		Labels: map[string]string{configuration.NetworkTypeLabel: "external-cidr"}}, Spec: ipamv1alpha1.NetworkSpec{CIDR: "10.70.0.0/16"}}); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(ns string, pod, ext string) *netv1beta1.Configuration {
+		conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Spec: netv1beta1.ConfigurationSpec{
+			Local:  &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{"10.0.0.0/16"}}},
+			Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{netv1beta1.CIDR(pod)}, External: []netv1beta1.CIDR{netv1beta1.CIDR(ext)}}},
+		}}
+		if err := c.Create(ctx, conf); err != nil {
+			t.Fatal(err)
+		}
+		return conf
+	}
+	wait := func(conf *netv1beta1.Configuration) *netv1beta1.Configuration {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(conf), conf); err != nil {
+				t.Fatal(err)
+			}
+			if conf.Status.Remote != nil && meta.FindStatusCondition(conf.Status.Conditions, configuration.ReadyCondition) != nil {
+				return conf
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no status", conf.Namespace)
+			}
+		}
+	}
+	check := func(conf *netv1beta1.Configuration, pod, ext, reason string) {
+		t.Helper()
+		st := conf.Status.Remote.CIDR
+		cond := meta.FindStatusCondition(conf.Status.Conditions, configuration.ReadyCondition)
+		if len(st.Pod) != 1 || string(st.Pod[0]) != pod || len(st.External) != 1 || string(st.External[0]) != ext || cond.Reason != reason {
+			t.Errorf("%s: status pod %v external %v reason %s; want pod %s external %s reason %s", conf.Namespace, st.Pod, st.External, cond.Reason, pod, ext, reason)
+		}
+	}
+	// b: pod CIDR overlaps the local pod CIDR, external the local service CIDR.
+	b := wait(mk("t-b", "10.0.0.0/16", "10.100.0.0/16"))
+	check(b, "10.64.0.0/16", "10.65.0.0/16", "Remapped")
+	// c: asks for what b was remapped to (another peer's CIDR) and for the local external CIDR.
+	cc := wait(mk("t-c", "10.64.0.0/16", "10.70.0.0/16"))
+	check(cc, "10.66.0.0/16", "10.67.0.0/16", "Remapped")
+	// d: overlaps nothing.
+	d := wait(mk("t-d", "172.16.0.0/16", "192.168.0.0/24"))
+	check(d, "172.16.0.0/16", "192.168.0.0/24", "NoOverlap")
+
+	// Allocations stay put when the controller runs again (a change elsewhere requeues all).
+	if err := c.Create(ctx, &ipamv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: "other",
+		Labels: map[string]string{configuration.NetworkTypeLabel: "pod-cidr"}}, Spec: ipamv1alpha1.NetworkSpec{CIDR: "10.0.0.0/16"}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	check(wait(b), "10.64.0.0/16", "10.65.0.0/16", "Remapped")
+	check(wait(cc), "10.66.0.0/16", "10.67.0.0/16", "Remapped")
+}

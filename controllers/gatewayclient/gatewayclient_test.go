@@ -1,0 +1,115 @@
+package gatewayclient_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayclient"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// TestGatewayClient checks that a GatewayClient gets a generated key Secret and a gateway
+// Deployment in client mode with NET_ADMIN and /dev/net/tun, and both in its status.
+func TestGatewayClient(t *testing.T) {
+	ctx := t.Context()
+	env := testenv.New(t, testenv.ClusterOptions{Name: "b"})
+	cl := env.Cluster("b")
+	c := cl.Client
+	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&gatewayclient.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	ns := "liqo-tenant-a"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	udp := corev1.ProtocolUDP
+	gw := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "client"},
+		Spec: netv1beta1.GatewayClientSpec{Endpoint: netv1beta1.EndpointStatus{Addresses: []string{"192.0.2.1"}, Port: 51840, Protocol: &udp}}}
+	if err := c.Create(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			t.Fatal(err)
+		}
+		if gw.Status.ClientRef != nil && gw.Status.SecretRef != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never filled: %+v", gw.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: gw.Status.SecretRef.Name}, secret); err != nil {
+		t.Fatalf("generated key Secret: %v", err)
+	}
+	priv, err := wgtypes.NewKey(secret.Data["privateKey"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pub := priv.PublicKey(); string(pub[:]) != string(secret.Data["publicKey"]) {
+		t.Error("publicKey does not match privateKey")
+	}
+	dep := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: gw.Status.ClientRef.Name}, dep); err != nil {
+		t.Fatal(err)
+	}
+	ctr := dep.Spec.Template.Spec.Containers[0]
+	for _, a := range []string{"--mode=client", "--namespace=" + ns, "--gateway=client", "--secret=" + secret.Name} {
+		if !slices.Contains(ctr.Args, a) {
+			t.Errorf("args %v lack %s", ctr.Args, a)
+		}
+	}
+	if ctr.SecurityContext == nil || !slices.Contains(ctr.SecurityContext.Capabilities.Add, "NET_ADMIN") {
+		t.Errorf("no NET_ADMIN: %+v", ctr.SecurityContext)
+	}
+	if v := dep.Spec.Template.Spec.Volumes; len(v) != 1 || v[0].HostPath == nil || v[0].HostPath.Path != "/dev/net/tun" {
+		t.Errorf("no /dev/net/tun volume: %+v", v)
+	}
+	if !metav1.IsControlledBy(dep, gw) || dep.Spec.Template.Spec.ServiceAccountName == "" {
+		t.Errorf("deployment owners %v, service account %q", dep.OwnerReferences, dep.Spec.Template.Spec.ServiceAccountName)
+	}
+	// The generated Secret is recreated when deleted.
+	if err := c.Delete(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		fresh := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(secret), fresh); err == nil && fresh.UID != secret.UID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("deleted key Secret was not generated again")
+		}
+	}
+}

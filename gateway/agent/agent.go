@@ -1,0 +1,428 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
+	"github.com/peerkit/terraform-provider-liqo/gateway/netcfg"
+	"github.com/peerkit/terraform-provider-liqo/gateway/probe"
+	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
+	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+)
+
+// failuresBeforeDown is how many probes in a row must fail before the tunnel counts as down.
+const failuresBeforeDown = 3
+
+// latencyRefresh is how often a Connected Connection's latency is rewritten.
+const latencyRefresh = 10 * time.Second
+
+// Agent runs one gateway. Make it with New, run it with Run.
+type Agent struct {
+	opts   Options
+	log    logr.Logger
+	reader client.Reader // the namespace's cache
+	writer client.Client // direct, for the Connection
+	cache  cache.Cache
+
+	localAddr, peerAddr *net.IPNet
+
+	dev       *tunnel.Device
+	responder *probe.Responder
+	applied   *desired
+	mtu       int
+	rules     *nat.Rules
+	ruleSet   bool
+	allowed   []net.IPNet
+	gateway   client.Object // the last GatewayServer or GatewayClient read
+
+	configuredAt  time.Time // when the peer was last (re)configured or reset
+	handshakeSeen time.Time // the handshake time already reported
+	failures      int
+	lastReset     time.Time
+	status        netv1beta1.ConnectionStatusValue
+	statusWritten time.Time
+	lastErr       string
+}
+
+// New prepares an agent for the cluster behind cfg. Nothing changes on the host before Run.
+func New(cfg *rest.Config, opts Options, log logr.Logger) (*Agent, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := api.NewScheme()
+	if err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}})
+	if err != nil {
+		return nil, fmt.Errorf("creating cache: %w", err)
+	}
+	w, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	a := &Agent{opts: opts, log: log.WithValues("interface", opts.Interface, "namespace", opts.Namespace), reader: c, writer: w, cache: c}
+	server, clientAddr, err := tunnelAddrs(opts.TunnelCIDR)
+	if err != nil {
+		return nil, err
+	}
+	a.localAddr, a.peerAddr = server, clientAddr
+	if opts.Mode == ModeClient {
+		a.localAddr, a.peerAddr = clientAddr, server
+	}
+	return a, nil
+}
+
+// Interface is the tunnel interface name the agent uses.
+func (a *Agent) Interface() string { return a.opts.Interface }
+
+// Run watches the objects and keeps the tunnel in line with them until ctx ends; then it removes
+// its interface, routes and rules and returns.
+func (a *Agent) Run(ctx context.Context) (err error) {
+	trigger := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case trigger <- struct{}{}:
+		default:
+		}
+	}
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke() },
+		UpdateFunc: func(any, any) { poke() },
+		DeleteFunc: func(any) { poke() },
+	}
+	gw := client.Object(&netv1beta1.GatewayServer{})
+	if a.opts.Mode == ModeClient {
+		gw = &netv1beta1.GatewayClient{}
+	}
+	for _, obj := range []client.Object{gw, &corev1.Secret{}, &netv1beta1.PublicKey{}, &netv1beta1.Configuration{}} {
+		inf, err := a.cache.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watching %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return fmt.Errorf("handling events of %T: %w", obj, err)
+		}
+	}
+	cacheCtx, stopCache := context.WithCancel(ctx)
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- a.cache.Start(cacheCtx) }()
+	defer func() {
+		stopCache()
+		if cerr := <-cacheDone; cerr != nil {
+			err = errors.Join(err, fmt.Errorf("running the cache: %w", cerr))
+		}
+	}()
+	if !a.cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("syncing the cache of namespace %s: %w", a.opts.Namespace, ctx.Err())
+	}
+	defer func() { err = errors.Join(err, a.shutdown()) }()
+
+	ticker := time.NewTicker(a.opts.ProbeInterval)
+	defer ticker.Stop()
+	resync := time.NewTicker(30 * time.Second)
+	defer resync.Stop()
+	poke()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-trigger:
+			a.reconcile(ctx)
+		case <-resync.C:
+			a.reconcile(ctx)
+		case <-ticker.C:
+			if a.lastErr != "" {
+				a.reconcile(ctx) // retry what failed
+			}
+			a.probe(ctx)
+		case <-a.devDone():
+			return errors.New("the tunnel device stopped")
+		}
+	}
+}
+
+func (a *Agent) devDone() <-chan struct{} {
+	if a.dev == nil {
+		return nil
+	}
+	return a.dev.Done()
+}
+
+// reconcile brings the host in line with the objects, and reports failures on the Connection.
+func (a *Agent) reconcile(ctx context.Context) {
+	d, err := a.readDesired(ctx)
+	if err == nil {
+		err = a.apply(ctx, d)
+	}
+	if err != nil {
+		if msg := err.Error(); msg != a.lastErr {
+			a.log.Info("not ready", "reason", msg)
+			a.lastErr = msg
+		}
+		value := netv1beta1.ConnectionError
+		if errors.Is(err, errWaiting) {
+			value = netv1beta1.Connecting
+		}
+		if a.applied == nil || !errors.Is(err, errWaiting) {
+			a.writeStatus(ctx, value, 0)
+		}
+		return
+	}
+	a.lastErr = ""
+}
+
+// apply changes the host to match d: device, address and MTU, WireGuard configuration, routes,
+// rules.
+func (a *Agent) apply(ctx context.Context, d *desired) error {
+	a.gateway = d.gateway
+	mtu := d.mtu
+	if mtu == 0 {
+		var dst net.IP
+		if d.endpoint != nil {
+			dst = d.endpoint.IP
+		}
+		underlay, err := netcfg.UnderlayMTU(dst, a.opts.Interface)
+		if err != nil {
+			return fmt.Errorf("finding the underlay MTU: %w", err)
+		}
+		mtu = underlay - 60
+	}
+	if a.dev == nil {
+		if err := netcfg.EnableForwarding(); err != nil {
+			return err
+		}
+		// A predecessor that was killed leaves its rules behind (its interface went with it).
+		if err := (&nat.Rules{Interface: a.opts.Interface}).Remove(); err != nil {
+			return fmt.Errorf("removing leftover NAT rules: %w", err)
+		}
+		if err := netcfg.DeleteRule(a.opts.RouteTable, a.opts.RouteTable); err != nil {
+			return err
+		}
+		dev, err := tunnel.Create(a.log, a.opts.Interface, mtu)
+		if err != nil {
+			return fmt.Errorf("creating the tunnel: %w", err)
+		}
+		a.dev = dev
+		a.log.Info("tunnel interface created", "mtu", mtu)
+		// A predecessor may have left Connected behind.
+		a.writeStatus(ctx, netv1beta1.Connecting, 0)
+	}
+	if mtu != a.mtu {
+		if err := netcfg.SetUp(a.opts.Interface, a.localAddr, mtu); err != nil {
+			return err
+		}
+		if a.mtu != 0 {
+			a.log.Info("tunnel MTU changed", "from", a.mtu, "to", mtu)
+		}
+		a.mtu = mtu
+	}
+	if a.responder == nil {
+		r, err := probe.Listen(a.localAddr.IP)
+		if err != nil {
+			return err
+		}
+		a.responder = r
+	}
+
+	allowed := []net.IPNet{{IP: a.peerAddr.IP, Mask: net.CIDRMask(32, 32)}}
+	var mainRoutes []net.IPNet
+	var remaps []nat.Remap
+	for _, r := range d.remote {
+		allowed = append(allowed, r.Real)
+		if r.Real.String() == r.Mapped.String() {
+			mainRoutes = append(mainRoutes, r.Real)
+		} else {
+			remaps = append(remaps, r)
+		}
+	}
+	if a.applied == nil || !sameTunnel(a.applied, d) {
+		peer := a.peer(d, allowed)
+		rotated := a.applied != nil && (a.applied.privateKey != d.privateKey || a.applied.peerKey != d.peerKey)
+		// Taken before: the handshake may complete before Configure returns.
+		a.configuredAt = time.Now()
+		if err := a.dev.Configure(tunnel.Config{PrivateKey: d.privateKey, ListenPort: d.listenPort, Peer: peer}); err != nil {
+			return err
+		}
+		a.allowed = allowed
+		a.log.Info("tunnel configured", "listenPort", d.listenPort, "endpoint", fmt.Sprint(d.endpoint),
+			"peerPublicKey", d.peerKey.String(), "keysChanged", rotated)
+	}
+	if err := netcfg.SyncRoutes(a.opts.Interface, 0, mainRoutes); err != nil {
+		return err
+	}
+	if len(remaps) > 0 {
+		if err := netcfg.SyncRoutes(a.opts.Interface, a.opts.RouteTable, []net.IPNet{{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}); err != nil {
+			return err
+		}
+		if err := netcfg.EnsureRule(a.opts.RouteTable, a.opts.RouteTable); err != nil {
+			return err
+		}
+		a.ruleSet = true
+	} else if a.ruleSet {
+		if err := netcfg.DeleteRule(a.opts.RouteTable, a.opts.RouteTable); err != nil {
+			return err
+		}
+		a.ruleSet = false
+	}
+	rules := &nat.Rules{Interface: a.opts.Interface, Mark: a.opts.RouteTable, MTU: mtu, Remaps: remaps}
+	if a.rules == nil || !reflect.DeepEqual(*a.rules, *rules) {
+		if err := rules.Sync(); err != nil {
+			return fmt.Errorf("writing NAT rules: %w", err)
+		}
+		a.rules = rules
+		a.log.Info("NAT rules written", "remaps", len(remaps), "mssClamp", mtu-40)
+	}
+	a.applied = d
+	return nil
+}
+
+func (a *Agent) peer(d *desired, allowed []net.IPNet) tunnel.Peer {
+	return tunnel.Peer{PublicKey: d.peerKey, Endpoint: d.endpoint, AllowedIPs: allowed, Keepalive: a.opts.Keepalive}
+}
+
+// sameTunnel tells whether two states configure WireGuard the same way.
+func sameTunnel(x, y *desired) bool {
+	return x.privateKey == y.privateKey && x.peerKey == y.peerKey && x.listenPort == y.listenPort &&
+		x.endpoint.String() == y.endpoint.String() && reflect.DeepEqual(x.remote, y.remote)
+}
+
+// probe measures the tunnel and updates the Connection; a client whose tunnel stopped answering
+// drops its session so that a new handshake starts at once.
+func (a *Agent) probe(ctx context.Context) {
+	if a.dev == nil || a.applied == nil {
+		return
+	}
+	a.reportHandshake()
+	rtt, err := probe.Once(ctx, a.peerAddr.IP, min(a.opts.ProbeInterval, time.Second))
+	if err != nil {
+		a.failures++
+		if a.failures == failuresBeforeDown {
+			a.log.Info("tunnel not answering", "reason", err.Error())
+		}
+		if a.failures >= failuresBeforeDown {
+			a.writeStatus(ctx, netv1beta1.Connecting, 0)
+		}
+		if a.opts.Mode == ModeClient && a.failures >= 2 && time.Since(a.lastReset) >= time.Second {
+			a.lastReset = time.Now()
+			a.configuredAt = a.lastReset
+			if err := a.dev.ResetPeer(a.peer(a.applied, a.allowed)); err != nil {
+				a.log.Error(err, "resetting the peer")
+			}
+		}
+		return
+	}
+	if a.failures >= failuresBeforeDown || a.status != netv1beta1.Connected {
+		a.log.Info("tunnel connected", "latency", rtt.String())
+	}
+	a.failures = 0
+	a.writeStatus(ctx, netv1beta1.Connected, rtt)
+}
+
+// reportHandshake logs the first handshake after each (re)configuration, with how long it took.
+func (a *Agent) reportHandshake() {
+	_, peer, err := a.dev.State()
+	if err != nil || peer.LastHandshake.IsZero() || !peer.LastHandshake.After(a.handshakeSeen) {
+		return
+	}
+	if peer.LastHandshake.After(a.configuredAt) && a.handshakeSeen.Before(a.configuredAt) {
+		a.log.Info("handshake completed", "afterConfiguredMicroseconds", peer.LastHandshake.Sub(a.configuredAt).Microseconds(),
+			"endpoint", fmt.Sprint(peer.Endpoint))
+	}
+	a.handshakeSeen = peer.LastHandshake
+}
+
+// writeStatus creates the Connection when missing and writes its status when it changed (or
+// the latency is old).
+func (a *Agent) writeStatus(ctx context.Context, value netv1beta1.ConnectionStatusValue, rtt time.Duration) {
+	if value == a.status && (value != netv1beta1.Connected || time.Since(a.statusWritten) < latencyRefresh) {
+		return
+	}
+	if err := a.putStatus(ctx, value, rtt); err != nil {
+		a.log.Error(err, "writing the Connection status")
+		return
+	}
+	if value != a.status {
+		a.log.Info("connection status", "value", string(value))
+	}
+	a.status, a.statusWritten = value, time.Now()
+}
+
+func (a *Agent) putStatus(ctx context.Context, value netv1beta1.ConnectionStatusValue, rtt time.Duration) error {
+	conn := &netv1beta1.Connection{}
+	key := client.ObjectKey{Namespace: a.opts.Namespace, Name: a.opts.ConnectionName}
+	err := a.writer.Get(ctx, key, conn)
+	if apierrors.IsNotFound(err) {
+		conn = a.newConnection()
+		if err := a.writer.Create(ctx, conn); err != nil {
+			return fmt.Errorf("creating Connection %s: %w", key, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("getting Connection %s: %w", key, err)
+	}
+	conn.Status.Value = value
+	if value == netv1beta1.Connected {
+		conn.Status.Latency = netv1beta1.ConnectionLatency{Value: rtt.Round(time.Microsecond).String(), Timestamp: metav1.Now()}
+	}
+	if err := a.writer.Status().Update(ctx, conn); err != nil {
+		return fmt.Errorf("updating Connection %s status: %w", key, err)
+	}
+	return nil
+}
+
+func (a *Agent) newConnection() *netv1beta1.Connection {
+	typ, kind := netv1beta1.ConnectionTypeServer, "GatewayServer"
+	if a.opts.Mode == ModeClient {
+		typ, kind = netv1beta1.ConnectionTypeClient, "GatewayClient"
+	}
+	ref := corev1.ObjectReference{APIVersion: netv1beta1.GroupVersion.String(), Kind: kind, Namespace: a.opts.Namespace, Name: a.opts.GatewayName}
+	if a.gateway != nil {
+		ref.UID = a.gateway.GetUID()
+	}
+	return &netv1beta1.Connection{
+		ObjectMeta: metav1.ObjectMeta{Namespace: a.opts.Namespace, Name: a.opts.ConnectionName},
+		Spec:       netv1beta1.ConnectionSpec{Type: typ, GatewayRef: ref},
+	}
+}
+
+// shutdown removes what the agent made on the host and marks the Connection as not connected.
+func (a *Agent) shutdown() error {
+	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if a.status == netv1beta1.Connected {
+		if err := a.putStatus(ctx, netv1beta1.Connecting, 0); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.responder != nil {
+		errs = append(errs, a.responder.Close())
+	}
+	if a.rules != nil {
+		errs = append(errs, a.rules.Remove())
+	}
+	if a.ruleSet {
+		errs = append(errs, netcfg.DeleteRule(a.opts.RouteTable, a.opts.RouteTable))
+	}
+	if a.dev != nil {
+		a.dev.Close() // the interface goes, and its routes with it
+	}
+	a.log.Info("gateway stopped, interface and rules removed")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,233 @@
+package agent
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+)
+
+// Secret data keys of a gateway's key pair (raw 32 bytes each).
+const (
+	// PrivateKeyField holds the private key.
+	PrivateKeyField = "privateKey"
+	// PublicKeyField holds the public key.
+	PublicKeyField = "publicKey"
+)
+
+// desired is what the objects ask the gateway to be.
+type desired struct {
+	gateway    client.Object
+	privateKey wgtypes.Key
+	peerKey    wgtypes.Key
+	listenPort int
+	endpoint   *net.UDPAddr // client only
+	mtu        int          // 0: from the underlay
+	remote     []nat.Remap  // Real == Mapped when not remapped
+}
+
+// errWaiting marks a state that resolves itself once an object shows up.
+var errWaiting = errors.New("waiting")
+
+// readDesired reads the objects from r (the cache) and computes the desired state.
+func (a *Agent) readDesired(ctx context.Context) (*desired, error) {
+	d := &desired{}
+	var secretName string
+	key := client.ObjectKey{Namespace: a.opts.Namespace, Name: a.opts.GatewayName}
+	switch a.opts.Mode {
+	case ModeServer:
+		gw := &netv1beta1.GatewayServer{}
+		if err := a.reader.Get(ctx, key, gw); err != nil {
+			return nil, fmt.Errorf("%w for GatewayServer %s: %w", errWaiting, key, err)
+		}
+		d.gateway, d.mtu, secretName = gw, gw.Spec.MTU, gw.Spec.SecretRef.Name
+		if secretName == "" && gw.Status.SecretRef != nil {
+			secretName = gw.Status.SecretRef.Name
+		}
+		d.listenPort = firstPort(gw.Spec.Endpoint.Port, gw.Spec.Endpoint.Ports, DefaultPort)
+	case ModeClient:
+		gw := &netv1beta1.GatewayClient{}
+		if err := a.reader.Get(ctx, key, gw); err != nil {
+			return nil, fmt.Errorf("%w for GatewayClient %s: %w", errWaiting, key, err)
+		}
+		d.gateway, d.mtu, secretName = gw, gw.Spec.MTU, gw.Spec.SecretRef.Name
+		if secretName == "" && gw.Status.SecretRef != nil {
+			secretName = gw.Status.SecretRef.Name
+		}
+		ep, err := resolveEndpoint(ctx, gw.Spec.Endpoint)
+		if err != nil {
+			return nil, err
+		}
+		d.endpoint = ep
+	}
+	if a.opts.SecretName != "" {
+		secretName = a.opts.SecretName
+	}
+	if secretName == "" {
+		return nil, fmt.Errorf("%w for the gateway's key Secret to be named in its spec or status", errWaiting)
+	}
+	secret := &corev1.Secret{}
+	if err := a.reader.Get(ctx, client.ObjectKey{Namespace: a.opts.Namespace, Name: secretName}, secret); err != nil {
+		return nil, fmt.Errorf("%w for key Secret %s: %w", errWaiting, secretName, err)
+	}
+	pk, err := parseKey(secret.Data[PrivateKeyField])
+	if err != nil {
+		return nil, fmt.Errorf("key Secret %s, field %s: %w", secretName, PrivateKeyField, err)
+	}
+	d.privateKey = pk
+
+	peer, err := a.peerPublicKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if d.peerKey, err = parseKey(peer.Spec.PublicKey); err != nil {
+		return nil, fmt.Errorf("PublicKey %s: %w", peer.Name, err)
+	}
+
+	conf, err := a.configuration(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if d.remote, err = remoteNetworks(conf); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (a *Agent) peerPublicKey(ctx context.Context) (*netv1beta1.PublicKey, error) {
+	if a.opts.PublicKeyName != "" {
+		pk := &netv1beta1.PublicKey{}
+		if err := a.reader.Get(ctx, client.ObjectKey{Namespace: a.opts.Namespace, Name: a.opts.PublicKeyName}, pk); err != nil {
+			return nil, fmt.Errorf("%w for PublicKey %s: %w", errWaiting, a.opts.PublicKeyName, err)
+		}
+		return pk, nil
+	}
+	list := &netv1beta1.PublicKeyList{}
+	if err := a.reader.List(ctx, list, client.InNamespace(a.opts.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing PublicKeys: %w", err)
+	}
+	if len(list.Items) != 1 {
+		return nil, fmt.Errorf("%w for exactly one PublicKey in %s (found %d; name one with --public-key)", errWaiting, a.opts.Namespace, len(list.Items))
+	}
+	return &list.Items[0], nil
+}
+
+func (a *Agent) configuration(ctx context.Context) (*netv1beta1.Configuration, error) {
+	if a.opts.ConfigurationName != "" {
+		c := &netv1beta1.Configuration{}
+		if err := a.reader.Get(ctx, client.ObjectKey{Namespace: a.opts.Namespace, Name: a.opts.ConfigurationName}, c); err != nil {
+			return nil, fmt.Errorf("%w for Configuration %s: %w", errWaiting, a.opts.ConfigurationName, err)
+		}
+		return c, nil
+	}
+	list := &netv1beta1.ConfigurationList{}
+	if err := a.reader.List(ctx, list, client.InNamespace(a.opts.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing Configurations: %w", err)
+	}
+	if len(list.Items) != 1 {
+		return nil, fmt.Errorf("%w for exactly one Configuration in %s (found %d; name one with --configuration)", errWaiting, a.opts.Namespace, len(list.Items))
+	}
+	return &list.Items[0], nil
+}
+
+// remoteNetworks pairs the remote cluster's networks (spec) with how the local cluster sees them
+// (status, when the Configuration controller remapped them).
+func remoteNetworks(c *netv1beta1.Configuration) ([]nat.Remap, error) {
+	var out []nat.Remap
+	var st netv1beta1.ClusterConfigCIDR
+	if c.Status.Remote != nil {
+		st = c.Status.Remote.CIDR
+	}
+	pairs := func(spec, status []netv1beta1.CIDR) error {
+		for i, s := range spec {
+			_, real, err := net.ParseCIDR(string(s))
+			if err != nil {
+				return fmt.Errorf("configuration %s: remote CIDR %q: %w", c.Name, s, err)
+			}
+			mapped := real
+			if i < len(status) && status[i] != "" {
+				if _, mapped, err = net.ParseCIDR(string(status[i])); err != nil {
+					return fmt.Errorf("configuration %s: remapped CIDR %q: %w", c.Name, status[i], err)
+				}
+			}
+			out = append(out, nat.Remap{Real: *real, Mapped: *mapped})
+		}
+		return nil
+	}
+	if err := pairs(c.Spec.Remote.CIDR.Pod, st.Pod); err != nil {
+		return nil, err
+	}
+	if err := pairs(c.Spec.Remote.CIDR.External, st.External); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w for Configuration %s to declare the remote CIDRs", errWaiting, c.Name)
+	}
+	return out, nil
+}
+
+// parseKey accepts a raw 32-byte key or its base64 text.
+func parseKey(b []byte) (wgtypes.Key, error) {
+	switch len(b) {
+	case wgtypes.KeyLen:
+		k, err := wgtypes.NewKey(b)
+		if err != nil {
+			return wgtypes.Key{}, fmt.Errorf("parsing key: %w", err)
+		}
+		return k, nil
+	case base64.StdEncoding.EncodedLen(wgtypes.KeyLen):
+		k, err := wgtypes.ParseKey(string(b))
+		if err != nil {
+			return wgtypes.Key{}, fmt.Errorf("parsing base64 key: %w", err)
+		}
+		return k, nil
+	default:
+		return wgtypes.Key{}, fmt.Errorf("%w: a key is 32 bytes, got %d", errWaiting, len(b))
+	}
+}
+
+func firstPort(port int32, ports []int32, def int) int {
+	if port != 0 {
+		return int(port)
+	}
+	if len(ports) > 0 {
+		return int(ports[0])
+	}
+	return def
+}
+
+// resolveEndpoint turns the GatewayClient's endpoint into a UDP address (the first address that
+// resolves).
+func resolveEndpoint(ctx context.Context, ep netv1beta1.EndpointStatus) (*net.UDPAddr, error) {
+	if ep.Protocol != nil && *ep.Protocol != corev1.ProtocolUDP {
+		return nil, fmt.Errorf("endpoint protocol %s: WireGuard runs on UDP only", *ep.Protocol)
+	}
+	port := firstPort(ep.Port, ep.Ports, 0)
+	if len(ep.Addresses) == 0 || port == 0 {
+		return nil, fmt.Errorf("%w for the GatewayClient's endpoint address and port", errWaiting)
+	}
+	var errs []error
+	for _, host := range ep.Addresses {
+		addr, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, a := range addr {
+			if a.IP.To4() != nil {
+				return &net.UDPAddr{IP: a.IP.To4(), Port: port}, nil
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s has no IPv4 address", host))
+	}
+	return nil, fmt.Errorf("resolving endpoint %v port %s: %w", ep.Addresses, strconv.Itoa(port), errors.Join(errs...))
+}
