@@ -30,8 +30,6 @@ const (
 	// SigningKeySecret is the Secret in the liqo namespace holding the cluster's signing key
 	// (data keys privateKey and publicKey, PEM).
 	SigningKeySecret = "liqo-cluster-signing-key" //nolint:gosec // a Secret's name, not a credential
-	// NetworkTypeLabel gives the role of a Network object in the liqo namespace.
-	NetworkTypeLabel = "ipam.liqo.io/network-type"
 	// RemoteControlPlaneClusterRole is what a consumer's identity is bound to in its tenant
 	// namespace on the provider: resource slices and namespace maps there, nothing else.
 	RemoteControlPlaneClusterRole = "liqo-remote-controlplane"
@@ -40,12 +38,6 @@ const (
 	managedBy      = "liqo-controller-manager"
 )
 
-// Network types, the values of NetworkTypeLabel and the names of the Networks.
-const (
-	PodCIDRNetwork      = "pod-cidr"
-	ServiceCIDRNetwork  = "service-cidr"
-	ExternalCIDRNetwork = "external-cidr"
-)
 
 // Config is what a cluster knows of itself, from the controller manager's flags.
 type Config struct {
@@ -108,7 +100,7 @@ func Ensure(ctx context.Context, c client.Client, cfg Config) (corev1beta1.Clust
 	if err := ensureSigningKey(ctx, c); err != nil {
 		return "", err
 	}
-	for name, cidr := range map[string]string{PodCIDRNetwork: cfg.PodCIDR, ServiceCIDRNetwork: cfg.ServiceCIDR, ExternalCIDRNetwork: cfg.ExternalCIDR} {
+	for name, cidr := range map[string]string{consts.PodCIDRNetwork: cfg.PodCIDR, consts.ServiceCIDRNetwork: cfg.ServiceCIDR, consts.ExternalCIDRNetwork: cfg.ExternalCIDR} {
 		if cidr != "" {
 			if err := ensureNetwork(ctx, c, name, cidr); err != nil {
 				return "", err
@@ -204,7 +196,7 @@ func ensureNetwork(ctx context.Context, c client.Client, name, cidr string) erro
 	case apierrors.IsNotFound(err):
 		n = &ipamv1alpha1.Network{
 			ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: name,
-				Labels: map[string]string{NetworkTypeLabel: name, managedByLabel: managedBy}},
+				Labels: map[string]string{consts.NetworkTypeLabel: name, managedByLabel: managedBy}},
 			Spec: ipamv1alpha1.NetworkSpec{CIDR: netv1beta1.CIDR(cidr)},
 		}
 		if err := c.Create(ctx, n); err != nil {

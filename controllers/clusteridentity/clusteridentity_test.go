@@ -65,7 +65,7 @@ func TestEnsure(t *testing.T) {
 			t.Errorf("network %s: %v", name, err)
 			continue
 		}
-		if string(n.Spec.CIDR) != want || string(n.Status.CIDR) != want || n.Labels[clusteridentity.NetworkTypeLabel] != name {
+		if string(n.Spec.CIDR) != want || string(n.Status.CIDR) != want || n.Labels[consts.NetworkTypeLabel] != name {
 			t.Errorf("network %s: spec %s status %s labels %v, want %s", name, n.Spec.CIDR, n.Status.CIDR, n.Labels, want)
 		}
 	}

@@ -22,17 +22,11 @@ import (
 
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // DefaultPool is where remapped CIDRs come from when the Reconciler names no pool.
 const DefaultPool = "10.64.0.0/10"
-
-// NetworkTypeLabel marks the Network objects in LiqoNamespace that describe the local cluster's
-// own CIDRs (its value: pod-cidr, service-cidr, external-cidr); they count as local CIDRs.
-const NetworkTypeLabel = "ipam.liqo.io/network-type"
-
-// LiqoNamespace is where the local cluster keeps its own Networks.
-const LiqoNamespace = "liqo"
 
 // ReadyCondition is the Configuration condition this reconciler sets.
 const ReadyCondition = "Ready"
@@ -42,7 +36,7 @@ type Reconciler struct {
 	// Client reads the Configurations and Networks and writes the status.
 	Client client.Client
 	// LocalCIDRs are the local cluster's pod, service and external CIDRs (besides the ones in
-	// each Configuration's spec.local and the Networks labelled NetworkTypeLabel).
+	// each Configuration's spec.local and the Networks labelled consts.NetworkTypeLabel).
 	LocalCIDRs []string
 	// Pool is where remapped CIDRs are taken from; empty: DefaultPool.
 	Pool []string
@@ -143,7 +137,7 @@ func (r *Reconciler) usedCIDRs(ctx context.Context, conf *netv1beta1.Configurati
 		raw = append(raw, cidrStrings(conf.Spec.Local.CIDR.External)...)
 	}
 	nets := &ipamv1alpha1.NetworkList{}
-	if err := r.Client.List(ctx, nets, client.InNamespace(LiqoNamespace), client.HasLabels{NetworkTypeLabel}); err != nil {
+	if err := r.Client.List(ctx, nets, client.InNamespace(consts.LiqoNamespace), client.HasLabels{consts.NetworkTypeLabel}); err != nil {
 		return nil, fmt.Errorf("listing the local cluster's Networks: %w", err)
 	}
 	for _, n := range nets.Items {

@@ -17,6 +17,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -53,7 +54,7 @@ func TestConfiguration(t *testing.T) {
 		}
 	}
 	if err := c.Create(ctx, &ipamv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: "external-cidr",
-		Labels: map[string]string{configuration.NetworkTypeLabel: "external-cidr"}}, Spec: ipamv1alpha1.NetworkSpec{CIDR: "10.70.0.0/16"}}); err != nil {
+		Labels: map[string]string{consts.NetworkTypeLabel: "external-cidr"}}, Spec: ipamv1alpha1.NetworkSpec{CIDR: "10.70.0.0/16"}}); err != nil {
 		t.Fatal(err)
 	}
 	mk := func(ns string, pod, ext string) *netv1beta1.Configuration {
@@ -100,7 +101,7 @@ func TestConfiguration(t *testing.T) {
 
 	// Allocations stay put when the controller runs again (a change elsewhere requeues all).
 	if err := c.Create(ctx, &ipamv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: "other",
-		Labels: map[string]string{configuration.NetworkTypeLabel: "pod-cidr"}}, Spec: ipamv1alpha1.NetworkSpec{CIDR: "10.0.0.0/16"}}); err != nil {
+		Labels: map[string]string{consts.NetworkTypeLabel: "pod-cidr"}}, Spec: ipamv1alpha1.NetworkSpec{CIDR: "10.0.0.0/16"}}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)

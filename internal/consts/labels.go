@@ -41,3 +41,16 @@ const (
 	// NamespaceOffloadingName is the only name a namespace's NamespaceOffloading may have.
 	NamespaceOffloadingName = "offloading"
 )
+
+// The cluster's own networks: ipam.liqo.io Network objects in LiqoNamespace, each named after
+// and labelled with its type, the CIDR in status.cidr (upstream Liqo's IPAM convention).
+const (
+	// NetworkTypeLabel gives the role of a Network object.
+	NetworkTypeLabel = "ipam.liqo.io/network-type"
+	// PodCIDRNetwork is the type (and name) of the cluster's pod CIDR Network.
+	PodCIDRNetwork = "pod-cidr"
+	// ServiceCIDRNetwork is the type (and name) of the cluster's service CIDR Network.
+	ServiceCIDRNetwork = "service-cidr"
+	// ExternalCIDRNetwork is the type (and name) of the cluster's external CIDR Network.
+	ExternalCIDRNetwork = "external-cidr"
+)
