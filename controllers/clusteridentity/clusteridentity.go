@@ -38,7 +38,6 @@ const (
 	managedBy      = "liqo-controller-manager"
 )
 
-
 // Config is what a cluster knows of itself, from the controller manager's flags.
 type Config struct {
 	// ClusterID identifies the cluster to its peers. Empty: keep the one already recorded.
