@@ -41,10 +41,12 @@ func newDiskCertAuthn(dir string) (*diskCertAuthn, error) {
 		return nil, fmt.Errorf("generating client CA key: %w", err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "testenv-client-ca"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(7 * 24 * time.Hour),
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "testenv-client-ca"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		// Long-lived, as a real cluster CA is: the CSR signer caps the certificates it issues at
+		// the CA's expiry.
+		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
