@@ -27,6 +27,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayserver"
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
+	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
@@ -192,6 +193,9 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := (&gatewayclient.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gateway client reconciler: %w", err)
+	}
+	if err := (&replication.Reconciler{Client: mgr.GetClient(), LocalClusterID: o.identity.ClusterID}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the replication reconciler: %w", err)
 	}
 	var local []string
 	for _, c := range []string{o.identity.PodCIDR, o.identity.ServiceCIDR, o.identity.ExternalCIDR} {

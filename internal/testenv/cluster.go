@@ -232,3 +232,17 @@ func (c *Cluster) stop() error {
 	}
 	return errors.Join(errs...)
 }
+
+// UserKubeconfig returns a kubeconfig authenticating as a new user with a client certificate
+// from the cluster's client CA, for tests of what that user may do.
+func (c *Cluster) UserKubeconfig(name string, groups ...string) ([]byte, error) {
+	user, err := c.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: adding user %s: %w", c.Name, name, err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: kubeconfig of user %s: %w", c.Name, name, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,197 @@
+package replication_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+const provNS, consNS = "liqo-tenant-cl-consumer", "liqo-tenant-cl-provider"
+
+// startReplication runs the replication reconciler on the consumer; the returned function stops it.
+func startReplication(t *testing.T, cons *testenv.Cluster) func() {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cons.Config, ctrl.Options{Scheme: cons.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}}) // the test starts it twice
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&replication.Reconciler{Client: mgr.GetClient(), LocalClusterID: "cl-consumer"}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once bool
+	stop := func() {
+		if once {
+			return
+		}
+		once = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
+		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// TestReplication: a consumer's slice reaches the provider's tenant namespace through the
+// consumer's identity (which may do nothing else), status comes back, spec changes follow,
+// an update made while the replicator is down arrives after its restart, and deleting the
+// slice deletes the copy.
+func TestReplication(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider"})
+	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	ctx := t.Context()
+	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []struct {
+		c  client.Client
+		ns string
+		id string
+	}{{prov.Client, provNS, "cl-consumer"}, {cons.Client, consNS, "cl-provider"}} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.ns, Labels: map[string]string{consts.RemoteClusterIDLabel: o.id, consts.TenantNamespaceLabel: "true"}}}
+		if err := o.c.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The provider binds the consumer's user as the tenant reconciler does.
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "liqo-binding-liqo-remote-controlplane"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusteridentity.RemoteControlPlaneClusterRole},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "cl-consumer"}}}
+	if err := prov.Client.Create(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := prov.UserKubeconfig("cl-consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: "kubeconfig-controlplane",
+		Labels:      map[string]string{consts.IdentityTypeLabel: "ControlPlane", consts.RemoteClusterIDLabel: "cl-provider"},
+		Annotations: map[string]string{consts.RemoteTenantNamespaceAnnotation: provNS}},
+		Data: map[string][]byte{consts.KubeconfigSecretKey: kc}}
+	if err := cons.Client.Create(ctx, idSecret); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := startReplication(t, cons)
+	providerID := corev1beta1.ClusterID("cl-provider")
+	local := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: "test",
+		Labels: map[string]string{consts.ReplicationLabel: "true", consts.RemoteClusterIDLabel: "cl-provider"}},
+		Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID, Class: "default",
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}
+	if err := cons.Client.Create(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	remote := &authv1beta1.ResourceSlice{}
+	remoteKey := client.ObjectKey{Namespace: provNS, Name: "test"}
+	poll(t, "the copy on the provider", func(ctx context.Context) bool {
+		return prov.Client.Get(ctx, remoteKey, remote) == nil
+	})
+	if remote.Spec.ConsumerClusterID == nil || *remote.Spec.ConsumerClusterID != "cl-consumer" ||
+		remote.Labels[replication.OriginClusterIDLabel] != "cl-consumer" || remote.Spec.Resources.Cpu().String() != "4" {
+		t.Errorf("copy: labels %v spec %+v", remote.Labels, remote.Spec)
+	}
+
+	// The provider accepts (the stand-in for its negotiation controller): status comes back.
+	setRemoteStatus := func(status authv1beta1.ResourceSliceConditionStatus, cpu string) {
+		t.Helper()
+		r := &authv1beta1.ResourceSlice{}
+		if err := prov.Client.Get(ctx, remoteKey, r); err != nil {
+			t.Fatal(err)
+		}
+		r.Status.Conditions = []authv1beta1.ResourceSliceCondition{{Type: "Resources", Status: status, LastTransitionTime: metav1.Now()}}
+		r.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		if err := prov.Client.Status().Update(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	localHas := func(status authv1beta1.ResourceSliceConditionStatus, cpu string) func(context.Context) bool {
+		return func(ctx context.Context) bool {
+			l := &authv1beta1.ResourceSlice{}
+			if cons.Client.Get(ctx, client.ObjectKeyFromObject(local), l) != nil || len(l.Status.Conditions) == 0 {
+				return false
+			}
+			return l.Status.Conditions[0].Status == status && l.Status.Resources.Cpu().String() == cpu
+		}
+	}
+	setRemoteStatus("Accepted", "4")
+	poll(t, "the status back on the consumer", localHas("Accepted", "4"))
+
+	// A spec change on the consumer reaches the copy.
+	if err := cons.Client.Get(ctx, client.ObjectKeyFromObject(local), local); err != nil {
+		t.Fatal(err)
+	}
+	local.Spec.Resources[corev1.ResourceCPU] = resource.MustParse("6")
+	if err := cons.Client.Update(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the new request on the provider", func(ctx context.Context) bool {
+		return prov.Client.Get(ctx, remoteKey, remote) == nil && remote.Spec.Resources.Cpu().String() == "6"
+	})
+
+	// While the replicator is down, the provider answers; after a restart the answer arrives.
+	stop()
+	setRemoteStatus("Accepted", "6")
+	startReplication(t, cons)
+	poll(t, "the status after a restart", localHas("Accepted", "6"))
+
+	// The consumer's identity can do nothing but slices and namespace maps in its namespace.
+	peer, err := client.New(mustRESTConfig(t, kc), client.Options{Scheme: prov.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.List(ctx, &corev1.SecretList{}, client.InNamespace(provNS)); !apierrors.IsForbidden(err) {
+		t.Errorf("identity lists Secrets: %v, want Forbidden", err)
+	}
+
+	// Deleting the slice deletes the copy, then the slice.
+	if err := cons.Client.Delete(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the copy and the slice gone", func(ctx context.Context) bool {
+		return apierrors.IsNotFound(prov.Client.Get(ctx, remoteKey, &authv1beta1.ResourceSlice{})) &&
+			apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKeyFromObject(local), &authv1beta1.ResourceSlice{}))
+	})
+}
+
+func mustRESTConfig(t *testing.T, kubeconfig []byte) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
