@@ -11,7 +11,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +29,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayclient"
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayserver"
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/negotiation"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
@@ -49,6 +53,7 @@ type options struct {
 	apiServerURL string
 	caData       []byte
 	gatewayImage string
+	share        negotiation.Policy
 	metricsAddr  string
 	probeAddr    string
 	leaderElect  bool
@@ -70,6 +75,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, for running several replicas")
+	var fixed string
+	fs.Int64Var(&o.share.Percent, "share-percent", 50, "percent of the nodes' allocatable resources shared with consumers")
+	fs.StringVar(&fixed, "share", "", "a fixed amount shared with consumers instead, e.g. cpu=8,memory=16Gi,pods=200")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("parsing flags: %w", err)
@@ -78,6 +86,16 @@ func parse(args []string, out io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
 	o.identity.ClusterID = corev1beta1.ClusterID(clusterID)
+	if o.share.Percent < 1 || o.share.Percent > 100 {
+		return nil, fmt.Errorf("--share-percent %d is not between 1 and 100", o.share.Percent)
+	}
+	if fixed != "" {
+		list, err := parseResourceList(fixed)
+		if err != nil {
+			return nil, fmt.Errorf("--share: %w", err)
+		}
+		o.share.Fixed = list
+	}
 	if err := o.identity.Validate(); err != nil {
 		return nil, err
 	}
@@ -197,6 +215,9 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&replication.Reconciler{Client: mgr.GetClient(), LocalClusterID: o.identity.ClusterID}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the replication reconciler: %w", err)
 	}
+	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
+	}
 	var local []string
 	for _, c := range []string{o.identity.PodCIDR, o.identity.ServiceCIDR, o.identity.ExternalCIDR} {
 		if c != "" {
@@ -207,4 +228,21 @@ func setup(mgr ctrl.Manager, o *options) error {
 		return fmt.Errorf("setting up the network configuration reconciler: %w", err)
 	}
 	return nil
+}
+
+// parseResourceList reads name=quantity pairs separated by commas.
+func parseResourceList(s string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for _, pair := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q is not name=quantity", pair)
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q is not a quantity such as 4, 500m or 8Gi", name, value)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
 }

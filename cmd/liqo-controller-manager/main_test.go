@@ -90,6 +90,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--pod-cidr", "10.0.0.0/33"}, "--pod-cidr"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--share-percent", "0"}, "--share-percent 0"},
+		{[]string{"--share", "cpu=lots"}, `cpu="lots" is not a quantity`},
+		{[]string{"--share", "cpu"}, `"cpu" is not name=quantity`},
 	} {
 		_, err := parse(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

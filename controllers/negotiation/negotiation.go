@@ -1,0 +1,211 @@
+package negotiation
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// Reasons in the slices' conditions.
+const (
+	ReasonNoTenant      = "NoTenant"
+	ReasonTenantActive  = "TenantActive"
+	ReasonCordoned      = "TenantCordoned"
+	ReasonDrained       = "TenantDrained"
+	ReasonGranted       = "Granted"
+	ReasonInsufficient  = "Insufficient"
+	ReasonNotAuthorized = "NotAuthenticated"
+)
+
+// Reconciler decides the slices in tenant namespaces.
+type Reconciler struct {
+	// Client reads and writes the provider cluster.
+	Client client.Client
+	// Policy is how much is shared.
+	Policy Policy
+}
+
+// Reconcile decides one slice.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	slice := &authv1beta1.ResourceSlice{}
+	if err := r.Client.Get(ctx, req.NamespacedName, slice); err != nil || slice.DeletionTimestamp != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if slice.Spec.ConsumerClusterID == nil || slice.Labels[consts.ReplicationLabel] == "true" {
+		return reconcile.Result{}, nil // not a consumer's request (the consumer side of a peering)
+	}
+	consumer := string(*slice.Spec.ConsumerClusterID)
+	tenant, err := r.tenantOf(ctx, slice.Namespace, consumer)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	accepted := condition(slice, authv1beta1.ResourceSliceConditionTypeResources) == authv1beta1.ResourceSliceConditionAccepted &&
+		equality.Semantic.DeepEqual(slice.Status.Resources, slice.Spec.Resources)
+
+	status := slice.Status.DeepCopy()
+	var auth, res authv1beta1.ResourceSliceCondition
+	switch {
+	case tenant == nil:
+		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonNoTenant,
+			fmt.Sprintf("no Tenant for cluster %s in namespace %s", consumer, slice.Namespace))
+	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained:
+		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonDrained, "the tenant is Drained: nothing is granted")
+	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionCordoned && !accepted:
+		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonCordoned, "the tenant is Cordoned: no new slices are accepted")
+	default:
+		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, true, ReasonTenantActive, "tenant "+tenant.Name)
+	}
+	switch {
+	case auth.Status == authv1beta1.ResourceSliceConditionDenied:
+		res = cond(authv1beta1.ResourceSliceConditionTypeResources, false, ReasonNotAuthorized, auth.Message)
+		status.Resources = nil
+	case accepted:
+		res = cond(authv1beta1.ResourceSliceConditionTypeResources, true, ReasonGranted, "granted")
+	default:
+		available, err := r.available(ctx, slice)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if short := shortfall(slice.Spec.Resources, available); short != "" {
+			res = cond(authv1beta1.ResourceSliceConditionTypeResources, false, ReasonInsufficient, short)
+			status.Resources = nil
+		} else {
+			res = cond(authv1beta1.ResourceSliceConditionTypeResources, true, ReasonGranted, "granted")
+			status.Resources = slice.Spec.Resources.DeepCopy()
+		}
+	}
+	status.Conditions = merge(slice.Status.Conditions, auth, res)
+	if equality.Semantic.DeepEqual(*status, slice.Status) {
+		return reconcile.Result{}, nil
+	}
+	before := slice.DeepCopy()
+	slice.Status = *status
+	if err := r.Client.Status().Patch(ctx, slice, client.MergeFrom(before)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("deciding slice %s: %w", req, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// tenantOf finds the Tenant of a consumer in a namespace, or nil.
+func (r *Reconciler) tenantOf(ctx context.Context, namespace, consumer string) (*authv1beta1.Tenant, error) {
+	tenants := &authv1beta1.TenantList{}
+	if err := r.Client.List(ctx, tenants, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing tenants in %s: %w", namespace, err)
+	}
+	for i := range tenants.Items {
+		if string(tenants.Items[i].Spec.ClusterID) == consumer && tenants.Items[i].DeletionTimestamp == nil {
+			return &tenants.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// available is what is shared minus what other slices were granted.
+func (r *Reconciler) available(ctx context.Context, self *authv1beta1.ResourceSlice) (corev1.ResourceList, error) {
+	shared, err := r.Policy.Shared(ctx, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	slices := &authv1beta1.ResourceSliceList{}
+	if err := r.Client.List(ctx, slices); err != nil {
+		return nil, fmt.Errorf("listing slices: %w", err)
+	}
+	for _, s := range slices.Items {
+		if s.UID == self.UID || condition(&s, authv1beta1.ResourceSliceConditionTypeResources) != authv1beta1.ResourceSliceConditionAccepted {
+			continue
+		}
+		for name, q := range s.Status.Resources {
+			if left, ok := shared[name]; ok {
+				left.Sub(q)
+				shared[name] = left
+			}
+		}
+	}
+	return shared, nil
+}
+
+// shortfall describes what of want does not fit in available, or "".
+func shortfall(want, available corev1.ResourceList) string {
+	var short []string
+	for name, q := range want {
+		left, ok := available[name]
+		if !ok {
+			left = resource.Quantity{}
+		}
+		if q.Cmp(left) > 0 {
+			short = append(short, fmt.Sprintf("%s: asked %s, available %s", name, q.String(), left.String()))
+		}
+	}
+	sort.Strings(short)
+	return strings.Join(short, "; ")
+}
+
+func condition(s *authv1beta1.ResourceSlice, t authv1beta1.ResourceSliceConditionType) authv1beta1.ResourceSliceConditionStatus {
+	for _, c := range s.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func cond(t authv1beta1.ResourceSliceConditionType, ok bool, reason, msg string) authv1beta1.ResourceSliceCondition {
+	s := authv1beta1.ResourceSliceConditionDenied
+	if ok {
+		s = authv1beta1.ResourceSliceConditionAccepted
+	}
+	return authv1beta1.ResourceSliceCondition{Type: t, Status: s, Reason: reason, Message: msg}
+}
+
+// merge sets the conditions, keeping the transition time of those whose status is unchanged.
+func merge(old []authv1beta1.ResourceSliceCondition, conds ...authv1beta1.ResourceSliceCondition) []authv1beta1.ResourceSliceCondition {
+	now := metav1.Now()
+	out := make([]authv1beta1.ResourceSliceCondition, 0, len(conds))
+	for _, c := range conds {
+		c.LastTransitionTime = now
+		for _, o := range old {
+			if o.Type == c.Type && o.Status == c.Status {
+				c.LastTransitionTime = o.LastTransitionTime
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// SetupWithManager watches slices, and Tenants (a change of condition re-decides the slices
+// of their namespace).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	slicesOfNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		slices := &authv1beta1.ResourceSliceList{}
+		if err := mgr.GetClient().List(ctx, slices, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(slices.Items))
+		for _, s := range slices.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+		}
+		return out
+	})
+	err := ctrl.NewControllerManagedBy(mgr).Named("negotiation").
+		For(&authv1beta1.ResourceSlice{}).
+		Watches(&authv1beta1.Tenant{}, slicesOfNamespace).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("building the negotiation controller: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package negotiation_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/negotiation"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+func slice(ns, name, cpu string) *authv1beta1.ResourceSlice {
+	consumer, provider := corev1beta1.ClusterID("cl-a"), corev1beta1.ClusterID("cl-prov")
+	return &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: authv1beta1.ResourceSliceSpec{ConsumerClusterID: &consumer, ProviderClusterID: &provider,
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("2Gi")}}}
+}
+
+// decided waits until the slice's Resources condition is want, and returns the slice.
+func decided(t *testing.T, c client.Client, s *authv1beta1.ResourceSlice, typ authv1beta1.ResourceSliceConditionType,
+	want authv1beta1.ResourceSliceConditionStatus, reason string) *authv1beta1.ResourceSlice {
+	t.Helper()
+	got := &authv1beta1.ResourceSlice{}
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(s), got); err != nil {
+			return false, err
+		}
+		for _, cd := range got.Status.Conditions {
+			if cd.Type == typ && cd.Status == want && cd.Reason == reason {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("slice %s: %s not %s/%s: %v (conditions %+v)", s.Name, typ, want, reason, err, got.Status.Conditions)
+	}
+	return got
+}
+
+// TestNegotiation: slices are granted up to half the nodes' allocatable, a slice above what is
+// left is denied with the shortfall, a smaller re-request is granted, a Cordoned tenant gets no
+// new slice but keeps the old one, a Drained tenant loses everything, and a slice without a
+// tenant is denied.
+func TestNegotiation(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", Nodes: []testenv.NodeOptions{
+		{Name: "n1", CPU: "4", Memory: "8Gi"}, {Name: "n2", CPU: "4", Memory: "8Gi"}}})
+	cl := env.Cluster("provider")
+	c := cl.Client
+	ctx := t.Context()
+	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: negotiation.Policy{Percent: 50}}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	for _, ns := range []string{"t-a", "t-none"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-a", Name: "cl-a"},
+		Spec: authv1beta1.TenantSpec{ClusterID: "cl-a", TenantCondition: authv1beta1.TenantConditionActive}}
+	if err := c.Create(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+
+	s1 := slice("t-a", "s1", "2")
+	if err := c.Create(ctx, s1); err != nil {
+		t.Fatal(err)
+	}
+	got := decided(t, c, s1, "Resources", "Accepted", negotiation.ReasonGranted)
+	if got.Status.Resources.Cpu().String() != "2" || got.Status.Resources.Memory().String() != "2Gi" {
+		t.Errorf("granted %v, want cpu 2 memory 2Gi", got.Status.Resources)
+	}
+
+	s2 := slice("t-a", "s2", "3")
+	if err := c.Create(ctx, s2); err != nil {
+		t.Fatal(err)
+	}
+	got = decided(t, c, s2, "Resources", "Denied", negotiation.ReasonInsufficient)
+	if msg := got.Status.Conditions[1].Message; !strings.Contains(msg, "cpu: asked 3, available 2") {
+		t.Errorf("denial says %q", msg)
+	}
+	got.Spec.Resources[corev1.ResourceCPU] = resource.MustParse("2")
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	decided(t, c, s2, "Resources", "Accepted", negotiation.ReasonGranted)
+
+	tenant.Spec.TenantCondition = authv1beta1.TenantConditionCordoned
+	if err := c.Update(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	s3 := slice("t-a", "s3", "100m")
+	if err := c.Create(ctx, s3); err != nil {
+		t.Fatal(err)
+	}
+	decided(t, c, s3, "Authentication", "Denied", negotiation.ReasonCordoned)
+	decided(t, c, s1, "Resources", "Accepted", negotiation.ReasonGranted)
+
+	if err := c.Get(ctx, client.ObjectKeyFromObject(tenant), tenant); err != nil {
+		t.Fatal(err)
+	}
+	tenant.Spec.TenantCondition = authv1beta1.TenantConditionDrained
+	if err := c.Update(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	got = decided(t, c, s1, "Authentication", "Denied", negotiation.ReasonDrained)
+	if len(got.Status.Resources) != 0 {
+		t.Errorf("drained tenant keeps %v", got.Status.Resources)
+	}
+
+	orphan := slice("t-none", "s4", "1")
+	if err := c.Create(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	decided(t, c, orphan, "Authentication", "Denied", negotiation.ReasonNoTenant)
+}
+
+// TestFixedPolicy: a fixed policy shares exactly its amount, whatever the nodes.
+func TestFixedPolicy(t *testing.T) {
+	p := negotiation.Policy{Fixed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}
+	got, err := p.Shared(t.Context(), nil)
+	if err != nil || got.Cpu().String() != "3" {
+		t.Errorf("shared %v, %v; want cpu 3", got, err)
+	}
+}
