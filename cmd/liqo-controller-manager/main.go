@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,9 +34,11 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
+	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/vnode"
 )
 
 func main() {
@@ -217,6 +220,17 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
+	}
+	if err := (&virtualnode.SliceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the slice virtual-node reconciler: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating clientset: %w", err)
+	}
+	runner := vnode.NewRunner(kube, vnode.Options{}, mgr.GetLogger().WithName("vnode"))
+	if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), Runner: runner}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the virtual-node reconciler: %w", err)
 	}
 	var local []string
 	for _, c := range []string{o.identity.PodCIDR, o.identity.ServiceCIDR, o.identity.ExternalCIDR} {

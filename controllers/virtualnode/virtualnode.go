@@ -1,0 +1,99 @@
+package virtualnode
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/vnode"
+)
+
+// finalizer removes the Node before the VirtualNode goes.
+const finalizer = "liqo.io/virtual-node"
+
+// Reconciler runs the Node of every VirtualNode with createNode set.
+type Reconciler struct {
+	// Client reads and writes the consumer cluster.
+	Client client.Client
+	// Runner hosts the virtual nodes.
+	Runner *vnode.Runner
+}
+
+// Reconcile starts, updates or stops one virtual node.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	vn := &offv1beta1.VirtualNode{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vn); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if vn.DeletionTimestamp != nil || vn.Spec.CreateNode != nil && !*vn.Spec.CreateNode {
+		if err := r.Runner.Stop(ctx, vn.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+		if controllerutil.RemoveFinalizer(vn, finalizer) {
+			if err := r.Client.Update(ctx, vn); err != nil {
+				return reconcile.Result{}, fmt.Errorf("releasing virtual node %s: %w", req, err)
+			}
+		}
+		return reconcile.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(vn, finalizer) {
+		if err := r.Client.Update(ctx, vn); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding finalizer to virtual node %s: %w", req, err)
+		}
+	}
+	if vn.Spec.KubeconfigSecretRef == nil {
+		return reconcile.Result{}, r.setStatus(ctx, vn, offv1beta1.NoneConditionStatusType, "no kubeconfigSecretRef")
+	}
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: vn.Namespace, Name: vn.Spec.KubeconfigSecretRef.Name}, secret); err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading the kubeconfig of virtual node %s: %w", req, err)
+	}
+	remote, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[consts.KubeconfigSecretKey])
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("kubeconfig %s of virtual node %s: %w", secret.Name, req, err)
+	}
+	// The reconcile context is the controller's: the node runs until the manager stops.
+	if err := r.Runner.Ensure(ctx, vn, remote); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.setStatus(ctx, vn, offv1beta1.RunningConditionStatusType, "running in the controller manager")
+}
+
+func (r *Reconciler) setStatus(ctx context.Context, vn *offv1beta1.VirtualNode, s offv1beta1.VirtualNodeConditionStatusType, msg string) error {
+	before := vn.DeepCopy()
+	now := metav1.Now()
+	vn.Status.Conditions = nil
+	for _, t := range []offv1beta1.VirtualNodeConditionType{offv1beta1.VirtualKubeletConditionType, offv1beta1.NodeConditionType} {
+		c := offv1beta1.VirtualNodeCondition{Type: t, Status: s, Message: msg, LastTransitionTime: now}
+		for _, o := range before.Status.Conditions {
+			if o.Type == t && o.Status == s {
+				c.LastTransitionTime = o.LastTransitionTime
+			}
+		}
+		vn.Status.Conditions = append(vn.Status.Conditions, c)
+	}
+	if err := r.Client.Status().Patch(ctx, vn, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("updating status of virtual node %s/%s: %w", vn.Namespace, vn.Name, err)
+	}
+	return nil
+}
+
+// SetupWithManager watches VirtualNodes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := ctrl.NewControllerManagedBy(mgr).Named("virtualnode").
+		For(&offv1beta1.VirtualNode{}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("building the virtual-node controller: %w", err)
+	}
+	return nil
+}

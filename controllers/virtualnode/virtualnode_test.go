@@ -1,0 +1,139 @@
+package virtualnode_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/vnode"
+)
+
+func poll(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true,
+		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func nodeReady(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// TestVirtualNodeFromAcceptedSlice: an accepted slice yields a Ready virtual node with the
+// granted capacity, the virtual-node label and NoExecute taint, and a Lease heartbeat; when the
+// provider's API server goes away the node turns NotReady; deleting the slice removes the node.
+func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
+	consumerEnv := testenv.New(t, testenv.ClusterOptions{Name: "consumer", ControllerManager: true}) // garbage collection of owned objects
+	providerEnv, err := testenv.Start(t.Context(), testenv.ClusterOptions{Name: "provider"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = providerEnv.Stop() })
+	cons, prov := consumerEnv.Cluster("consumer"), providerEnv.Cluster("provider")
+	ctx := t.Context()
+
+	mgr, err := ctrl.NewManager(cons.Config, ctrl.Options{Scheme: cons.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := vnode.NewRunner(kubernetes.NewForConfigOrDie(cons.Config), vnode.Options{ProbeInterval: time.Second}, ctrl.Log)
+	if err := (&virtualnode.SliceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), Runner: runner}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	const ns = "liqo-tenant-cl-provider"
+	kc, err := prov.UserKubeconfig("cl-consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	providerID := corev1beta1.ClusterID("cl-provider")
+	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test",
+		Labels: map[string]string{consts.ReplicationLabel: "true"}},
+		Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID,
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}}}
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-controlplane",
+			Labels: map[string]string{consts.IdentityTypeLabel: "ControlPlane", consts.RemoteClusterIDLabel: "cl-provider"}},
+			Data: map[string][]byte{consts.KubeconfigSecretKey: kc}},
+		slice,
+	} {
+		if err := cons.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The provider's answer, as replication brings it back.
+	slice.Status.Resources = slice.Spec.Resources.DeepCopy()
+	slice.Status.Conditions = []authv1beta1.ResourceSliceCondition{
+		{Type: "Authentication", Status: "Accepted", LastTransitionTime: metav1.Now()},
+		{Type: "Resources", Status: "Accepted", LastTransitionTime: metav1.Now()}}
+	if err := cons.Client.Status().Update(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+
+	node := &corev1.Node{}
+	name := "cl-provider-test"
+	poll(t, "a Ready virtual node", 30*time.Second, func(ctx context.Context) bool {
+		return cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == corev1.ConditionTrue
+	})
+	if node.Labels[consts.TypeLabel] != consts.VirtualNodeType || node.Labels[consts.RemoteClusterIDLabel] != "cl-provider" {
+		t.Errorf("node labels %v", node.Labels)
+	}
+	if node.Status.Capacity.Cpu().String() != "4" || node.Status.Allocatable.Memory().String() != "8Gi" {
+		t.Errorf("node capacity %v allocatable %v, want the grant", node.Status.Capacity, node.Status.Allocatable)
+	}
+	if len(node.Spec.Taints) == 0 || node.Spec.Taints[0] != vnode.Taint {
+		t.Errorf("node taints %v, want %v first", node.Spec.Taints, vnode.Taint)
+	}
+	poll(t, "the node's Lease", 30*time.Second, func(ctx context.Context) bool {
+		return cons.Client.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: name}, &coordinationv1.Lease{}) == nil
+	})
+
+	if err := providerEnv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the node NotReady with the provider gone", 30*time.Second, func(ctx context.Context) bool {
+		return cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == corev1.ConditionFalse
+	})
+
+	if err := cons.Client.Delete(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the node gone with the slice", 30*time.Second, func(ctx context.Context) bool {
+		return apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}))
+	})
+}

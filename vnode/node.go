@@ -1,0 +1,57 @@
+package vnode
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// Taint is the NoExecute taint of virtual nodes: only pods that tolerate it (those of offloaded
+// namespaces) run there.
+var Taint = corev1.Taint{Key: "virtual-node.liqo.io/not-allowed", Value: "true", Effect: corev1.TaintEffectNoExecute}
+
+// Version is what virtual nodes report as their kubelet version.
+const Version = "liqo-vk/v0.1.0"
+
+// NodeFor returns the Node that stands for a VirtualNode.
+func NodeFor(vn *offv1beta1.VirtualNode) *corev1.Node {
+	labels := map[string]string{
+		consts.TypeLabel:                consts.VirtualNodeType,
+		consts.RemoteClusterIDLabel:     string(vn.Spec.ClusterID),
+		corev1.LabelHostname:            vn.Name,
+		corev1.LabelOSStable:            "linux",
+		corev1.LabelArchStable:          "amd64",
+		"node-role.kubernetes.io/agent": "",
+	}
+	for k, v := range vn.Spec.Labels {
+		labels[k] = v
+	}
+	taints := append([]corev1.Taint{Taint}, vn.Spec.Taints...)
+	capacity := vn.Spec.ResourceQuota.Hard.DeepCopy()
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: vn.Name, Labels: labels, Annotations: vn.Spec.Annotations},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity.DeepCopy(),
+			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: Version, OperatingSystem: "linux", Architecture: "amd64"},
+			Conditions:  conditions(true, ""),
+		},
+	}
+}
+
+// conditions are the node's conditions: Ready or not, and no pressure.
+func conditions(ready bool, why string) []corev1.NodeCondition {
+	now := metav1.Now()
+	status, reason, msg := corev1.ConditionTrue, "ProviderReachable", "the provider cluster's API server answers"
+	if !ready {
+		status, reason, msg = corev1.ConditionFalse, "ProviderUnreachable", why
+	}
+	out := []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}}
+	for _, t := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeNetworkUnavailable} {
+		out = append(out, corev1.NodeCondition{Type: t, Status: corev1.ConditionFalse, Reason: "VirtualNode", LastHeartbeatTime: now, LastTransitionTime: now})
+	}
+	return out
+}
