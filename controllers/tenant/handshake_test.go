@@ -30,24 +30,7 @@ import (
 
 func startManager(t *testing.T, cl *testenv.Cluster, setup func(ctrl.Manager) error) {
 	t.Helper()
-	// Several managers run in one test process: controller names repeat across them.
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := setup(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager of %s: %v", cl.Name, err)
-		}
-	})
+	startManagerStoppable(t, cl, setup)
 }
 
 func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
@@ -265,4 +248,84 @@ func expectEvent(t *testing.T, c client.Client, obj client.Object, reason string
 	if err != nil {
 		t.Fatalf("no %s event on %s: %v (events: %s)", reason, obj.GetName(), err, strings.Join(seen, "; "))
 	}
+}
+
+// TestHandshakeConvergesAfterRestart: the provider's controllers stop right after the Tenant is
+// created, before anything is issued; started again, they finish the job.
+func TestHandshakeConvergesAfterRestart(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider", ControllerManager: true})
+	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	ctx := t.Context()
+	if _, err := clusteridentity.Ensure(ctx, cons.Client, clusteridentity.Config{ClusterID: "cl-consumer"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
+		t.Fatal(err)
+	}
+	providerSetup := func(mgr ctrl.Manager) error {
+		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tenant"),
+			APIServerURL: prov.Config.Host, CAData: prov.Config.CAData}).SetupWithManager(mgr)
+	}
+	stopProvider := startManagerStoppable(t, prov, func(mgr ctrl.Manager) error {
+		return (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr) // nonces only, for now
+	})
+	startManager(t, cons, func(mgr ctrl.Manager) error {
+		return (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+	})
+	if err := prov.Client.Create(ctx, tenantNamespace("t-cons", "cl-consumer")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Client.Create(ctx, tenantNamespace("t-prov", "cl-provider")); err != nil {
+		t.Fatal(err)
+	}
+	answer := handshake(t, prov.Client, cons.Client, "t-cons", "t-prov")
+	stopProvider() // killed mid-handshake: the Tenant arrives while nothing runs
+	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
+		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
+		PublicKey: answer.Data[nonce.PublicKeyKey], Signature: answer.Data[nonce.SignatureKey], CSR: answer.Data[nonce.CSRKey],
+	}}
+	if err := prov.Client.Create(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn); err != nil || tn.Status.AuthParams != nil {
+		t.Fatalf("issued while stopped? %+v %v", tn.Status.AuthParams, err)
+	}
+	startManager(t, prov, providerSetup)
+	poll(t, "the certificate after the restart", func(ctx context.Context) (bool, error) {
+		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
+		return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
+	})
+}
+
+// startManagerStoppable is startManager returning a function that stops the manager now.
+func startManagerStoppable(t *testing.T, cl *testenv.Cluster, setup func(ctrl.Manager) error) func() {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager of %s: %v", cl.Name, err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
 }
