@@ -65,7 +65,7 @@ type clusterClient struct {
 // describe names the cluster for messages.
 func (c *clusterClient) describe() string {
 	if c.name == "" {
-		return fmt.Sprintf("the provider's cluster (%s)", c.host)
+		return fmt.Sprintf("the provider block's own cluster (%s)", c.host)
 	}
 	return fmt.Sprintf("cluster %q (%s)", c.name, c.host)
 }
@@ -137,7 +137,7 @@ func (s *clusterSet) getWithLiqo(ctx context.Context, name string) (*clusterClie
 }
 
 func (e *clusterEntry) connect(ctx context.Context, scheme *runtime.Scheme) (*clusterClient, error) {
-	who := "the provider's cluster"
+	who := "the provider block's own cluster"
 	if e.name != "" {
 		who = fmt.Sprintf("cluster %q", e.name)
 	}

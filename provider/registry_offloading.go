@@ -6,7 +6,11 @@ import (
 )
 
 // offloadingResources are the resources of the offloading module.
-func offloadingResources() []func() resource.Resource { return nil }
+func offloadingResources() []func() resource.Resource {
+	return []func() resource.Resource{newResourceSliceResource, newNamespaceOffloadingResource}
+}
 
 // offloadingDataSources are the data sources about clusters and peerings.
-func offloadingDataSources() []func() datasource.DataSource { return nil }
+func offloadingDataSources() []func() datasource.DataSource {
+	return []func() datasource.DataSource{newClusterDataSource, newForeignClusterDataSource}
+}

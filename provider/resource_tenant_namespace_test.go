@@ -55,10 +55,13 @@ func checkNamespaceLabel(clusterName, name, key, want string) resource.TestCheck
 func checkNamespaceGone(clusterName, name string) func(*terraform.State) error {
 	return func(*terraform.State) error {
 		_, err := namespaceLabels(context.Background(), clusterName, name)
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("namespace %s in %s still exists after destroy: %w", name, clusterName, err)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading namespace %s in %s: %w", name, clusterName, err)
 		}
-		return nil
+		return fmt.Errorf("namespace %s in %s still exists after destroy", name, clusterName)
 	}
 }
 

@@ -33,7 +33,9 @@ func deleteAndWait(ctx context.Context, c *clusterClient, obj client.Object, tim
 			return true, nil
 		}
 		if err != nil {
-			last = err.Error()
+			if last == "" { // a read error does not hide what was last seen of the object
+				last = err.Error()
+			}
 			return false, nil
 		}
 		last = fmt.Sprintf("still present, finalizers %v", cur.GetFinalizers())

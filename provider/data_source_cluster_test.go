@@ -1,0 +1,143 @@
+package provider_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
+	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+)
+
+const clusterDataSourceConfig = `
+data "liqo_cluster" "p" {
+  cluster = "provider"
+}
+`
+
+// offCreateOwned creates an object for a test and deletes it at the end; an object that already
+// exists (made by another test) is left alone.
+func offCreateOwned(t *testing.T, c client.Client, obj client.Object) bool {
+	t.Helper()
+	ctx := context.Background()
+	err := c.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("creating %T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, obj) })
+	return true
+}
+
+// setupClusterFacts stands in for the liqo controllers of the provider cluster, which the test
+// clusters do not run: the cluster-ID ConfigMap and the IPAM Networks with the cluster's CIDRs,
+// as the controllers write them (namespace liqo, label ipam.liqo.io/network-type).
+func setupClusterFacts(t *testing.T) (clusterID, podCIDR, externalCIDR string) {
+	t.Helper()
+	ctx := context.Background()
+	c := cluster("provider").Client
+	offCreateOwned(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}})
+	offCreateOwned(t, c, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: "liqo-clusterid-configmap"},
+		Data:       map[string]string{"CLUSTER_ID": "cl-ds-provider"},
+	})
+	network := func(name, typ, specCIDR, statusCIDR string, extraLabels map[string]string) {
+		labels := map[string]string{"ipam.liqo.io/network-type": typ}
+		for k, v := range extraLabels {
+			labels[k] = v
+		}
+		n := &ipamv1alpha1.Network{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: name, Labels: labels},
+			Spec:       ipamv1alpha1.NetworkSpec{CIDR: networkingv1beta1.CIDR(specCIDR)},
+		}
+		if offCreateOwned(t, c, n) && statusCIDR != "" {
+			n.Status.CIDR = networkingv1beta1.CIDR(statusCIDR)
+			if err := c.Status().Update(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	network("pod-cidr", "pod-cidr", "10.200.0.0/16", "", nil)
+	// The external CIDR as allocated by the IPAM (status) wins over the requested one (spec).
+	network("external-cidr", "external-cidr", "10.70.0.0/16", "10.71.0.0/16", nil)
+	// A peer's remapped pod CIDR is not this cluster's.
+	network("peer-pod-cidr", "pod-cidr", "10.99.0.0/16", "", map[string]string{"liqo.io/remote-cluster-id": "cl-somebody"})
+
+	// Report what is there (another test may have made these objects first).
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "liqo", Name: "liqo-clusterid-configmap"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cidr := func(name string) string {
+		n := &ipamv1alpha1.Network{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "liqo", Name: name}, n); err != nil {
+			t.Fatal(err)
+		}
+		if n.Status.CIDR != "" {
+			return string(n.Status.CIDR)
+		}
+		return string(n.Spec.CIDR)
+	}
+	return cm.Data["CLUSTER_ID"], cidr("pod-cidr"), cidr("external-cidr")
+}
+
+func TestAccClusterDataSource(t *testing.T) {
+	const addr = "data.liqo_cluster.p"
+	var steps []resource.TestStep
+	err := cluster("provider").Client.Get(context.Background(),
+		client.ObjectKey{Namespace: "liqo", Name: "liqo-clusterid-configmap"}, &corev1.ConfigMap{})
+	if apierrors.IsNotFound(err) {
+		// Before the controllers have started: a clear error.
+		steps = append(steps, resource.TestStep{
+			Config: providerBlock() + clusterDataSourceConfig,
+			ExpectError: offWrappedText(`cluster "provider"`, `has no cluster ID (ConfigMap liqo/liqo-clusterid-configmap, key CLUSTER_ID):`,
+				`the liqo controllers are not installed or have not started there`),
+		})
+	}
+	var id, pod, ext string
+	steps = append(steps, resource.TestStep{
+		PreConfig: func() { id, pod, ext = setupClusterFacts(t) },
+		Config:    providerBlock() + clusterDataSourceConfig,
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("cluster_id"), offKnownString(func() string { return id })),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("pod_cidr"), offKnownString(func() string { return pod })),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("external_cidr"), offKnownString(func() string { return ext })),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("api_server_url"), knownvalue.StringExact(cluster("provider").Config.Host)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("kubernetes_version"), knownvalue.StringRegexp(regexp.MustCompile(`^v1\.\d+\.\d+`))),
+		},
+	})
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Providers, Steps: steps})
+	if id == "cl-ds-provider" && (pod != "10.200.0.0/16" || ext != "10.71.0.0/16") {
+		t.Errorf("the test's own Networks read as pod %s, external %s", pod, ext)
+	}
+}
+
+// offKnownString checks a string known only when the step runs.
+type offKnownString func() string
+
+// CheckValue compares the value with the function's result.
+func (f offKnownString) CheckValue(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("expected a string, got %T", v)
+	}
+	if s != f() {
+		return fmt.Errorf("expected %q, got %q", f(), s)
+	}
+	return nil
+}
+
+// String describes the check.
+func (f offKnownString) String() string { return f() }

@@ -1,0 +1,329 @@
+package provider
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// nwDNSSubdomainPattern is a DNS-1123 subdomain, the form of most object names.
+var nwDNSSubdomainPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// nwNamespaceAttribute is the `namespace` attribute of the networking objects: the tenant
+// namespace they live in.
+func nwNamespaceAttribute() schema.StringAttribute {
+	return schema.StringAttribute{
+		Required: true,
+		MarkdownDescription: "Tenant namespace the object lives in (e.g. `liqo_tenant_namespace.<name>.name`). " +
+			"Changing it replaces the object.",
+		PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+		Validators: []validator.String{
+			stringvalidator.LengthBetween(1, 63),
+			stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label (a namespace name)"),
+		},
+	}
+}
+
+// nwNameAttribute is the `name` attribute of a networking object with a fixed default name.
+func nwNameAttribute(def, what string) schema.StringAttribute {
+	return schema.StringAttribute{
+		Optional: true, Computed: true,
+		Default:             stringdefault.StaticString(def),
+		MarkdownDescription: fmt.Sprintf("Name of the %s; default: `%s`. Changing it replaces the object.", what, def),
+		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+		Validators:          []validator.String{nwNameValidator()},
+	}
+}
+
+// nwNameValidator checks an object name (DNS-1123 subdomain).
+func nwNameValidator() validator.String {
+	return stringvalidator.All(
+		stringvalidator.LengthBetween(1, 253),
+		stringvalidator.RegexMatches(nwDNSSubdomainPattern, "must be a DNS subdomain: lower-case letters, digits, '-' and '.', "+
+			"starting and ending with a letter or digit"),
+	)
+}
+
+// nwRemoteClusterIDAttribute is the `remote_cluster_id` attribute: the value of the
+// liqo.io/remote-cluster-id label. replace says whether changing it replaces the object.
+func nwRemoteClusterIDAttribute(replace bool) schema.StringAttribute {
+	a := schema.StringAttribute{
+		Required:            true,
+		MarkdownDescription: "Cluster ID of the peer this object is for: the label `liqo.io/remote-cluster-id`. ",
+		Validators:          []validator.String{clusterIDValidator()},
+	}
+	if replace {
+		a.MarkdownDescription += "Changing it replaces the object."
+		a.PlanModifiers = []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	} else {
+		a.MarkdownDescription += "Changing it relabels the object in place."
+	}
+	return a
+}
+
+// nwLabels are the labels of a networking object; gateway adds networking.liqo.io/gateway-resource=true.
+func nwLabels(remoteClusterID string, gateway bool) map[string]string {
+	l := map[string]string{consts.RemoteClusterIDLabel: remoteClusterID}
+	if gateway {
+		l[consts.GatewayResourceLabel] = "true"
+	}
+	return l
+}
+
+// nwSetLabels sets the labels the resource manages on obj, keeping the others.
+func nwSetLabels(obj client.Object, want map[string]string) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range want {
+		labels[k] = v
+	}
+	obj.SetLabels(labels)
+}
+
+// nwParseWGKey decodes a WireGuard key given in standard base64 with padding (44 characters).
+// Strict decoding keeps the canonical form, so what is read back equals what was written.
+func nwParseWGKey(s string) (wgtypes.Key, error) {
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return wgtypes.Key{}, fmt.Errorf("not standard base64 (as `wg genkey` prints): %w", err)
+	}
+	if len(b) != wgtypes.KeyLen {
+		return wgtypes.Key{}, fmt.Errorf("decodes to %d bytes, a WireGuard key has %d", len(b), wgtypes.KeyLen)
+	}
+	k, err := wgtypes.NewKey(b)
+	if err != nil {
+		return wgtypes.Key{}, fmt.Errorf("not a WireGuard key: %w", err)
+	}
+	return k, nil
+}
+
+// nwInt32 converts an attribute that its validators keep within int32 (ports, MTUs); 0 if not.
+func nwInt32(v int64) int32 {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return 0
+	}
+	return int32(v)
+}
+
+// nwWGKeyValidator checks that a string is a WireGuard key: 32 bytes in base64.
+type nwWGKeyValidator struct{}
+
+// Description says what the WireGuard key validator accepts.
+func (nwWGKeyValidator) Description(context.Context) string {
+	return "must be a WireGuard key: 32 bytes in standard base64 (44 characters, as `wg genkey` or `wg pubkey` print)"
+}
+
+// MarkdownDescription is Description.
+func (v nwWGKeyValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+// ValidateString checks one value. The message never repeats the value: it may be a private key.
+func (nwWGKeyValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := nwParseWGKey(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid WireGuard key",
+			fmt.Sprintf("the value is not a WireGuard key: %v; generate one with `wg genkey` or the liqo_wireguard_keypair ephemeral resource", err))
+	}
+}
+
+// nwStringList makes a list attribute from strings; null when empty.
+func nwStringList(ctx context.Context, in []string) (types.List, diag.Diagnostics) {
+	if len(in) == 0 {
+		return types.ListNull(types.StringType), nil
+	}
+	return types.ListValueFrom(ctx, types.StringType, in)
+}
+
+// nwListStrings reads a list attribute of strings; nil when null or unknown.
+func nwListStrings(ctx context.Context, l types.List) ([]string, diag.Diagnostics) {
+	if l.IsNull() || l.IsUnknown() {
+		return nil, nil
+	}
+	var out []string
+	d := l.ElementsAs(ctx, &out, false)
+	return out, d
+}
+
+// nwCIDRs converts strings to the API's CIDR type.
+func nwCIDRs(in []string) []networkingv1beta1.CIDR {
+	out := make([]networkingv1beta1.CIDR, 0, len(in))
+	for _, s := range in {
+		out = append(out, networkingv1beta1.CIDR(s))
+	}
+	return out
+}
+
+// nwCIDRStrings converts the API's CIDR type to strings.
+func nwCIDRStrings(in []networkingv1beta1.CIDR) []string {
+	out := make([]string, 0, len(in))
+	for _, c := range in {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+// nwTemplateRef is the model of a gateway template reference (server_template, client_template).
+type nwTemplateRef struct {
+	Kind      types.String `tfsdk:"kind"`
+	Name      types.String `tfsdk:"name"`
+	Namespace types.String `tfsdk:"namespace"`
+}
+
+// nwTemplateAPIVersion is the API version of Liqo's gateway templates.
+const nwTemplateAPIVersion = "networking.liqo.io/v1beta1"
+
+var nwTemplateAttrTypes = map[string]attr.Type{
+	"kind": types.StringType, "name": types.StringType, "namespace": types.StringType,
+}
+
+// nwTemplateAttribute is the template reference attribute with its default.
+func nwTemplateAttribute(kind, name, what string) schema.SingleNestedAttribute {
+	def := types.ObjectValueMust(nwTemplateAttrTypes, map[string]attr.Value{
+		"kind": types.StringValue(kind), "name": types.StringValue(name), "namespace": types.StringValue(consts.LiqoNamespace),
+	})
+	return schema.SingleNestedAttribute{
+		Optional: true, Computed: true,
+		Default: objectdefault.StaticValue(def),
+		MarkdownDescription: fmt.Sprintf("Template (API version `%s`) the %s's workload is made from; default: "+
+			"`{ kind = \"%s\", name = \"%s\", namespace = \"%s\" }`, the template Liqo installs. Changing it updates the object in place.",
+			nwTemplateAPIVersion, what, kind, name, consts.LiqoNamespace),
+		Attributes: map[string]schema.Attribute{
+			"kind": schema.StringAttribute{
+				Required: true, MarkdownDescription: "Kind of the template, e.g. `" + kind + "`.",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"name": schema.StringAttribute{
+				Required: true, MarkdownDescription: "Name of the template, e.g. `" + name + "`.",
+				Validators: []validator.String{nwNameValidator()},
+			},
+			"namespace": schema.StringAttribute{
+				Required: true, MarkdownDescription: "Namespace of the template, e.g. `" + consts.LiqoNamespace + "`.",
+				Validators: []validator.String{
+					stringvalidator.LengthBetween(1, 63),
+					stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label (a namespace name)"),
+				},
+			},
+		},
+	}
+}
+
+// nwTemplateToAPI converts the template attribute to an object reference.
+func nwTemplateToAPI(ctx context.Context, o types.Object) (corev1.ObjectReference, diag.Diagnostics) {
+	if o.IsNull() || o.IsUnknown() {
+		return corev1.ObjectReference{}, nil
+	}
+	var m nwTemplateRef
+	d := o.As(ctx, &m, basetypes.ObjectAsOptions{})
+	return corev1.ObjectReference{
+		APIVersion: nwTemplateAPIVersion,
+		Kind:       m.Kind.ValueString(),
+		Name:       m.Name.ValueString(),
+		Namespace:  m.Namespace.ValueString(),
+	}, d
+}
+
+// nwTemplateFromAPI converts an object reference to the template attribute; null when empty.
+func nwTemplateFromAPI(ref corev1.ObjectReference) types.Object {
+	if ref.Kind == "" && ref.Name == "" && ref.Namespace == "" {
+		return types.ObjectNull(nwTemplateAttrTypes)
+	}
+	return types.ObjectValueMust(nwTemplateAttrTypes, map[string]attr.Value{
+		"kind": types.StringValue(ref.Kind), "name": types.StringValue(ref.Name), "namespace": types.StringValue(ref.Namespace),
+	})
+}
+
+// nwWait polls obj (re-read into a copy) until check says it is done. On timeout, the error
+// names the module (resource type), the object, the cluster and what check last reported.
+func nwWait(ctx context.Context, c *clusterClient, module, kind string, obj client.Object, timeout time.Duration,
+	what, attribute string, check func(client.Object) (bool, string),
+) error {
+	last, seenOnce := "nothing read yet", false
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		cur := obj.DeepCopyObject().(client.Object)
+		if err := c.ctrl.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+			// A read error (e.g. the deadline itself) does not hide what was last seen of the object.
+			if !seenOnce {
+				last = fmt.Sprintf("reading the object: %v", err)
+			}
+			return false, nil
+		}
+		done, seen := check(cur)
+		last, seenOnce = seen, true
+		return done, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %s %s in %s: waited %s for %s; last seen: %s (%w). The liqo controllers report it: check that "+
+			"they run in that cluster and look at their logs, or raise the timeouts, or set %s = false to not wait",
+			module, kind, objectID("", obj.GetNamespace(), obj.GetName()), c.describe(), timeout, what, last, err, attribute)
+	}
+	return nil
+}
+
+// nwCreateError explains a failed create: the object exists (import it), its namespace is
+// missing (create it first), or else the API's error.
+func nwCreateError(kind string, obj client.Object, c *clusterClient, err error) string {
+	ref := objectID("", obj.GetNamespace(), obj.GetName())
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return fmt.Sprintf("%s %s already exists in %s: import it with `terraform import <address> %s`, or choose another `name`",
+			kind, ref, c.describe(), objectID(c.name, obj.GetNamespace(), obj.GetName()))
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("creating %s %s in %s: namespace %s does not exist; create it first (liqo_tenant_namespace) "+
+			"and reference its name", kind, ref, c.describe(), obj.GetNamespace())
+	case apierrors.IsInvalid(err):
+		return fmt.Sprintf("creating %s %s in %s: the API rejected it: %v", kind, ref, c.describe(), err)
+	}
+	return fmt.Sprintf("creating %s %s in %s: %v", kind, ref, c.describe(), err)
+}
+
+// nwImport is the ImportState of the namespaced liqo networking objects: it checks that the
+// object exists and sets id, cluster, namespace and name; Read does the rest.
+func nwImport(ctx context.Context, r *clusterResource, kind string, obj client.Object, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	summary := "Importing " + kind
+	cluster, namespace, name, err := parseObjectID(req.ID, true)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	c, err := r.client(ctx, types.StringValue(cluster), true)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	if err := c.ctrl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading %s %s/%s in %s: %v", kind, namespace, name, c.describe(), err))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}

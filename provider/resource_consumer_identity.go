@@ -1,0 +1,732 @@
+package provider
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+var (
+	_ resource.Resource                = (*consumerIdentityResource)(nil)
+	_ resource.ResourceWithConfigure   = (*consumerIdentityResource)(nil)
+	_ resource.ResourceWithImportState = (*consumerIdentityResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*consumerIdentityResource)(nil)
+)
+
+// consumerIdentityTypeName is the resource type name, for messages.
+const consumerIdentityTypeName = "liqo_consumer_identity"
+
+// consumerIdentityManagedLabel marks the RBAC objects and CSRs this resource manages.
+const consumerIdentityManagedLabel = "liqo.io/managed-by"
+
+// consumerIdentityRules are the least privileges of a consumer's control plane in its tenant
+// namespace: its ResourceSlices and NamespaceMaps and their status, nothing else.
+func consumerIdentityRules() []rbacv1.PolicyRule {
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices", "resourceslices/status"}, Verbs: verbs},
+		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps", "namespacemaps/status"}, Verbs: verbs},
+	}
+}
+
+// consumerIdentityResource issues, in the provider cluster, a client certificate for a consumer
+// cluster through the CSR API and binds it to least privileges in the consumer's tenant namespace.
+type consumerIdentityResource struct {
+	clusterResource
+}
+
+type consumerIdentityModel struct {
+	ID                   types.String   `tfsdk:"id"`
+	Cluster              types.String   `tfsdk:"cluster"`
+	Namespace            types.String   `tfsdk:"namespace"`
+	Name                 types.String   `tfsdk:"name"`
+	ConsumerClusterID    types.String   `tfsdk:"consumer_cluster_id"`
+	Organization         types.String   `tfsdk:"organization"`
+	RoleName             types.String   `tfsdk:"role_name"`
+	APIServerURL         types.String   `tfsdk:"api_server_url"`
+	ValidityHours        types.Int64    `tfsdk:"validity_hours"`
+	RenewBefore          types.String   `tfsdk:"renew_before"`
+	UserName             types.String   `tfsdk:"user_name"`
+	CSRName              types.String   `tfsdk:"csr_name"`
+	Certificate          types.String   `tfsdk:"certificate"`
+	CertificateExpiresAt types.String   `tfsdk:"certificate_expires_at"`
+	ReadyForRenewal      types.Bool     `tfsdk:"ready_for_renewal"`
+	Kubeconfig           types.String   `tfsdk:"kubeconfig"`
+	Timeouts             timeouts.Value `tfsdk:"timeouts"`
+}
+
+func newConsumerIdentityResource() resource.Resource { return &consumerIdentityResource{} }
+
+// Metadata names the resource liqo_consumer_identity.
+func (r *consumerIdentityResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_consumer_identity"
+}
+
+// Schema describes liqo_consumer_identity.
+func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Provider side of a peering: issues the credentials of a consumer cluster's control plane. " +
+			"At apply, the provider generates an ECDSA P-256 private key in its own process (it is never in the plan), " +
+			"creates a CertificateSigningRequest for the signer `kubernetes.io/kube-apiserver-client` with common name " +
+			"the consumer cluster ID and organization `organization`, approves it, waits for the certificate, and binds " +
+			"the user in the tenant namespace with a RoleBinding: to a least-privilege Role this resource manages " +
+			"(create/read/update/delete of `resourceslices` and `namespacemaps` and their `/status`, nothing else) or to " +
+			"the ClusterRole `role_name`. It exports a `kubeconfig` for the consumer, to pass to `liqo_identity` " +
+			"(`kubeconfig_wo = liqo_consumer_identity.x.kubeconfig`).\n\n" +
+			"**State:** `kubeconfig` holds the private key. It is Sensitive (hidden in plan output) but Terraform " +
+			"stores it in the state: protect the state (encrypted remote backend, restricted access). Write-only " +
+			"attributes cannot be used for values the provider computes.\n\n" +
+			"**Renewal:** when the certificate expires within `renew_before`, the plan replaces the resource " +
+			"(a new key and certificate); apply it before expiry, e.g. on a schedule. Signers cap the validity " +
+			"(kube-controller-manager's `--cluster-signing-duration`, and never beyond their CA): when " +
+			"`renew_before` is at least half the certificate's lifetime, it is renewed in the last third of its lifetime " +
+			"instead, so that it is not re-issued at every plan.\n\n" +
+			"**Permissions of the Terraform user** in the provider cluster: `create`, `get`, `delete` on " +
+			"`certificatesigningrequests` (certificates.k8s.io), `update` on `certificatesigningrequests/approval`, " +
+			"`approve` on `signers` with resourceName `kubernetes.io/kube-apiserver-client`; `create`, `get`, " +
+			"`update`, `delete` on `roles` and `rolebindings` in the tenant namespace, plus the permissions granted " +
+			"(or `bind` on the ClusterRole `role_name`). The cluster's kube-controller-manager must sign for that " +
+			"signer (`--cluster-signing-cert-file`/`--cluster-signing-key-file`); managed clusters whose API servers " +
+			"do not honour client certificates (e.g. EKS) are not supported, and there is no fallback.\n\n" +
+			"Destroying it deletes the RoleBinding, the Role and the CSR: the certificate no longer grants anything. " +
+			"Import (`[cluster/]namespace/name`) adopts the RBAC objects; since a private key cannot be imported, " +
+			"the next apply issues a new certificate.",
+		Attributes: map[string]schema.Attribute{
+			"id":      idAttribute("[cluster/]namespace/name"),
+			"cluster": clusterAttribute(),
+			"namespace": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Tenant namespace of the consumer in the provider cluster, where the credentials work. Changing it re-issues them.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
+			},
+			"name": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Name of the Role and RoleBinding, and prefix of the CSR's name; default: " +
+					"`liqo-consumer-<consumer_cluster_id>`. Changing it re-issues the credentials.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace(), stringplanmodifier.UseStateForUnknown()},
+				Validators:    []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
+			},
+			"consumer_cluster_id": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Cluster ID of the consumer: the certificate's common name, hence the user name. Changing it re-issues the credentials.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{clusterIDValidator()},
+			},
+			"organization": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default:             stringdefault.StaticString("liqo.io"),
+				MarkdownDescription: "Organization of the certificate (the user's group); default `liqo.io`. Never `system:masters`. Changing it re-issues the credentials.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.NoneOf("system:masters", "system:nodes")},
+			},
+			"role_name": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "A ClusterRole to bind instead of the Role this resource manages (e.g. Liqo's " +
+					"`liqo-remote-controlplane`); unset (default): a least-privilege Role named `name`. Updated in place.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 253)},
+			},
+			"api_server_url": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "API server URL written in the kubeconfig, for consumers that reach the provider " +
+					"through another address; default: the URL the provider connection uses. Updated in place.",
+				Validators: []validator.String{stringvalidator.RegexMatches(authHTTPSURLPattern, "must be an https:// URL")},
+			},
+			"validity_hours": schema.Int64Attribute{
+				Optional: true, Computed: true,
+				Default: int64default.StaticInt64(8760),
+				MarkdownDescription: "Requested validity of the certificate, in hours (the CSR's `expirationSeconds`); " +
+					"default 8760 (a year). The signer may cap it (kube-controller-manager's `--cluster-signing-duration`). " +
+					"Changing it re-issues the credentials.",
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				Validators:    []validator.Int64{int64validator.Between(1, consumerIdentityMaxValidityHours)},
+			},
+			"renew_before": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default: stringdefault.StaticString("720h"),
+				MarkdownDescription: "When the certificate expires within this duration (e.g. `720h`, the default: 30 days), " +
+					"the plan re-issues the credentials (replacement). When it is at least half the certificate's lifetime " +
+					"(e.g. a signer capped the validity), a third of the lifetime is used instead. Updated in place.",
+				Validators: []validator.String{authDurationValidator{}},
+			},
+			"user_name": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "The Kubernetes user the certificate authenticates as (its common name).",
+				PlanModifiers: stable,
+			},
+			"csr_name": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "Name of the CertificateSigningRequest (the controller manager's cleaner may delete it about an hour after signing).",
+				PlanModifiers: stable,
+			},
+			"certificate": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "The PEM client certificate (public).",
+				PlanModifiers: stable,
+			},
+			"certificate_expires_at": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "When the certificate expires (RFC 3339).",
+				PlanModifiers: stable,
+			},
+			"ready_for_renewal": schema.BoolAttribute{
+				Computed:            true,
+				MarkdownDescription: "Whether the certificate expires within `renew_before`: when true, the plan re-issues the credentials.",
+			},
+			"kubeconfig": schema.StringAttribute{
+				Computed: true, Sensitive: true,
+				MarkdownDescription: "Kubeconfig of the consumer: server, CA of the provider's API server, client " +
+					"certificate and private key. Sensitive, and stored in the state (see above).",
+				PlanModifiers: stable,
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
+		},
+	}
+}
+
+// ModifyPlan shows the default name and the user in the plan, marks the kubeconfig as changing
+// when the API server URL does, and plans a re-issue when the certificate expires within
+// renew_before.
+func (r *consumerIdentityResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	r.clusterResource.ModifyPlan(ctx, req, resp)
+	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
+		return
+	}
+	var plan consumerIdentityModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.Name.IsUnknown() && !plan.ConsumerClusterID.IsUnknown() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("name"), "liqo-consumer-"+plan.ConsumerClusterID.ValueString())...)
+	}
+	if plan.UserName.IsUnknown() && !plan.ConsumerClusterID.IsUnknown() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("user_name"), plan.ConsumerClusterID.ValueString())...)
+	}
+	if req.State.Raw.IsNull() {
+		return
+	}
+	var state consumerIdentityModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !plan.APIServerURL.Equal(state.APIServerURL) {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("kubeconfig"), types.StringUnknown())...)
+	}
+	renew := state.Certificate.IsNull() || state.Kubeconfig.IsNull() // imported, or left by a failed create
+	if !renew && !plan.RenewBefore.IsUnknown() {
+		var err error
+		renew, err = consumerIdentityDue(state.Certificate.ValueString(), plan.RenewBefore.ValueString())
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("certificate"), "Checking the certificate's expiry", err.Error())
+			return
+		}
+	}
+	if !renew {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ready_for_renewal"), false)...)
+		return
+	}
+	// Terraform replaces only for a path whose value changes: flip the flag.
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ready_for_renewal"), !state.ReadyForRenewal.ValueBool())...)
+	resp.RequiresReplace = append(resp.RequiresReplace, path.Root("ready_for_renewal"))
+}
+
+// consumerIdentityMaxValidityHours keeps the CSR's expirationSeconds (an int32) in range.
+const consumerIdentityMaxValidityHours = 87600
+
+// consumerIdentityExpirationSeconds converts the validated validity_hours to expirationSeconds.
+func consumerIdentityExpirationSeconds(hours int64) int32 {
+	hours = max(1, min(hours, consumerIdentityMaxValidityHours))
+	return int32(hours) * 3600 // bounded above: 87600*3600 < 2^31
+}
+
+// consumerIdentityClockOffset moves the clock of the renewal decision (tests move it forward;
+// zero otherwise).
+var consumerIdentityClockOffset atomic.Int64
+
+func consumerIdentityNow() time.Time {
+	return time.Now().Add(time.Duration(consumerIdentityClockOffset.Load()))
+}
+
+// consumerIdentityDue tells whether a certificate (PEM) is due for renewal: whether it expires
+// within renewBefore or, when renewBefore is at least half the certificate's lifetime (signers
+// cap the validity), within a third of its lifetime, so that a fresh certificate is never due
+// and a capped one is not re-issued at every plan.
+func consumerIdentityDue(certPEM, renewBefore string) (bool, error) {
+	block, _ := pem.Decode([]byte(certPEM))
+	if block == nil {
+		return true, nil
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return false, fmt.Errorf("parsing the certificate in the state: %w", err)
+	}
+	d, err := time.ParseDuration(renewBefore)
+	if err != nil {
+		return false, fmt.Errorf("renew_before %q is not a duration: %w", renewBefore, err)
+	}
+	if lifetime := cert.NotAfter.Sub(cert.NotBefore); d >= lifetime/2 {
+		d = lifetime / 3
+	}
+	return consumerIdentityNow().Add(d).After(cert.NotAfter), nil
+}
+
+func (m *consumerIdentityModel) labels() map[string]string {
+	return map[string]string{
+		consts.RemoteClusterIDLabel:  m.ConsumerClusterID.ValueString(),
+		consumerIdentityManagedLabel: "terraform-provider-liqo",
+	}
+}
+
+// ensureRBAC creates or updates the managed Role (unless role_name is set) and the RoleBinding,
+// re-creating the binding when its role changed (a RoleBinding's roleRef is immutable).
+func (r *consumerIdentityResource) ensureRBAC(ctx context.Context, c *clusterClient, m *consumerIdentityModel) error {
+	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
+	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}
+	if !m.RoleName.IsNull() {
+		roleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: m.RoleName.ValueString()}
+	}
+	if roleRef.Kind == "Role" {
+		role := &rbacv1.Role{}
+		err := c.ctrl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, role)
+		switch {
+		case apierrors.IsNotFound(err):
+			role = &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: m.labels()}, Rules: consumerIdentityRules()}
+			if err := c.ctrl.Create(ctx, role); err != nil {
+				return fmt.Errorf("creating Role %s/%s in %s: %w", ns, name, c.describe(), err)
+			}
+		case err != nil:
+			return fmt.Errorf("reading Role %s/%s in %s: %w", ns, name, c.describe(), err)
+		case role.Labels[consumerIdentityManagedLabel] == "":
+			return fmt.Errorf("the Role %s/%s already exists in %s and is not managed by %s: delete it or set `name`", ns, name, c.describe(), consumerIdentityTypeName)
+		default:
+			role.Rules = consumerIdentityRules()
+			if err := c.ctrl.Update(ctx, role); err != nil {
+				return fmt.Errorf("updating Role %s/%s in %s: %w", ns, name, c.describe(), err)
+			}
+		}
+	}
+	rb := &rbacv1.RoleBinding{}
+	err := c.ctrl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rb)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading RoleBinding %s/%s in %s: %w", ns, name, c.describe(), err)
+	case rb.Labels[consumerIdentityManagedLabel] == "":
+		return fmt.Errorf("the RoleBinding %s/%s already exists in %s and is not managed by %s: delete it or set `name`", ns, name, c.describe(), consumerIdentityTypeName)
+	case rb.RoleRef != roleRef:
+		if err := c.ctrl.Delete(ctx, rb); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting RoleBinding %s/%s in %s to change its role: %w", ns, name, c.describe(), err)
+		}
+	}
+	want := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: m.labels()},
+		RoleRef:    roleRef,
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: m.ConsumerClusterID.ValueString()}},
+	}
+	if err == nil && rb.RoleRef == roleRef {
+		rb.Subjects = want.Subjects
+		if err := c.ctrl.Update(ctx, rb); err != nil {
+			return fmt.Errorf("updating RoleBinding %s/%s in %s: %w", ns, name, c.describe(), err)
+		}
+	} else if err := c.ctrl.Create(ctx, want); err != nil {
+		return fmt.Errorf("creating RoleBinding %s/%s in %s: %w", ns, name, c.describe(), err)
+	}
+	if roleRef.Kind == "ClusterRole" {
+		// A Role managed before role_name was set is no longer used.
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		cur := &rbacv1.Role{}
+		if err := c.ctrl.Get(ctx, client.ObjectKeyFromObject(role), cur); err == nil && cur.Labels[consumerIdentityManagedLabel] != "" {
+			if err := c.ctrl.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting the unused Role %s/%s in %s: %w", ns, name, c.describe(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// consumerIdentityCA returns the CA of the connection (inline or from its file), nil when the
+// connection trusts the system roots, and whether TLS verification is off.
+func consumerIdentityCA(c *clusterClient) ([]byte, bool, error) {
+	if c.config.Insecure {
+		return nil, true, nil
+	}
+	if len(c.config.CAData) > 0 {
+		return c.config.CAData, false, nil
+	}
+	if c.config.CAFile != "" {
+		b, err := os.ReadFile(c.config.CAFile)
+		if err != nil {
+			return nil, false, fmt.Errorf("reading the CA file %s of %s: %w", c.config.CAFile, c.describe(), err)
+		}
+		return b, false, nil
+	}
+	return nil, false, nil
+}
+
+// consumerIdentityKubeconfig renders the consumer's kubeconfig.
+func consumerIdentityKubeconfig(server string, ca []byte, insecure bool, user string, certPEM, keyPEM []byte) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["provider"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca, InsecureSkipTLSVerify: insecure}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts["provider"] = &clientcmdapi.Context{Cluster: "provider", AuthInfo: user}
+	cfg.CurrentContext = "provider"
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	return b, nil
+}
+
+// Create issues the certificate and binds it.
+func (r *consumerIdentityResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	const summary = "Creating consumer identity"
+	var plan consumerIdentityModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Create(ctx, 2*time.Minute)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, plan.Cluster, false)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	ca, insecure, err := consumerIdentityCA(c)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	ns, name, user := plan.Namespace.ValueString(), plan.Name.ValueString(), plan.ConsumerClusterID.ValueString()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("generating the private key: %v", err))
+		return
+	}
+	csrDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: user, Organization: []string{plan.Organization.ValueString()}},
+	}, key)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("making the certificate request: %v", err))
+		return
+	}
+	if err := r.ensureRBAC(ctx, c, &plan); err != nil {
+		resp.Diagnostics.AddError(summary, err.Error()+"; the Terraform user needs to manage roles and rolebindings in "+ns)
+		// Some RBAC objects may exist: keep them in the state (tainted) so that they are cleaned up.
+		r.savePartial(ctx, c, &plan, resp)
+		return
+	}
+	csr := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-" + ns + "-", Labels: plan.labels()},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}),
+			SignerName:        certificatesv1.KubeAPIServerClientSignerName,
+			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			ExpirationSeconds: ptr.To(consumerIdentityExpirationSeconds(plan.ValidityHours.ValueInt64())),
+		},
+	}
+	csrs := c.kube.CertificatesV1().CertificateSigningRequests()
+	if csr, err = csrs.Create(ctx, csr, metav1.CreateOptions{}); err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("creating a CertificateSigningRequest in %s: %v; the Terraform user needs "+
+			"`create` on certificatesigningrequests", c.describe(), err))
+		r.savePartial(ctx, c, &plan, resp)
+		return
+	}
+	plan.CSRName = types.StringValue(csr.Name)
+	// Save the state before waiting, so that a failure leaves nothing orphaned.
+	r.savePartial(ctx, c, &plan, resp)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "TerraformApproved",
+		Message: fmt.Sprintf("approved by %s for consumer %s in namespace %s", consumerIdentityTypeName, user, ns),
+	})
+	if _, err := csrs.UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("approving CertificateSigningRequest %s in %s: %v; the Terraform user needs "+
+			"`update` on certificatesigningrequests/approval and `approve` on signers/%s", csr.Name, c.describe(), err,
+			certificatesv1.KubeAPIServerClientSignerName))
+		return
+	}
+	var certPEM []byte
+	last, seen := "not signed yet", false
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		cur, err := csrs.Get(ctx, csr.Name, metav1.GetOptions{})
+		if err != nil {
+			// A read error (near the deadline, the client's own rate limiter refuses) does not
+			// hide what was last seen of the request.
+			if !seen {
+				last = err.Error()
+			}
+			return false, nil
+		}
+		seen = true
+		for _, cond := range cur.Status.Conditions {
+			if (cond.Type == certificatesv1.CertificateDenied || cond.Type == certificatesv1.CertificateFailed) && cond.Status == corev1.ConditionTrue {
+				return false, fmt.Errorf("%s: %s %s", cond.Type, cond.Reason, cond.Message)
+			}
+		}
+		if len(cur.Status.Certificate) > 0 {
+			certPEM = cur.Status.Certificate
+			return true, nil
+		}
+		conds := []string{}
+		for _, cond := range cur.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s (%s)", cond.Type, cond.Status, cond.Reason))
+		}
+		last = "no certificate yet, conditions: " + strings.Join(conds, ", ")
+		return false, nil
+	})
+	if err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("%s: waiting for CertificateSigningRequest %s in %s to be signed "+
+			"(last seen: %s): %v; check that the cluster's kube-controller-manager signs for %s "+
+			"(--cluster-signing-cert-file and --cluster-signing-key-file), or raise timeouts.create",
+			consumerIdentityTypeName, csr.Name, c.describe(), last, err, certificatesv1.KubeAPIServerClientSignerName))
+		return
+	}
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("CertificateSigningRequest %s in %s holds no PEM certificate", csr.Name, c.describe()))
+		return
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("parsing the certificate of CertificateSigningRequest %s: %v", csr.Name, err))
+		return
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("encoding the private key: %v", err))
+		return
+	}
+	server := c.host
+	if !plan.APIServerURL.IsNull() {
+		server = plan.APIServerURL.ValueString()
+	}
+	kubeconfig, err := consumerIdentityKubeconfig(server, ca, insecure, user, certPEM,
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	plan.Certificate = types.StringValue(string(certPEM))
+	plan.CertificateExpiresAt = types.StringValue(cert.NotAfter.UTC().Format(time.RFC3339))
+	plan.Kubeconfig = types.StringValue(string(kubeconfig))
+	// Just issued: not due (see consumerIdentityDue).
+	plan.ReadyForRenewal = types.BoolValue(false)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// savePartial saves the state of a create that has not finished: the computed values still
+// unknown are null.
+func (r *consumerIdentityResource) savePartial(ctx context.Context, c *clusterClient, plan *consumerIdentityModel, resp *resource.CreateResponse) {
+	p := *plan
+	p.ID = types.StringValue(objectID(c.name, p.Namespace.ValueString(), p.Name.ValueString()))
+	for _, v := range []*types.String{&p.CSRName, &p.Certificate, &p.CertificateExpiresAt, &p.Kubeconfig} {
+		if v.IsUnknown() {
+			*v = types.StringNull()
+		}
+	}
+	p.ReadyForRenewal = types.BoolValue(true)
+	*plan = p
+	resp.Diagnostics.Append(resp.State.Set(ctx, &p)...)
+}
+
+// Read checks that the RoleBinding (and the managed Role) still exist, and whether the
+// certificate is due for renewal. The CSR is not checked: the controller manager deletes signed
+// CSRs after an hour.
+func (r *consumerIdentityResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state consumerIdentityModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	c, err := r.client(ctx, state.Cluster, false)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading consumer identity", err.Error())
+		return
+	}
+	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
+	rb := &rbacv1.RoleBinding{}
+	err = c.ctrl.Get(ctx, key, rb)
+	if apierrors.IsNotFound(err) || err == nil && rb.DeletionTimestamp != nil {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Reading consumer identity", fmt.Sprintf("reading RoleBinding %s in %s: %v", key, c.describe(), err))
+		return
+	}
+	state.RoleName = types.StringNull()
+	if rb.RoleRef.Kind == "ClusterRole" {
+		state.RoleName = types.StringValue(rb.RoleRef.Name)
+	} else {
+		role := &rbacv1.Role{}
+		err := c.ctrl.Get(ctx, key, role)
+		if apierrors.IsNotFound(err) {
+			resp.State.RemoveResource(ctx)
+			return
+		}
+		if err != nil {
+			resp.Diagnostics.AddError("Reading consumer identity", fmt.Sprintf("reading Role %s in %s: %v", key, c.describe(), err))
+			return
+		}
+	}
+	for _, s := range rb.Subjects {
+		if s.Kind == rbacv1.UserKind {
+			state.ConsumerClusterID = types.StringValue(s.Name)
+			state.UserName = types.StringValue(s.Name)
+		}
+	}
+	// After an import, the defaults (the next apply re-issues the credentials anyway).
+	if state.RenewBefore.IsNull() {
+		state.RenewBefore = types.StringValue("720h")
+	}
+	if state.Organization.IsNull() {
+		state.Organization = types.StringValue("liqo.io")
+	}
+	if state.ValidityHours.IsNull() {
+		state.ValidityHours = types.Int64Value(8760)
+	}
+	due := true
+	if !state.Certificate.IsNull() && !state.Kubeconfig.IsNull() {
+		if due, err = consumerIdentityDue(state.Certificate.ValueString(), state.RenewBefore.ValueString()); err != nil {
+			resp.Diagnostics.AddError("Reading consumer identity", err.Error())
+			return
+		}
+	}
+	state.ReadyForRenewal = types.BoolValue(due)
+	state.ID = types.StringValue(objectID(c.name, key.Namespace, key.Name))
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// Update changes the bound role and the kubeconfig's server in place.
+func (r *consumerIdentityResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	const summary = "Updating consumer identity"
+	var plan, state consumerIdentityModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	c, err := r.client(ctx, plan.Cluster, false)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	if err := r.ensureRBAC(ctx, c, &plan); err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	if plan.Kubeconfig.IsUnknown() {
+		cfg, err := clientcmd.Load([]byte(state.Kubeconfig.ValueString()))
+		if err != nil {
+			resp.Diagnostics.AddError(summary, fmt.Sprintf("reading the kubeconfig in the state: %v", err))
+			return
+		}
+		server := c.host
+		if !plan.APIServerURL.IsNull() {
+			server = plan.APIServerURL.ValueString()
+		}
+		for _, cl := range cfg.Clusters {
+			cl.Server = server
+		}
+		b, err := clientcmd.Write(*cfg)
+		if err != nil {
+			resp.Diagnostics.AddError(summary, fmt.Sprintf("writing the kubeconfig: %v", err))
+			return
+		}
+		plan.Kubeconfig = types.StringValue(string(b))
+	}
+	if plan.ReadyForRenewal.IsUnknown() {
+		due, err := consumerIdentityDue(plan.Certificate.ValueString(), plan.RenewBefore.ValueString())
+		if err != nil {
+			resp.Diagnostics.AddError(summary, err.Error())
+			return
+		}
+		plan.ReadyForRenewal = types.BoolValue(due)
+	}
+	plan.ID = types.StringValue(objectID(c.name, plan.Namespace.ValueString(), plan.Name.ValueString()))
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Delete removes the RoleBinding, the managed Role and the CSR, so the certificate grants
+// nothing any more.
+func (r *consumerIdentityResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state consumerIdentityModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := state.Timeouts.Delete(ctx, 2*time.Minute)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, state.Cluster, false)
+	if err != nil {
+		resp.Diagnostics.AddError("Deleting consumer identity", err.Error())
+		return
+	}
+	meta := metav1.ObjectMeta{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
+	var errs []error
+	errs = append(errs, deleteAndWait(ctx, c, &rbacv1.RoleBinding{ObjectMeta: meta}, timeout))
+	role := &rbacv1.Role{}
+	if err := c.ctrl.Get(ctx, client.ObjectKey{Namespace: meta.Namespace, Name: meta.Name}, role); err == nil && role.Labels[consumerIdentityManagedLabel] != "" {
+		errs = append(errs, deleteAndWait(ctx, c, &rbacv1.Role{ObjectMeta: meta}, timeout))
+	}
+	if name := state.CSRName.ValueString(); name != "" {
+		errs = append(errs, deleteAndWait(ctx, c, &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: name}}, timeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		resp.Diagnostics.AddError("Deleting consumer identity", err.Error())
+	}
+}
+
+// ImportState takes `[cluster/]namespace/name` of the RoleBinding. The private key cannot be
+// imported, so the next apply issues new credentials.
+func (r *consumerIdentityResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	cluster, namespace, name, err := parseObjectID(req.ID, true)
+	if err != nil {
+		resp.Diagnostics.AddError("Importing consumer identity", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}

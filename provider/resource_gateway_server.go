@@ -1,0 +1,501 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+var (
+	_ resource.Resource                   = (*gatewayServerResource)(nil)
+	_ resource.ResourceWithConfigure      = (*gatewayServerResource)(nil)
+	_ resource.ResourceWithImportState    = (*gatewayServerResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*gatewayServerResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*gatewayServerResource)(nil)
+)
+
+const gatewayServerModule = "liqo_gateway_server"
+
+// gatewayServerResource manages a GatewayServer: the tunnel endpoint the peer's gateway client
+// connects to.
+type gatewayServerResource struct {
+	clusterResource
+}
+
+type gatewayServerModel struct {
+	ID                types.String   `tfsdk:"id"`
+	Cluster           types.String   `tfsdk:"cluster"`
+	Namespace         types.String   `tfsdk:"namespace"`
+	Name              types.String   `tfsdk:"name"`
+	RemoteClusterID   types.String   `tfsdk:"remote_cluster_id"`
+	MTU               types.Int64    `tfsdk:"mtu"`
+	Port              types.Int64    `tfsdk:"port"`
+	ServiceType       types.String   `tfsdk:"service_type"`
+	NodePort          types.Int64    `tfsdk:"node_port"`
+	LoadBalancerIP    types.String   `tfsdk:"load_balancer_ip"`
+	SecretRef         types.String   `tfsdk:"secret_ref"`
+	ServerTemplate    types.Object   `tfsdk:"server_template"`
+	WaitForEndpoint   types.Bool     `tfsdk:"wait_for_endpoint"`
+	EndpointAddresses types.List     `tfsdk:"endpoint_addresses"`
+	EndpointPort      types.Int64    `tfsdk:"endpoint_port"`
+	EndpointProtocol  types.String   `tfsdk:"endpoint_protocol"`
+	Timeouts          timeouts.Value `tfsdk:"timeouts"`
+}
+
+func newGatewayServerResource() resource.Resource { return &gatewayServerResource{} }
+
+// Metadata names the resource liqo_gateway_server.
+func (r *gatewayServerResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_gateway_server"
+}
+
+// nwMTUAttribute is the `mtu` attribute of the gateways.
+func nwMTUAttribute() schema.Int64Attribute {
+	return schema.Int64Attribute{
+		Optional: true,
+		MarkdownDescription: "MTU of the tunnel interface (Liqo uses 1340 by default). Left out of the object when not " +
+			"set, so the gateway's own default applies. Changing it updates the object in place.",
+		Validators: []validator.Int64{int64validator.Between(576, 65535)},
+	}
+}
+
+// nwPortValidator checks a port number.
+func nwPortValidator() validator.Int64 { return int64validator.Between(1, 65535) }
+
+// Schema describes liqo_gateway_server.
+func (r *gatewayServerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The WireGuard gateway server of one peering: a `GatewayServer` (networking.liqo.io/v1beta1) in the " +
+			"tenant namespace, labelled `liqo.io/remote-cluster-id`. The liqo controllers run it and expose it " +
+			"through a Service; they report where the peer's gateway client can reach it (`endpoint_*`), which is " +
+			"what the peer's `liqo_gateway_client` needs. Fix `node_port` or `load_balancer_ip` to know the endpoint " +
+			"in advance; or set `wait_for_endpoint` to wait for the controllers to report it.",
+		Attributes: map[string]schema.Attribute{
+			"id":                idAttribute("[cluster/]namespace/name"),
+			"cluster":           clusterAttribute(),
+			"namespace":         nwNamespaceAttribute(),
+			"name":              nwNameAttribute("server", "GatewayServer"),
+			"remote_cluster_id": nwRemoteClusterIDAttribute(false),
+			"mtu":               nwMTUAttribute(),
+			"port": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(51840),
+				MarkdownDescription: "Port the gateway listens on (`spec.endpoint.port`); default: `51840`. In place.",
+				Validators:          []validator.Int64{nwPortValidator()},
+			},
+			"service_type": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(string(corev1.ServiceTypeNodePort)),
+				MarkdownDescription: "Type of the Service exposing the gateway: `NodePort` (default), `LoadBalancer` or `ClusterIP`. In place.",
+				Validators: []validator.String{stringvalidator.OneOf(string(corev1.ServiceTypeNodePort),
+					string(corev1.ServiceTypeLoadBalancer), string(corev1.ServiceTypeClusterIP))},
+			},
+			"node_port": schema.Int64Attribute{
+				Optional: true,
+				MarkdownDescription: "Static node port of the Service (`NodePort` or `LoadBalancer`), so that the peer's client " +
+					"can be configured in advance; default: one the cluster picks. In place.",
+				Validators: []validator.Int64{nwPortValidator()},
+			},
+			"load_balancer_ip": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "IP address to ask of a `LoadBalancer` Service (when the load-balancer provider supports it). In place.",
+				Validators:          []validator.String{nwIPValidator{}},
+			},
+			"secret_ref": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Name of the Secret in the same namespace holding the gateway's WireGuard keys " +
+					"(`liqo_gateway_keys.<name>.name`). Left out, the operator makes its own keys. In place.",
+				Validators: []validator.String{nwNameValidator()},
+			},
+			"server_template": nwTemplateAttribute("WgGatewayServerTemplate", "wireguard-server", "gateway server"),
+			"wait_for_endpoint": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Wait, on create and on updates that change how the server is exposed, until the liqo " +
+					"controllers report the endpoint (bounded by `timeouts`); default: `false`. The object is in the " +
+					"state before the wait starts, so a timeout leaves it managed (tainted). When `node_port` (NodePort) " +
+					"or `load_balancer_ip` (LoadBalancer) is set, the reported endpoint must match it; otherwise, after " +
+					"an update, an endpoint reported before the change may still be the one read.",
+			},
+			"endpoint_addresses": schema.ListAttribute{
+				Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Addresses at which the peer can reach the server (`status.endpoint.addresses`), " +
+					"as reported by the controllers; null until they report them.",
+			},
+			"endpoint_port": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "Port at which the peer can reach the server (`status.endpoint.port`); null until reported.",
+			},
+			"endpoint_protocol": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Transport protocol of the endpoint (`status.endpoint.protocol`, e.g. `UDP`); null until reported.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+// ValidateConfig rejects exposure settings that the service type ignores.
+func (r *gatewayServerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var cfg gatewayServerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() || cfg.ServiceType.IsUnknown() {
+		return
+	}
+	st := cfg.ServiceType.ValueString()
+	if st == "" {
+		st = string(corev1.ServiceTypeNodePort)
+	}
+	if st == string(corev1.ServiceTypeClusterIP) && !cfg.NodePort.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("node_port"), "node_port needs a NodePort or LoadBalancer service",
+			"a ClusterIP Service has no node port: remove node_port or set service_type to NodePort or LoadBalancer")
+	}
+	if st != string(corev1.ServiceTypeLoadBalancer) && !cfg.LoadBalancerIP.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("load_balancer_ip"), "load_balancer_ip needs a LoadBalancer service",
+			fmt.Sprintf("service_type is %s, which has no load balancer: remove load_balancer_ip or set service_type = \"LoadBalancer\"", st))
+	}
+}
+
+// ModifyPlan keeps the reported endpoint in the plan when nothing that decides it changes.
+func (r *gatewayServerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	r.clusterResource.ModifyPlan(ctx, req, resp)
+	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() || resp.Diagnostics.HasError() {
+		return
+	}
+	var plan, state gatewayServerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if state.EndpointPort.IsNull() || !plan.exposureEqual(&state) {
+		return // not reported yet, or the exposure changes: known after apply
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint_addresses"), state.EndpointAddresses)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint_port"), state.EndpointPort)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint_protocol"), state.EndpointProtocol)...)
+}
+
+// exposureEqual says whether the attributes that decide the endpoint are the same.
+func (m *gatewayServerModel) exposureEqual(o *gatewayServerModel) bool {
+	return m.Port.Equal(o.Port) && m.ServiceType.Equal(o.ServiceType) && m.NodePort.Equal(o.NodePort) &&
+		m.LoadBalancerIP.Equal(o.LoadBalancerIP)
+}
+
+// apply writes the model into the object's labels and spec.
+func (m *gatewayServerModel) apply(ctx context.Context, gs *networkingv1beta1.GatewayServer) diag.Diagnostics {
+	nwSetLabels(gs, nwLabels(m.RemoteClusterID.ValueString(), false))
+	gs.Spec.MTU = int(m.MTU.ValueInt64())
+	ep := &gs.Spec.Endpoint
+	ep.Port = nwInt32(m.Port.ValueInt64())
+	ep.Ports = nil
+	ep.ServiceType = corev1.ServiceType(m.ServiceType.ValueString())
+	ep.NodePort = nil
+	ep.NodePorts = nil
+	if !m.NodePort.IsNull() {
+		ep.NodePort = ptr.To(nwInt32(m.NodePort.ValueInt64()))
+	}
+	ep.LoadBalancerIP = nil
+	if !m.LoadBalancerIP.IsNull() {
+		ep.LoadBalancerIP = ptr.To(m.LoadBalancerIP.ValueString())
+	}
+	gs.Spec.SecretRef = corev1.LocalObjectReference{Name: m.SecretRef.ValueString()}
+	ref, d := nwTemplateToAPI(ctx, m.ServerTemplate)
+	gs.Spec.ServerTemplateRef = ref
+	return d
+}
+
+// read sets the model from the object (spec and reported endpoint).
+func (m *gatewayServerModel) read(ctx context.Context, c *clusterClient, gs *networkingv1beta1.GatewayServer) diag.Diagnostics {
+	m.ID = types.StringValue(objectID(c.name, gs.Namespace, gs.Name))
+	m.RemoteClusterID = types.StringValue(gs.Labels[consts.RemoteClusterIDLabel])
+	m.MTU = types.Int64Null()
+	if gs.Spec.MTU != 0 {
+		m.MTU = types.Int64Value(int64(gs.Spec.MTU))
+	}
+	ep := gs.Spec.Endpoint
+	switch {
+	case ep.Port != 0:
+		m.Port = types.Int64Value(int64(ep.Port))
+	case len(ep.Ports) > 0:
+		m.Port = types.Int64Value(int64(ep.Ports[0]))
+	default:
+		m.Port = types.Int64Null()
+	}
+	m.ServiceType = stringOrNull(string(ep.ServiceType))
+	switch {
+	case ep.NodePort != nil:
+		m.NodePort = types.Int64Value(int64(*ep.NodePort))
+	case len(ep.NodePorts) > 0:
+		m.NodePort = types.Int64Value(int64(ep.NodePorts[0]))
+	default:
+		m.NodePort = types.Int64Null()
+	}
+	m.LoadBalancerIP = types.StringNull()
+	if ep.LoadBalancerIP != nil {
+		m.LoadBalancerIP = stringOrNull(*ep.LoadBalancerIP)
+	}
+	m.SecretRef = stringOrNull(gs.Spec.SecretRef.Name)
+	m.ServerTemplate = nwTemplateFromAPI(gs.Spec.ServerTemplateRef)
+	if m.WaitForEndpoint.IsNull() || m.WaitForEndpoint.IsUnknown() {
+		m.WaitForEndpoint = types.BoolValue(false)
+	}
+	return m.readEndpoint(ctx, gs)
+}
+
+// readEndpoint sets the endpoint attributes from the status; null when not reported.
+func (m *gatewayServerModel) readEndpoint(ctx context.Context, gs *networkingv1beta1.GatewayServer) diag.Diagnostics {
+	addrs, port, proto := gatewayServerEndpoint(gs)
+	var d diag.Diagnostics
+	m.EndpointAddresses, d = nwStringList(ctx, addrs)
+	m.EndpointPort = types.Int64Null()
+	if port != 0 {
+		m.EndpointPort = types.Int64Value(int64(port))
+	}
+	m.EndpointProtocol = stringOrNull(proto)
+	return d
+}
+
+// gatewayServerEndpoint returns the reported endpoint, if any.
+func gatewayServerEndpoint(gs *networkingv1beta1.GatewayServer) (addrs []string, port int32, proto string) {
+	ep := gs.Status.Endpoint
+	if ep == nil {
+		return nil, 0, ""
+	}
+	port = ep.Port
+	if port == 0 && len(ep.Ports) > 0 {
+		port = ep.Ports[0]
+	}
+	if ep.Protocol != nil {
+		proto = string(*ep.Protocol)
+	}
+	return ep.Addresses, port, proto
+}
+
+// waitEndpoint waits until the controllers report the endpoint. Where the configuration pins
+// it (a NodePort service's node_port, a load balancer's load_balancer_ip), the reported endpoint
+// must match, so that an endpoint reported before an update is not taken for the new one.
+func (r *gatewayServerResource) waitEndpoint(ctx context.Context, c *clusterClient, plan *gatewayServerModel, gs *networkingv1beta1.GatewayServer, timeout time.Duration) (*networkingv1beta1.GatewayServer, error) {
+	var got *networkingv1beta1.GatewayServer
+	err := nwWait(ctx, c, gatewayServerModule, "GatewayServer", gs, timeout, "the endpoint (status.endpoint) to be reported",
+		"wait_for_endpoint", func(o client.Object) (bool, string) {
+			cur := o.(*networkingv1beta1.GatewayServer)
+			addrs, port, proto := gatewayServerEndpoint(cur)
+			if cur.Status.Endpoint == nil {
+				return false, fmt.Sprintf("no status.endpoint (serverRef %v)", objectRefString(cur.Status.ServerRef))
+			}
+			seen := fmt.Sprintf("status.endpoint addresses [%s] port %d protocol %q", strings.Join(addrs, ", "), port, proto)
+			if len(addrs) == 0 || port == 0 {
+				return false, seen
+			}
+			st := plan.ServiceType.ValueString()
+			if st == string(corev1.ServiceTypeNodePort) && !plan.NodePort.IsNull() && int64(port) != plan.NodePort.ValueInt64() {
+				return false, seen + fmt.Sprintf(", not yet the node port %d", plan.NodePort.ValueInt64())
+			}
+			if st == string(corev1.ServiceTypeLoadBalancer) && !plan.LoadBalancerIP.IsNull() && !slices.Contains(addrs, plan.LoadBalancerIP.ValueString()) {
+				return false, seen + fmt.Sprintf(", not yet the load balancer IP %s", plan.LoadBalancerIP.ValueString())
+			}
+			got = cur
+			return true, seen
+		})
+	return got, err
+}
+
+// objectRefString shows an optional object reference.
+func objectRefString(ref *corev1.ObjectReference) string {
+	if ref == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %s", ref.Kind, objectID("", ref.Namespace, ref.Name))
+}
+
+// Create makes the GatewayServer and, when asked, waits for its endpoint.
+func (r *gatewayServerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan gatewayServerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	const summary = "Creating GatewayServer"
+	timeout, d := plan.Timeouts.Create(ctx, 5*time.Minute)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, plan.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	gs := &networkingv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Name: plan.Name.ValueString(), Namespace: plan.Namespace.ValueString()}}
+	resp.Diagnostics.Append(plan.apply(ctx, gs)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := c.ctrl.Create(ctx, gs); err != nil {
+		resp.Diagnostics.AddError(summary, nwCreateError("GatewayServer", gs, c, err))
+		return
+	}
+	plan.ID = types.StringValue(objectID(c.name, gs.Namespace, gs.Name))
+	resp.Diagnostics.Append(plan.readEndpoint(ctx, gs)...)
+	// Saved before waiting: a timeout leaves the object in the state.
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.WaitForEndpoint.ValueBool() {
+		return
+	}
+	got, err := r.waitEndpoint(ctx, c, &plan, gs, timeout)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	resp.Diagnostics.Append(plan.readEndpoint(ctx, got)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Read refreshes the state from the object; a GatewayServer deleted out of band leaves the state.
+func (r *gatewayServerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state gatewayServerModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	const summary = "Reading GatewayServer"
+	c, err := r.client(ctx, state.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	gs := &networkingv1beta1.GatewayServer{}
+	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
+	err = c.ctrl.Get(ctx, key, gs)
+	if apierrors.IsNotFound(err) || err == nil && gs.DeletionTimestamp != nil {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading GatewayServer %s in %s: %v", objectID("", key.Namespace, key.Name), c.describe(), err))
+		return
+	}
+	resp.Diagnostics.Append(state.read(ctx, c, gs)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// Update changes the GatewayServer in place; when the exposure changed and wait_for_endpoint
+// is set, it waits for the endpoint again.
+func (r *gatewayServerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state gatewayServerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	const summary = "Updating GatewayServer"
+	timeout, d := plan.Timeouts.Update(ctx, 5*time.Minute)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, plan.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	gs := &networkingv1beta1.GatewayServer{}
+	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
+	ref := objectID("", key.Namespace, key.Name)
+	if err := c.ctrl.Get(ctx, key, gs); err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading GatewayServer %s in %s: %v", ref, c.describe(), err))
+		return
+	}
+	patch := client.MergeFrom(gs.DeepCopy())
+	resp.Diagnostics.Append(plan.apply(ctx, gs)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := c.ctrl.Patch(ctx, gs, patch); err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("patching GatewayServer %s in %s: %v", ref, c.describe(), err))
+		return
+	}
+	plan.ID = types.StringValue(objectID(c.name, gs.Namespace, gs.Name))
+	if !plan.EndpointPort.IsUnknown() {
+		// The exposure did not change: the plan kept the reported endpoint.
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
+	resp.Diagnostics.Append(plan.readEndpoint(ctx, gs)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.WaitForEndpoint.ValueBool() {
+		return
+	}
+	got, err := r.waitEndpoint(ctx, c, &plan, gs, timeout)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	resp.Diagnostics.Append(plan.readEndpoint(ctx, got)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Delete removes the GatewayServer and waits until it is gone.
+func (r *gatewayServerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state gatewayServerModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := state.Timeouts.Delete(ctx, 5*time.Minute)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, state.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError("Deleting GatewayServer", err.Error())
+		return
+	}
+	gs := &networkingv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}}
+	if err := deleteAndWait(ctx, c, gs, timeout); err != nil {
+		resp.Diagnostics.AddError("Deleting GatewayServer", err.Error())
+	}
+}
+
+// ImportState takes `[cluster/]namespace/name`.
+func (r *gatewayServerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	nwImport(ctx, &r.clusterResource, "GatewayServer", &networkingv1beta1.GatewayServer{}, req, resp)
+}
+
+// nwIPValidator checks that a string is an IP address.
+type nwIPValidator struct{}
+
+// Description says what the IP validator accepts.
+func (nwIPValidator) Description(context.Context) string {
+	return "must be an IP address such as 203.0.113.10"
+}
+
+// MarkdownDescription is Description.
+func (v nwIPValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+// ValidateString checks one value.
+func (nwIPValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := netip.ParseAddr(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid IP address",
+			fmt.Sprintf("%q is not an IP address such as 203.0.113.10: %v", req.ConfigValue.ValueString(), err))
+	}
+}

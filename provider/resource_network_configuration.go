@@ -1,0 +1,413 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+var (
+	_ resource.Resource                = (*networkConfigurationResource)(nil)
+	_ resource.ResourceWithConfigure   = (*networkConfigurationResource)(nil)
+	_ resource.ResourceWithImportState = (*networkConfigurationResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*networkConfigurationResource)(nil)
+)
+
+const networkConfigurationModule = "liqo_network_configuration"
+
+// networkConfigurationResource manages a Configuration: the peer's pod and external CIDRs.
+type networkConfigurationResource struct {
+	clusterResource
+}
+
+type networkConfigurationModel struct {
+	ID                    types.String   `tfsdk:"id"`
+	Cluster               types.String   `tfsdk:"cluster"`
+	Namespace             types.String   `tfsdk:"namespace"`
+	Name                  types.String   `tfsdk:"name"`
+	RemoteClusterID       types.String   `tfsdk:"remote_cluster_id"`
+	RemotePodCIDRs        types.List     `tfsdk:"remote_pod_cidrs"`
+	RemoteExternalCIDRs   types.List     `tfsdk:"remote_external_cidrs"`
+	WaitForRemap          types.Bool     `tfsdk:"wait_for_remap"`
+	RemappedPodCIDRs      types.List     `tfsdk:"remapped_pod_cidrs"`
+	RemappedExternalCIDRs types.List     `tfsdk:"remapped_external_cidrs"`
+	Timeouts              timeouts.Value `tfsdk:"timeouts"`
+}
+
+func newNetworkConfigurationResource() resource.Resource { return &networkConfigurationResource{} }
+
+// Metadata names the resource liqo_network_configuration.
+func (r *networkConfigurationResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_network_configuration"
+}
+
+// Schema describes liqo_network_configuration.
+func (r *networkConfigurationResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	cidrList := func(required bool, desc string) schema.ListAttribute {
+		a := schema.ListAttribute{
+			ElementType: types.StringType, MarkdownDescription: desc,
+			Validators: []validator.List{listvalidator.ValueStringsAre(cidrValidator{}), listvalidator.UniqueValues()},
+		}
+		if required {
+			a.Required = true
+			a.Validators = append(a.Validators, listvalidator.SizeAtLeast(1))
+		} else {
+			a.Optional = true
+		}
+		return a
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The network configuration of the peer, as this cluster must know it: a `Configuration` " +
+			"(networking.liqo.io/v1beta1) in the tenant namespace, labelled `liqo.io/remote-cluster-id`, holding the " +
+			"peer's pod and external CIDRs (get them from the peer's `liqo_cluster` data source). Each cluster of a " +
+			"peering has one with the other's CIDRs. When the peer's networks overlap local ones, the liqo controllers " +
+			"remap them and report the result (`remapped_*`); set `wait_for_remap` to wait for it.",
+		Attributes: map[string]schema.Attribute{
+			"id":        idAttribute("[cluster/]namespace/name"),
+			"cluster":   clusterAttribute(),
+			"namespace": nwNamespaceAttribute(),
+			"name": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Name of the Configuration; default: the `remote_cluster_id`. Changing it replaces the object.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace(), stringplanmodifier.UseStateForUnknown()},
+				Validators:          []validator.String{nwNameValidator()},
+			},
+			"remote_cluster_id": nwRemoteClusterIDAttribute(true),
+			"remote_pod_cidrs": cidrList(true, "The peer's pod CIDRs (`spec.remote.cidr.pod`), at least one, e.g. "+
+				"`[\"10.243.0.0/16\"]`. Changing them updates the object in place (and the remapping)."),
+			"remote_external_cidrs": cidrList(false, "The peer's external CIDRs (`spec.remote.cidr.external`), e.g. "+
+				"`[\"10.70.0.0/16\"]`. Changing them updates the object in place (and the remapping)."),
+			"wait_for_remap": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Wait, on create and when the CIDRs change, until the liqo controllers report the " +
+					"remapped CIDRs (bounded by `timeouts`); default: `false`. The object is in the state before the wait " +
+					"starts, so a timeout leaves it managed (tainted). The wait ends when the status lists as many CIDRs " +
+					"as the spec and its conditions (when they carry an observed generation) are not older than the object.",
+			},
+			"remapped_pod_cidrs": schema.ListAttribute{
+				Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "The peer's pod CIDRs as this cluster sees them after remapping " +
+					"(`status.remote.cidr.pod`); null until the controllers report them.",
+			},
+			"remapped_external_cidrs": schema.ListAttribute{
+				Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "The peer's external CIDRs as this cluster sees them after remapping " +
+					"(`status.remote.cidr.external`); null until the controllers report them (or when there are none).",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+// ModifyPlan shows the default name and keeps the remapped CIDRs when the CIDRs they come from
+// do not change.
+func (r *networkConfigurationResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	r.clusterResource.ModifyPlan(ctx, req, resp)
+	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
+		return
+	}
+	var plan networkConfigurationModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.Name.IsUnknown() && !plan.RemoteClusterID.IsUnknown() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("name"), plan.RemoteClusterID)...)
+	}
+	if req.State.Raw.IsNull() {
+		return
+	}
+	var state networkConfigurationModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.RemotePodCIDRs.Equal(state.RemotePodCIDRs) && !state.RemappedPodCIDRs.IsNull() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("remapped_pod_cidrs"), state.RemappedPodCIDRs)...)
+	}
+	if plan.RemoteExternalCIDRs.Equal(state.RemoteExternalCIDRs) && !state.RemappedExternalCIDRs.IsNull() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("remapped_external_cidrs"), state.RemappedExternalCIDRs)...)
+	}
+}
+
+// apply writes the model into the object's labels and spec.
+func (m *networkConfigurationModel) apply(ctx context.Context, conf *networkingv1beta1.Configuration) diag.Diagnostics {
+	nwSetLabels(conf, nwLabels(m.RemoteClusterID.ValueString(), false))
+	pod, d := nwListStrings(ctx, m.RemotePodCIDRs)
+	ext, d2 := nwListStrings(ctx, m.RemoteExternalCIDRs)
+	conf.Spec.Remote.CIDR.Pod = nwCIDRs(pod)
+	conf.Spec.Remote.CIDR.External = nil
+	if len(ext) > 0 {
+		conf.Spec.Remote.CIDR.External = nwCIDRs(ext)
+	}
+	return append(d, d2...)
+}
+
+// read sets the model from the object.
+func (m *networkConfigurationModel) read(ctx context.Context, c *clusterClient, conf *networkingv1beta1.Configuration) diag.Diagnostics {
+	var diags diag.Diagnostics
+	m.ID = types.StringValue(objectID(c.name, conf.Namespace, conf.Name))
+	m.RemoteClusterID = types.StringValue(conf.Labels[consts.RemoteClusterIDLabel])
+	pod, d := nwStringList(ctx, nwCIDRStrings(conf.Spec.Remote.CIDR.Pod))
+	diags.Append(d...)
+	m.RemotePodCIDRs = pod
+	// An empty external list and no list are the same to the API: keep the configured form.
+	switch ext := conf.Spec.Remote.CIDR.External; {
+	case len(ext) > 0:
+		l, d := types.ListValueFrom(ctx, types.StringType, nwCIDRStrings(ext))
+		diags.Append(d...)
+		m.RemoteExternalCIDRs = l
+	case !m.RemoteExternalCIDRs.IsNull() && !m.RemoteExternalCIDRs.IsUnknown() && len(m.RemoteExternalCIDRs.Elements()) == 0:
+		// configured as [], kept
+	default:
+		m.RemoteExternalCIDRs = types.ListNull(types.StringType)
+	}
+	if m.WaitForRemap.IsNull() || m.WaitForRemap.IsUnknown() {
+		m.WaitForRemap = types.BoolValue(false)
+	}
+	diags.Append(m.readStatus(ctx, conf)...)
+	return diags
+}
+
+// readStatus sets the remapped CIDRs from the status; null when not reported.
+func (m *networkConfigurationModel) readStatus(ctx context.Context, conf *networkingv1beta1.Configuration) diag.Diagnostics {
+	var pod, ext []string
+	if conf.Status.Remote != nil {
+		pod = nwCIDRStrings(conf.Status.Remote.CIDR.Pod)
+		ext = nwCIDRStrings(conf.Status.Remote.CIDR.External)
+	}
+	var diags diag.Diagnostics
+	var d diag.Diagnostics
+	m.RemappedPodCIDRs, d = nwStringList(ctx, pod)
+	diags.Append(d...)
+	m.RemappedExternalCIDRs, d = nwStringList(ctx, ext)
+	diags.Append(d...)
+	return diags
+}
+
+// remapped says whether the status reports a remapping of every CIDR of the spec.
+func networkConfigurationRemapped(conf *networkingv1beta1.Configuration) (bool, string) {
+	st := conf.Status.Remote
+	if st == nil {
+		return false, "no status.remote" + networkConfigurationConditions(conf)
+	}
+	want, got := conf.Spec.Remote.CIDR, st.CIDR
+	seen := fmt.Sprintf("status.remote.cidr pod [%s] external [%s]%s", strings.Join(nwCIDRStrings(got.Pod), ", "),
+		strings.Join(nwCIDRStrings(got.External), ", "), networkConfigurationConditions(conf))
+	if len(got.Pod) != len(want.Pod) || len(got.External) != len(want.External) {
+		return false, seen
+	}
+	// Conditions that say which generation they observed tell a stale status from a fresh one.
+	for _, c := range conf.Status.Conditions {
+		if c.ObservedGeneration != 0 && c.ObservedGeneration < conf.Generation {
+			return false, seen + fmt.Sprintf(" (condition %s observed generation %d, the object is at %d)",
+				c.Type, c.ObservedGeneration, conf.Generation)
+		}
+	}
+	return true, seen
+}
+
+// networkConfigurationConditions shows the status conditions for messages.
+func networkConfigurationConditions(conf *networkingv1beta1.Configuration) string {
+	if len(conf.Status.Conditions) == 0 {
+		return ", no conditions"
+	}
+	parts := make([]string, 0, len(conf.Status.Conditions))
+	for _, c := range conf.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return ", conditions " + strings.Join(parts, "; ")
+}
+
+func (r *networkConfigurationResource) waitRemap(ctx context.Context, c *clusterClient, conf *networkingv1beta1.Configuration, timeout time.Duration) (*networkingv1beta1.Configuration, error) {
+	var got *networkingv1beta1.Configuration
+	err := nwWait(ctx, c, networkConfigurationModule, "Configuration", conf, timeout, "the remapped CIDRs (status.remote.cidr) to be reported",
+		"wait_for_remap", func(o client.Object) (bool, string) {
+			cur := o.(*networkingv1beta1.Configuration)
+			done, seen := networkConfigurationRemapped(cur)
+			if done {
+				got = cur
+			}
+			return done, seen
+		})
+	return got, err
+}
+
+// Create makes the Configuration and, when asked, waits for the remapping.
+func (r *networkConfigurationResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan networkConfigurationModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	const summary = "Creating network Configuration"
+	timeout, d := plan.Timeouts.Create(ctx, 5*time.Minute)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, plan.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	conf := &networkingv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Name: plan.Name.ValueString(), Namespace: plan.Namespace.ValueString()}}
+	resp.Diagnostics.Append(plan.apply(ctx, conf)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := c.ctrl.Create(ctx, conf); err != nil {
+		resp.Diagnostics.AddError(summary, nwCreateError("Configuration", conf, c, err))
+		return
+	}
+	plan.ID = types.StringValue(objectID(c.name, conf.Namespace, conf.Name))
+	resp.Diagnostics.Append(plan.readStatus(ctx, conf)...)
+	// Saved before waiting: a timeout leaves the object in the state.
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.WaitForRemap.ValueBool() {
+		return
+	}
+	got, err := r.waitRemap(ctx, c, conf, timeout)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	resp.Diagnostics.Append(plan.readStatus(ctx, got)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Read refreshes the state from the object; a Configuration deleted out of band leaves the state.
+func (r *networkConfigurationResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state networkConfigurationModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	const summary = "Reading network Configuration"
+	c, err := r.client(ctx, state.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	conf := &networkingv1beta1.Configuration{}
+	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
+	err = c.ctrl.Get(ctx, key, conf)
+	if apierrors.IsNotFound(err) || err == nil && conf.DeletionTimestamp != nil {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading Configuration %s in %s: %v", objectID("", key.Namespace, key.Name), c.describe(), err))
+		return
+	}
+	resp.Diagnostics.Append(state.read(ctx, c, conf)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// Update changes the CIDRs in place; when they changed and wait_for_remap is set, it waits for
+// the remapping again.
+func (r *networkConfigurationResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan networkConfigurationModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	const summary = "Updating network Configuration"
+	timeout, d := plan.Timeouts.Update(ctx, 5*time.Minute)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, plan.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	conf := &networkingv1beta1.Configuration{}
+	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
+	ref := objectID("", key.Namespace, key.Name)
+	if err := c.ctrl.Get(ctx, key, conf); err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading Configuration %s in %s: %v", ref, c.describe(), err))
+		return
+	}
+	patch := client.MergeFrom(conf.DeepCopy())
+	resp.Diagnostics.Append(plan.apply(ctx, conf)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := c.ctrl.Patch(ctx, conf, patch); err != nil {
+		resp.Diagnostics.AddError(summary, fmt.Sprintf("patching Configuration %s in %s: %v", ref, c.describe(), err))
+		return
+	}
+	plan.ID = types.StringValue(objectID(c.name, conf.Namespace, conf.Name))
+	podUnknown, extUnknown := plan.RemappedPodCIDRs.IsUnknown(), plan.RemappedExternalCIDRs.IsUnknown()
+	if !podUnknown && !extUnknown {
+		// The CIDRs did not change: the plan kept the reported remapping.
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
+	// fill sets the remapped lists that the plan left unknown from the status (the others are
+	// the planned values, kept from the state).
+	fill := func(conf *networkingv1beta1.Configuration) {
+		var fresh networkConfigurationModel
+		resp.Diagnostics.Append(fresh.readStatus(ctx, conf)...)
+		if podUnknown {
+			plan.RemappedPodCIDRs = fresh.RemappedPodCIDRs
+		}
+		if extUnknown {
+			plan.RemappedExternalCIDRs = fresh.RemappedExternalCIDRs
+		}
+	}
+	fill(conf)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.WaitForRemap.ValueBool() {
+		return
+	}
+	got, err := r.waitRemap(ctx, c, conf, timeout)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	fill(got)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Delete removes the Configuration and waits until it is gone.
+func (r *networkConfigurationResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state networkConfigurationModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := state.Timeouts.Delete(ctx, 5*time.Minute)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, state.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError("Deleting network Configuration", err.Error())
+		return
+	}
+	conf := &networkingv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}}
+	if err := deleteAndWait(ctx, c, conf, timeout); err != nil {
+		resp.Diagnostics.AddError("Deleting network Configuration", err.Error())
+	}
+}
+
+// ImportState takes `[cluster/]namespace/name`.
+func (r *networkConfigurationResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	nwImport(ctx, &r.clusterResource, "Configuration", &networkingv1beta1.Configuration{}, req, resp)
+}

@@ -1,0 +1,651 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+var (
+	_ resource.Resource                = (*resourceSliceResource)(nil)
+	_ resource.ResourceWithConfigure   = (*resourceSliceResource)(nil)
+	_ resource.ResourceWithImportState = (*resourceSliceResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*resourceSliceResource)(nil)
+)
+
+// resourceSliceTypeName is the resource's type name, for messages.
+const resourceSliceTypeName = "liqo_resource_slice"
+
+// resourceSliceDefaultTimeout bounds the create and update waits unless timeouts says otherwise.
+const resourceSliceDefaultTimeout = 5 * time.Minute
+
+// resourceSliceStandard maps the dedicated attributes to their resource names.
+var resourceSliceStandard = []struct {
+	attr string
+	name corev1.ResourceName
+}{
+	{"cpu", corev1.ResourceCPU},
+	{"memory", corev1.ResourceMemory},
+	{"pods", corev1.ResourcePods},
+	{"ephemeral_storage", corev1.ResourceEphemeralStorage},
+}
+
+// resourceSliceNamePattern is a DNS-1123 subdomain, as object names are.
+var resourceSliceNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// resourceSliceResourceNamePattern is a resource name: an optional DNS prefix and a name.
+var resourceSliceResourceNamePattern = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+
+// resourceSliceResource manages the consumer side of a resource negotiation: a ResourceSlice in
+// the consumer's tenant namespace for the provider cluster.
+type resourceSliceResource struct {
+	clusterResource
+}
+
+type resourceSliceModel struct {
+	ID                      types.String   `tfsdk:"id"`
+	Cluster                 types.String   `tfsdk:"cluster"`
+	Name                    types.String   `tfsdk:"name"`
+	Namespace               types.String   `tfsdk:"namespace"`
+	ProviderClusterID       types.String   `tfsdk:"provider_cluster_id"`
+	ConsumerClusterID       types.String   `tfsdk:"consumer_cluster_id"`
+	Class                   types.String   `tfsdk:"class"`
+	CPU                     types.String   `tfsdk:"cpu"`
+	Memory                  types.String   `tfsdk:"memory"`
+	Pods                    types.String   `tfsdk:"pods"`
+	EphemeralStorage        types.String   `tfsdk:"ephemeral_storage"`
+	Resources               types.Map      `tfsdk:"resources"`
+	CreateVirtualNode       types.Bool     `tfsdk:"create_virtual_node"`
+	WaitForAcceptance       types.Bool     `tfsdk:"wait_for_acceptance"`
+	AuthenticationCondition types.String   `tfsdk:"authentication_condition"`
+	ResourcesCondition      types.String   `tfsdk:"resources_condition"`
+	Granted                 types.Map      `tfsdk:"granted"`
+	Timeouts                timeouts.Value `tfsdk:"timeouts"`
+}
+
+func newResourceSliceResource() resource.Resource { return &resourceSliceResource{} }
+
+// Metadata names the resource liqo_resource_slice.
+func (r *resourceSliceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_resource_slice"
+}
+
+func resourceSliceQuantityAttribute(what string) schema.StringAttribute {
+	return schema.StringAttribute{
+		Optional: true,
+		MarkdownDescription: "Quantity of " + what + " requested (a Kubernetes quantity). " +
+			"Changing it re-negotiates the slice in place.",
+		Validators: []validator.String{quantityValidator{}},
+	}
+}
+
+// Schema describes liqo_resource_slice.
+func (r *resourceSliceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A request of the consumer cluster for resources of a provider cluster: a `ResourceSlice` " +
+			"(`authentication.liqo.io/v1beta1`) in the consumer's tenant namespace for the provider, labelled " +
+			"`liqo.io/remote-cluster-id=<provider_cluster_id>` and `liqo.io/replication=true` so that it is replicated " +
+			"to the provider, which accepts or denies it. Changing the requested quantities re-negotiates the slice " +
+			"in place. With `wait_for_acceptance`, create and update wait until the provider has accepted the " +
+			"slice (both conditions `Accepted` and the requested quantities granted); the state is saved before " +
+			"waiting, so a timeout never orphans the object.",
+		Attributes: map[string]schema.Attribute{
+			"id":      idAttribute("[cluster/]namespace/name"),
+			"cluster": clusterAttribute(),
+			"name": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Name of the ResourceSlice. Changing it replaces the slice.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 253),
+					stringvalidator.RegexMatches(resourceSliceNamePattern, "must be a DNS subdomain: lower-case letters, digits, '-' and '.'")},
+			},
+			"namespace": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Tenant namespace of the peering with the provider (see `liqo_tenant_namespace`); " +
+					"default: `liqo-tenant-<provider_cluster_id>`. Changing it replaces the slice.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace(), stringplanmodifier.UseStateForUnknown()},
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 63),
+					stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
+			},
+			"provider_cluster_id": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "Cluster ID of the provider cluster asked for resources (`spec.providerClusterID`, " +
+					"also the `liqo.io/remote-cluster-id` label). The API forbids changing it: changing it replaces the slice.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{clusterIDValidator()},
+			},
+			"consumer_cluster_id": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Cluster ID of this (consumer) cluster (`spec.consumerClusterID`). The API forbids " +
+					"changing it: changing it replaces the slice.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{clusterIDValidator()},
+			},
+			"class": schema.StringAttribute{
+				Optional: true, Computed: true,
+				Default:             stringdefault.StaticString(string(authv1beta1.ResourceSliceClassDefault)),
+				MarkdownDescription: "Class of the slice, which selects how the provider serves it; default `default`. In place.",
+				Validators:          []validator.String{stringvalidator.LengthBetween(1, 63)},
+			},
+			"cpu":               resourceSliceQuantityAttribute("CPU (e.g. `4` or `500m`)"),
+			"memory":            resourceSliceQuantityAttribute("memory (e.g. `8Gi`)"),
+			"pods":              resourceSliceQuantityAttribute("pods (e.g. `110`)"),
+			"ephemeral_storage": resourceSliceQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)"),
+			"resources": schema.MapAttribute{
+				Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Other resources requested, by resource name (e.g. `nvidia.com/gpu = \"2\"`), as " +
+					"quantities. `cpu`, `memory`, `pods` and `ephemeral-storage` have their own attributes. In place.",
+				Validators: []validator.Map{
+					mapvalidator.KeysAre(
+						stringvalidator.NoneOf("cpu", "memory", "pods", "ephemeral-storage"),
+						stringvalidator.RegexMatches(resourceSliceResourceNamePattern, "must be a resource name such as nvidia.com/gpu"),
+					),
+					mapvalidator.ValueStringsAre(quantityValidator{}),
+				},
+			},
+			"create_virtual_node": schema.BoolAttribute{
+				Optional: true, Computed: true,
+				Default: booldefault.StaticBool(true),
+				MarkdownDescription: "Whether the consumer makes a virtual node for the slice once accepted " +
+					"(annotation `liqo.io/create-virtual-node`); default `true`. In place.",
+			},
+			"wait_for_acceptance": schema.BoolAttribute{
+				Optional: true, Computed: true,
+				Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Wait, on create and on update, until the provider has accepted the slice: the " +
+					"`Authentication` and `Resources` conditions are `Accepted` and `status.resources` grants each " +
+					"requested quantity. A `Denied` condition fails at once. Default `false` (the provider's controllers " +
+					"answer asynchronously). Bounded by `timeouts.create` / `timeouts.update` (default 5m).",
+			},
+			"authentication_condition": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "Status of the `Authentication` condition reported by the provider: `Accepted`, " +
+					"`Denied`, or null while unanswered.",
+			},
+			"resources_condition": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "Status of the `Resources` condition reported by the provider: `Accepted`, " +
+					"`Denied`, or null while unanswered.",
+			},
+			"granted": schema.MapAttribute{
+				Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Resources granted by the provider (`status.resources`), by resource name; null while unanswered.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+// ModifyPlan shows the default namespace in the plan.
+func (r *resourceSliceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	r.clusterResource.ModifyPlan(ctx, req, resp)
+	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
+		return
+	}
+	var plan resourceSliceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.Namespace.IsUnknown() || plan.ProviderClusterID.IsUnknown() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("namespace"), "liqo-tenant-"+plan.ProviderClusterID.ValueString())...)
+}
+
+// requested builds the spec's resource list from the plan.
+func (m *resourceSliceModel) requested(ctx context.Context) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	add := func(attr, name, value string) error {
+		q, err := kresource.ParseQuantity(value)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a Kubernetes quantity such as 4, 500m or 8Gi", attr, value)
+		}
+		out[corev1.ResourceName(name)] = q
+		return nil
+	}
+	for _, s := range resourceSliceStandard {
+		v := m.standard(s.attr)
+		if v.IsNull() || v.IsUnknown() {
+			continue
+		}
+		if err := add(s.attr, string(s.name), v.ValueString()); err != nil {
+			return nil, err
+		}
+	}
+	if !m.Resources.IsNull() && !m.Resources.IsUnknown() {
+		extra := map[string]string{}
+		if d := m.Resources.ElementsAs(ctx, &extra, false); d.HasError() {
+			return nil, fmt.Errorf("reading resources: %v", d)
+		}
+		for k, v := range extra {
+			if err := add(fmt.Sprintf("resources[%q]", k), k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// standard returns the attribute of a standard resource.
+func (m *resourceSliceModel) standard(attr string) types.String {
+	switch attr {
+	case "cpu":
+		return m.CPU
+	case "memory":
+		return m.Memory
+	case "pods":
+		return m.Pods
+	default:
+		return m.EphemeralStorage
+	}
+}
+
+func (m *resourceSliceModel) setStandard(attr string, v types.String) {
+	switch attr {
+	case "cpu":
+		m.CPU = v
+	case "memory":
+		m.Memory = v
+	case "pods":
+		m.Pods = v
+	default:
+		m.EphemeralStorage = v
+	}
+}
+
+// fill writes the desired spec, labels and annotation into the object.
+func (m *resourceSliceModel) fill(ctx context.Context, rs *authv1beta1.ResourceSlice) error {
+	res, err := m.requested(ctx)
+	if err != nil {
+		return err
+	}
+	if rs.Labels == nil {
+		rs.Labels = map[string]string{}
+	}
+	rs.Labels[consts.RemoteClusterIDLabel] = m.ProviderClusterID.ValueString()
+	rs.Labels[consts.ReplicationLabel] = "true"
+	if rs.Annotations == nil {
+		rs.Annotations = map[string]string{}
+	}
+	rs.Annotations[consts.CreateVirtualNodeAnnotation] = strconv.FormatBool(m.CreateVirtualNode.ValueBool())
+	provider := corev1beta1.ClusterID(m.ProviderClusterID.ValueString())
+	rs.Spec.ProviderClusterID = &provider
+	if !m.ConsumerClusterID.IsNull() {
+		consumer := corev1beta1.ClusterID(m.ConsumerClusterID.ValueString())
+		rs.Spec.ConsumerClusterID = &consumer
+	}
+	rs.Spec.Class = authv1beta1.ResourceSliceClass(m.Class.ValueString())
+	rs.Spec.Resources = res
+	return nil
+}
+
+// refresh sets the model from the object, keeping the configured spelling of equal quantities.
+func (m *resourceSliceModel) refresh(ctx context.Context, clusterName string, rs *authv1beta1.ResourceSlice) error {
+	m.ID = types.StringValue(objectID(clusterName, rs.Namespace, rs.Name))
+	m.Name = types.StringValue(rs.Name)
+	m.Namespace = types.StringValue(rs.Namespace)
+	m.ProviderClusterID = types.StringNull()
+	if rs.Spec.ProviderClusterID != nil {
+		m.ProviderClusterID = types.StringValue(string(*rs.Spec.ProviderClusterID))
+	}
+	m.ConsumerClusterID = types.StringNull()
+	if rs.Spec.ConsumerClusterID != nil {
+		m.ConsumerClusterID = types.StringValue(string(*rs.Spec.ConsumerClusterID))
+	}
+	m.Class = stringOrNull(string(rs.Spec.Class))
+	for _, s := range resourceSliceStandard {
+		if q, ok := rs.Spec.Resources[s.name]; ok {
+			m.setStandard(s.attr, offloadingQuantityString(m.standard(s.attr), q))
+		} else {
+			m.setStandard(s.attr, types.StringNull())
+		}
+	}
+	prior := map[string]types.String{}
+	if !m.Resources.IsNull() && !m.Resources.IsUnknown() {
+		if d := m.Resources.ElementsAs(ctx, &prior, false); d.HasError() {
+			return fmt.Errorf("reading resources: %v", d)
+		}
+	}
+	extra := map[string]types.String{}
+	for name, q := range rs.Spec.Resources {
+		if isStandardResource(name) {
+			continue
+		}
+		p, ok := prior[string(name)]
+		if !ok {
+			p = types.StringNull()
+		}
+		extra[string(name)] = offloadingQuantityString(p, q)
+	}
+	if len(extra) > 0 || (!m.Resources.IsNull() && !m.Resources.IsUnknown()) {
+		v, d := types.MapValueFrom(ctx, types.StringType, extra)
+		if d.HasError() {
+			return fmt.Errorf("building resources: %v", d)
+		}
+		m.Resources = v
+	} else {
+		m.Resources = types.MapNull(types.StringType)
+	}
+	m.CreateVirtualNode = types.BoolNull()
+	if b, err := strconv.ParseBool(rs.Annotations[consts.CreateVirtualNodeAnnotation]); err == nil {
+		m.CreateVirtualNode = types.BoolValue(b)
+	}
+	if m.WaitForAcceptance.IsNull() || m.WaitForAcceptance.IsUnknown() {
+		m.WaitForAcceptance = types.BoolValue(false)
+	}
+	m.AuthenticationCondition = types.StringNull()
+	m.ResourcesCondition = types.StringNull()
+	for _, c := range rs.Status.Conditions {
+		switch c.Type {
+		case authv1beta1.ResourceSliceConditionTypeAuthentication:
+			m.AuthenticationCondition = stringOrNull(string(c.Status))
+		case authv1beta1.ResourceSliceConditionTypeResources:
+			m.ResourcesCondition = stringOrNull(string(c.Status))
+		}
+	}
+	m.Granted = types.MapNull(types.StringType)
+	if len(rs.Status.Resources) > 0 {
+		granted := map[string]string{}
+		for name, q := range rs.Status.Resources {
+			granted[string(name)] = q.String()
+		}
+		v, d := types.MapValueFrom(ctx, types.StringType, granted)
+		if d.HasError() {
+			return fmt.Errorf("building granted: %v", d)
+		}
+		m.Granted = v
+	}
+	return nil
+}
+
+func isStandardResource(name corev1.ResourceName) bool {
+	for _, s := range resourceSliceStandard {
+		if s.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Create makes the ResourceSlice, saves the state, and waits for acceptance if asked.
+func (r *resourceSliceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan resourceSliceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Create(ctx, resourceSliceDefaultTimeout)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, plan.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError("Creating resource slice", err.Error())
+		return
+	}
+	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: plan.Name.ValueString(), Namespace: plan.Namespace.ValueString()}}
+	if err := plan.fill(ctx, rs); err != nil {
+		resp.Diagnostics.AddError("Creating resource slice", err.Error())
+		return
+	}
+	ref := objectID("", rs.Namespace, rs.Name)
+	if err := c.ctrl.Create(ctx, rs); err != nil {
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			resp.Diagnostics.AddError("Creating resource slice", fmt.Sprintf("ResourceSlice %s already exists in %s: import it with "+
+				"`terraform import <address> %s`", ref, c.describe(), objectID(c.name, rs.Namespace, rs.Name)))
+		case apierrors.IsNotFound(err):
+			resp.Diagnostics.AddError("Creating resource slice", fmt.Sprintf("creating ResourceSlice %s in %s: namespace %s does not exist: "+
+				"create the tenant namespace first (liqo_tenant_namespace) or set `namespace`: %v", ref, c.describe(), rs.Namespace, err))
+		default:
+			resp.Diagnostics.AddError("Creating resource slice", fmt.Sprintf("creating ResourceSlice %s in %s: %v", ref, c.describe(), err))
+		}
+		return
+	}
+	if err := plan.refresh(ctx, c.name, rs); err != nil {
+		resp.Diagnostics.AddError("Creating resource slice", err.Error())
+		return
+	}
+	// Save before waiting: a timeout must not orphan the object.
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.WaitForAcceptance.ValueBool() {
+		return
+	}
+	r.waitAndSave(ctx, c, rs, timeout, &plan, &resp.State, &resp.Diagnostics, "Creating resource slice", "create")
+}
+
+// waitAndSave waits for acceptance and saves what it last saw, also when the wait fails.
+func (r *resourceSliceResource) waitAndSave(ctx context.Context, c *clusterClient, rs *authv1beta1.ResourceSlice, timeout time.Duration,
+	model *resourceSliceModel, state *tfsdk.State, diags *diag.Diagnostics, summary, timeoutName string) {
+	want := rs.Spec.Resources
+	seen, err := resourceSliceWait(ctx, c, client.ObjectKeyFromObject(rs), want, timeout, timeoutName)
+	if seen != nil {
+		if rerr := model.refresh(ctx, c.name, seen); rerr == nil {
+			diags.Append(state.Set(ctx, model)...)
+		}
+	}
+	if err != nil {
+		diags.AddError(summary, err.Error())
+	}
+}
+
+// resourceSliceDescribe renders the state of a slice's negotiation for messages.
+func resourceSliceDescribe(rs *authv1beta1.ResourceSlice) string {
+	cond := func(t authv1beta1.ResourceSliceConditionType) string {
+		for _, c := range rs.Status.Conditions {
+			if c.Type == t {
+				s := string(t) + "=" + string(c.Status)
+				if c.Reason != "" || c.Message != "" {
+					s += fmt.Sprintf(" (%s: %s)", c.Reason, c.Message)
+				}
+				return s
+			}
+		}
+		return string(t) + " not reported"
+	}
+	return fmt.Sprintf("%s, %s, granted %s", cond(authv1beta1.ResourceSliceConditionTypeAuthentication),
+		cond(authv1beta1.ResourceSliceConditionTypeResources), offloadingResourceListString(rs.Status.Resources))
+}
+
+// resourceSliceAnswer tells whether the provider accepted the slice (both conditions Accepted
+// and each requested quantity granted), and returns an error when it denied it.
+func resourceSliceAnswer(rs *authv1beta1.ResourceSlice, want corev1.ResourceList) (bool, error) {
+	accepted := 0
+	for _, c := range rs.Status.Conditions {
+		switch c.Status {
+		case authv1beta1.ResourceSliceConditionDenied:
+			return false, fmt.Errorf("the provider denied it: %s", resourceSliceDescribe(rs))
+		case authv1beta1.ResourceSliceConditionAccepted:
+			if c.Type == authv1beta1.ResourceSliceConditionTypeAuthentication || c.Type == authv1beta1.ResourceSliceConditionTypeResources {
+				accepted++
+			}
+		}
+	}
+	if accepted < 2 {
+		return false, nil
+	}
+	for name, q := range want {
+		g, ok := rs.Status.Resources[name]
+		if !ok || g.Cmp(q) != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// resourceSliceWait polls the slice until the provider accepted it. It returns the last object
+// seen; the error names the object, the cluster, the module and the last conditions seen.
+func resourceSliceWait(ctx context.Context, c *clusterClient, key client.ObjectKey, want corev1.ResourceList,
+	timeout time.Duration, timeoutName string) (*authv1beta1.ResourceSlice, error) {
+	ref := objectID("", key.Namespace, key.Name)
+	var last *authv1beta1.ResourceSlice
+	var denied error
+	lastSeen := "nothing yet"
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		cur := &authv1beta1.ResourceSlice{}
+		if err := c.ctrl.Get(ctx, key, cur); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("ResourceSlice %s in %s (%s) was deleted while waiting for its acceptance", ref, c.describe(), resourceSliceTypeName)
+			}
+			if ctx.Err() == nil && last == nil {
+				lastSeen = err.Error()
+			}
+			return false, nil
+		}
+		last = cur
+		lastSeen = resourceSliceDescribe(cur)
+		ok, err := resourceSliceAnswer(cur, want)
+		if err != nil {
+			denied = err
+			return false, err
+		}
+		return ok, nil
+	})
+	switch {
+	case denied != nil:
+		return last, fmt.Errorf("ResourceSlice %s in %s (%s, requesting %s): %w; check the provider's Tenant for this consumer "+
+			"(it must be Active) and its available resources", ref, c.describe(), resourceSliceTypeName, offloadingResourceListString(want), denied)
+	case err != nil && (errors.Is(err, context.DeadlineExceeded) || wait.Interrupted(err)):
+		return last, fmt.Errorf("ResourceSlice %s in %s (%s) was not accepted by the provider within %s (requesting %s); last seen: %s. "+
+			"Check that the provider's liqo controllers run and that the authentication with it is set up, or raise timeouts.%s",
+			ref, c.describe(), resourceSliceTypeName, timeout, offloadingResourceListString(want), lastSeen, timeoutName)
+	case err != nil:
+		return last, fmt.Errorf("waiting for ResourceSlice %s in %s (%s) to be accepted (last seen: %s): %w",
+			ref, c.describe(), resourceSliceTypeName, lastSeen, err)
+	}
+	return last, nil
+}
+
+// Read refreshes the state from the cluster; a slice deleted out of band leaves the state, so the
+// next plan re-creates it.
+func (r *resourceSliceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state resourceSliceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	c, err := r.client(ctx, state.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading resource slice", err.Error())
+		return
+	}
+	rs := &authv1beta1.ResourceSlice{}
+	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
+	err = c.ctrl.Get(ctx, key, rs)
+	if apierrors.IsNotFound(err) || err == nil && rs.DeletionTimestamp != nil {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Reading resource slice", fmt.Sprintf("reading ResourceSlice %s in %s: %v",
+			objectID("", key.Namespace, key.Name), c.describe(), err))
+		return
+	}
+	if err := state.refresh(ctx, c.name, rs); err != nil {
+		resp.Diagnostics.AddError("Reading resource slice", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// Update re-negotiates the slice: it patches the requested resources, class and annotation in
+// place, and waits for the provider's answer if asked.
+func (r *resourceSliceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan resourceSliceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Update(ctx, resourceSliceDefaultTimeout)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, plan.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError("Updating resource slice", err.Error())
+		return
+	}
+	rs := &authv1beta1.ResourceSlice{}
+	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
+	ref := objectID("", key.Namespace, key.Name)
+	if err := c.ctrl.Get(ctx, key, rs); err != nil {
+		resp.Diagnostics.AddError("Updating resource slice", fmt.Sprintf("reading ResourceSlice %s in %s: %v", ref, c.describe(), err))
+		return
+	}
+	patch := client.MergeFrom(rs.DeepCopy())
+	if err := plan.fill(ctx, rs); err != nil {
+		resp.Diagnostics.AddError("Updating resource slice", err.Error())
+		return
+	}
+	if err := c.ctrl.Patch(ctx, rs, patch); err != nil {
+		resp.Diagnostics.AddError("Updating resource slice", fmt.Sprintf("patching ResourceSlice %s in %s: %v", ref, c.describe(), err))
+		return
+	}
+	if err := plan.refresh(ctx, c.name, rs); err != nil {
+		resp.Diagnostics.AddError("Updating resource slice", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.WaitForAcceptance.ValueBool() {
+		return
+	}
+	r.waitAndSave(ctx, c, rs, timeout, &plan, &resp.State, &resp.Diagnostics, "Updating resource slice", "update")
+}
+
+// Delete removes the slice and waits until it is gone.
+func (r *resourceSliceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state resourceSliceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := state.Timeouts.Delete(ctx, resourceSliceDefaultTimeout)
+	resp.Diagnostics.Append(d...)
+	c, err := r.client(ctx, state.Cluster, true)
+	if err != nil {
+		resp.Diagnostics.AddError("Deleting resource slice", err.Error())
+		return
+	}
+	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}}
+	if err := deleteAndWait(ctx, c, rs, timeout); err != nil {
+		resp.Diagnostics.AddError("Deleting resource slice", err.Error())
+	}
+}
+
+// ImportState takes `[cluster/]namespace/name`.
+func (r *resourceSliceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	cluster, namespace, name, err := parseObjectID(req.ID, true)
+	if err != nil {
+		resp.Diagnostics.AddError("Importing resource slice", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("wait_for_acceptance"), false)...)
+}
