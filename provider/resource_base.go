@@ -2,15 +2,18 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // clusterResource is embedded by the resources that live in one cluster: it receives the
@@ -123,4 +126,36 @@ func stringOrNull(s string) types.String {
 		return types.StringNull()
 	}
 	return types.StringValue(s)
+}
+
+// patchObject reads obj (of kind, for messages) at key in the cluster, lets mutate change it,
+// and patches the change in. Errors name the kind, the object and the cluster.
+func patchObject(ctx context.Context, c *clusterClient, kind string, key client.ObjectKey, obj client.Object, mutate func() error) error {
+	ref := objectID("", key.Namespace, key.Name)
+	if err := c.ctrl.Get(ctx, key, obj); err != nil {
+		return fmt.Errorf("reading %s %s in %s: %w", kind, ref, c.describe(), err)
+	}
+	before, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("copying %s %s: unexpected %T", kind, ref, obj)
+	}
+	if err := mutate(); err != nil {
+		return fmt.Errorf("%s %s: %w", kind, ref, err)
+	}
+	if err := c.ctrl.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patching %s %s in %s: %w", kind, ref, c.describe(), err)
+	}
+	return nil
+}
+
+// diagsError turns error diagnostics into one error, for mutate functions.
+func diagsError(d diag.Diagnostics) error {
+	if !d.HasError() {
+		return nil
+	}
+	var msgs []string
+	for _, e := range d.Errors() {
+		msgs = append(msgs, e.Summary()+": "+e.Detail())
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }

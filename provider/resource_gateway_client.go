@@ -223,18 +223,8 @@ func (r *gatewayClientResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	gc := &networkingv1beta1.GatewayClient{}
 	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
-	ref := objectID("", key.Namespace, key.Name)
-	if err := c.ctrl.Get(ctx, key, gc); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading GatewayClient %s in %s: %v", ref, c.describe(), err))
-		return
-	}
-	patch := client.MergeFrom(gc.DeepCopy())
-	resp.Diagnostics.Append(plan.apply(ctx, gc)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := c.ctrl.Patch(ctx, gc, patch); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("patching GatewayClient %s in %s: %v", ref, c.describe(), err))
+	if err := patchObject(ctx, c, "GatewayClient", key, gc, func() error { return diagsError(plan.apply(ctx, gc)) }); err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
 	plan.ID = types.StringValue(objectID(c.name, gc.Namespace, gc.Name))

@@ -275,22 +275,19 @@ func (r *gatewayKeysResource) Update(ctx context.Context, req resource.UpdateReq
 	s := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
 	ref := objectID("", key.Namespace, key.Name)
-	if err := c.ctrl.Get(ctx, key, s); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading Secret %s in %s: %v", ref, c.describe(), err))
-		return
-	}
-	patch := client.MergeFrom(s.DeepCopy())
-	nwSetLabels(s, nwLabels(plan.RemoteClusterID.ValueString(), true))
-	if !plan.PrivateKeyWOVersion.Equal(state.PrivateKeyWOVersion) {
-		priv, err := gatewayKeysPrivateKey(ctx, req.Config)
-		if err != nil {
-			resp.Diagnostics.AddError(summary, err.Error())
-			return
+	err = patchObject(ctx, c, "Secret", key, s, func() error {
+		nwSetLabels(s, nwLabels(plan.RemoteClusterID.ValueString(), true))
+		if !plan.PrivateKeyWOVersion.Equal(state.PrivateKeyWOVersion) {
+			priv, err := gatewayKeysPrivateKey(ctx, req.Config)
+			if err != nil {
+				return err
+			}
+			gatewayKeysSetData(s, priv)
 		}
-		gatewayKeysSetData(s, priv)
-	}
-	if err := c.ctrl.Patch(ctx, s, patch); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("patching Secret %s in %s: %v", ref, c.describe(), err))
+		return nil
+	})
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
 	pub, err := gatewayKeysPublic(s)

@@ -419,18 +419,8 @@ func (r *gatewayServerResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	gs := &networkingv1beta1.GatewayServer{}
 	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
-	ref := objectID("", key.Namespace, key.Name)
-	if err := c.ctrl.Get(ctx, key, gs); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading GatewayServer %s in %s: %v", ref, c.describe(), err))
-		return
-	}
-	patch := client.MergeFrom(gs.DeepCopy())
-	resp.Diagnostics.Append(plan.apply(ctx, gs)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := c.ctrl.Patch(ctx, gs, patch); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("patching GatewayServer %s in %s: %v", ref, c.describe(), err))
+	if err := patchObject(ctx, c, "GatewayServer", key, gs, func() error { return diagsError(plan.apply(ctx, gs)) }); err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
 	plan.ID = types.StringValue(objectID(c.name, gs.Namespace, gs.Name))

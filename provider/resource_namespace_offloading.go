@@ -485,18 +485,8 @@ func (r *namespaceOffloadingResource) Update(ctx context.Context, req resource.U
 	}
 	nsoff := &offloadingv1beta1.NamespaceOffloading{}
 	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: consts.NamespaceOffloadingName}
-	ref := objectID("", key.Namespace, key.Name)
-	if err := c.ctrl.Get(ctx, key, nsoff); err != nil {
-		resp.Diagnostics.AddError("Updating namespace offloading", fmt.Sprintf("reading NamespaceOffloading %s in %s: %v", ref, c.describe(), err))
-		return
-	}
-	patch := client.MergeFrom(nsoff.DeepCopy())
-	if err := plan.fill(ctx, nsoff); err != nil {
+	if err := patchObject(ctx, c, "NamespaceOffloading", key, nsoff, func() error { return plan.fill(ctx, nsoff) }); err != nil {
 		resp.Diagnostics.AddError("Updating namespace offloading", err.Error())
-		return
-	}
-	if err := c.ctrl.Patch(ctx, nsoff, patch); err != nil {
-		resp.Diagnostics.AddError("Updating namespace offloading", fmt.Sprintf("patching NamespaceOffloading %s in %s: %v", ref, c.describe(), err))
 		return
 	}
 	if err := plan.refresh(ctx, c.name, nsoff); err != nil {

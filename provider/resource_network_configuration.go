@@ -340,18 +340,8 @@ func (r *networkConfigurationResource) Update(ctx context.Context, req resource.
 	}
 	conf := &networkingv1beta1.Configuration{}
 	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
-	ref := objectID("", key.Namespace, key.Name)
-	if err := c.ctrl.Get(ctx, key, conf); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading Configuration %s in %s: %v", ref, c.describe(), err))
-		return
-	}
-	patch := client.MergeFrom(conf.DeepCopy())
-	resp.Diagnostics.Append(plan.apply(ctx, conf)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := c.ctrl.Patch(ctx, conf, patch); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("patching Configuration %s in %s: %v", ref, c.describe(), err))
+	if err := patchObject(ctx, c, "Configuration", key, conf, func() error { return diagsError(plan.apply(ctx, conf)) }); err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
 	plan.ID = types.StringValue(objectID(c.name, conf.Namespace, conf.Name))

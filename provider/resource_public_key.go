@@ -159,17 +159,8 @@ func (r *publicKeyResource) Update(ctx context.Context, req resource.UpdateReque
 	}
 	pk := &networkingv1beta1.PublicKey{}
 	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
-	if err := c.ctrl.Get(ctx, key, pk); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading PublicKey %s in %s: %v", objectID("", key.Namespace, key.Name), c.describe(), err))
-		return
-	}
-	patch := client.MergeFrom(pk.DeepCopy())
-	if err := plan.apply(pk); err != nil {
+	if err := patchObject(ctx, c, "PublicKey", key, pk, func() error { return plan.apply(pk) }); err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	if err := c.ctrl.Patch(ctx, pk, patch); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("patching PublicKey %s in %s: %v", objectID("", key.Namespace, key.Name), c.describe(), err))
 		return
 	}
 	plan.ID = types.StringValue(objectID(c.name, pk.Namespace, pk.Name))

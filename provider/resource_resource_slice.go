@@ -591,18 +591,8 @@ func (r *resourceSliceResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	rs := &authv1beta1.ResourceSlice{}
 	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
-	ref := objectID("", key.Namespace, key.Name)
-	if err := c.ctrl.Get(ctx, key, rs); err != nil {
-		resp.Diagnostics.AddError("Updating resource slice", fmt.Sprintf("reading ResourceSlice %s in %s: %v", ref, c.describe(), err))
-		return
-	}
-	patch := client.MergeFrom(rs.DeepCopy())
-	if err := plan.fill(ctx, rs); err != nil {
+	if err := patchObject(ctx, c, "ResourceSlice", key, rs, func() error { return plan.fill(ctx, rs) }); err != nil {
 		resp.Diagnostics.AddError("Updating resource slice", err.Error())
-		return
-	}
-	if err := c.ctrl.Patch(ctx, rs, patch); err != nil {
-		resp.Diagnostics.AddError("Updating resource slice", fmt.Sprintf("patching ResourceSlice %s in %s: %v", ref, c.describe(), err))
 		return
 	}
 	if err := plan.refresh(ctx, c.name, rs); err != nil {

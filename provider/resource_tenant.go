@@ -250,17 +250,8 @@ func (r *tenantResource) Update(ctx context.Context, req resource.UpdateRequest,
 	}
 	t := &authv1beta1.Tenant{}
 	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
-	if err := c.ctrl.Get(ctx, key, t); err != nil {
-		resp.Diagnostics.AddError("Updating tenant", fmt.Sprintf("reading Tenant %s in %s: %v", key, c.describe(), err))
-		return
-	}
-	patch := client.MergeFrom(t.DeepCopy())
-	if err := plan.apply(t); err != nil {
-		resp.Diagnostics.AddError("Updating tenant", fmt.Sprintf("Tenant %s: %v", key, err))
-		return
-	}
-	if err := c.ctrl.Patch(ctx, t, patch); err != nil {
-		resp.Diagnostics.AddError("Updating tenant", fmt.Sprintf("patching Tenant %s in %s: %v", key, c.describe(), err))
+	if err := patchObject(ctx, c, "Tenant", key, t, func() error { return plan.apply(t) }); err != nil {
+		resp.Diagnostics.AddError("Updating tenant", err.Error())
 		return
 	}
 	plan.refresh(c.name, t)

@@ -216,24 +216,22 @@ func (r *tenantNamespaceResource) Update(ctx context.Context, req resource.Updat
 		return
 	}
 	ns := &corev1.Namespace{}
-	if err := c.ctrl.Get(ctx, client.ObjectKey{Name: plan.Name.ValueString()}, ns); err != nil {
-		resp.Diagnostics.AddError("Updating tenant namespace", fmt.Sprintf("reading namespace %s in %s: %v", plan.Name.ValueString(), c.describe(), err))
-		return
-	}
-	patch := client.MergeFrom(ns.DeepCopy())
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
-	}
-	for k := range old {
-		if _, keep := want[k]; !keep {
-			delete(ns.Labels, k)
+	err = patchObject(ctx, c, "Namespace", client.ObjectKey{Name: plan.Name.ValueString()}, ns, func() error {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
 		}
-	}
-	for k, v := range want {
-		ns.Labels[k] = v
-	}
-	if err := c.ctrl.Patch(ctx, ns, patch); err != nil {
-		resp.Diagnostics.AddError("Updating tenant namespace", fmt.Sprintf("patching namespace %s in %s: %v", ns.Name, c.describe(), err))
+		for k := range old {
+			if _, keep := want[k]; !keep {
+				delete(ns.Labels, k)
+			}
+		}
+		for k, v := range want {
+			ns.Labels[k] = v
+		}
+		return nil
+	})
+	if err != nil {
+		resp.Diagnostics.AddError("Updating tenant namespace", err.Error())
 		return
 	}
 	plan.ID = types.StringValue(objectID(c.name, "", ns.Name))
