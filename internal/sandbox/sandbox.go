@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -29,6 +32,9 @@ const (
 	cliConfig    = "terraformrc"
 	kubeconfigFn = "%s.kubeconfig"
 )
+
+// DemoNamespace is the consumer's namespace that the examples offload.
+const DemoNamespace = "demo"
 
 // ClusterNames are the sandbox's clusters.
 var ClusterNames = []string{"consumer", "provider"}
@@ -145,6 +151,11 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 		}
 		s.removeStateFiles()
 	}()
+	// The namespace the examples offload.
+	demo := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DemoNamespace}}
+	if err := env.Cluster("consumer").Client.Create(ctx, demo); err != nil {
+		return fmt.Errorf("creating namespace %s on the consumer: %w", DemoNamespace, err)
+	}
 	if err := os.WriteFile(filepath.Join(s.StateDir, envDirFile), []byte(env.Dir), 0o600); err != nil {
 		return fmt.Errorf("writing env folder: %w", err)
 	}

@@ -57,6 +57,9 @@ func TestSandboxUpDown(t *testing.T) {
 	if strings.Count(nodes, " Ready ") != 2 || !strings.Contains(nodes, "provider-node-1") {
 		t.Errorf("provider nodes:\n%s", nodes)
 	}
+	if got := kubectl("consumer", "get", "namespace", "demo", "-o", "name"); !strings.Contains(got, "namespace/demo") {
+		t.Errorf("consumer has no demo namespace for the examples: %s", got)
+	}
 	if got := kubectl("consumer", "get", "crd", "foreignclusters.core.liqo.io", "-o", "name"); !strings.Contains(got, "foreignclusters") {
 		t.Errorf("consumer has no ForeignCluster CRD: %s", got)
 	}
