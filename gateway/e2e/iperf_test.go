@@ -25,28 +25,34 @@ func iperf(tb testing.TB, serverNS, clientNS, serverIP string, seconds int) iper
 		_ = srv.Process.Kill()
 		_ = srv.Wait()
 	})
-	var out []byte
-	var err error
-	for range 20 {
-		out, err = inNS(clientNS, "iperf3", "-c", serverIP, "-p", "5201", "-t", strconv.Itoa(seconds), "-J", "--connect-timeout", "1000").Output()
-		if err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		tb.Fatalf("iperf3 client to %s: %v\n%s", serverIP, err, out)
-	}
 	var r struct {
-		End struct {
+		Error string `json:"error"`
+		End   struct {
 			SumReceived struct {
 				Bytes         int64   `json:"bytes"`
 				BitsPerSecond float64 `json:"bits_per_second"`
 			} `json:"sum_received"`
 		} `json:"end"`
 	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		tb.Fatalf("iperf3 output: %v\n%s", err, out)
+	var out []byte
+	var err error
+	// The server may not listen yet: iperf3 -J reports that in its JSON, not always in its
+	// exit code, so both are retried.
+	for range 30 {
+		out, err = inNS(clientNS, "iperf3", "-c", serverIP, "-p", "5201", "-t", strconv.Itoa(seconds), "-J", "--connect-timeout", "1000").Output()
+		r.Error = ""
+		if err == nil {
+			if jerr := json.Unmarshal(out, &r); jerr != nil {
+				tb.Fatalf("iperf3 output: %v\n%s", jerr, out)
+			}
+			if r.Error == "" {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || r.Error != "" {
+		tb.Fatalf("iperf3 client to %s: %v %s\n%s", serverIP, err, r.Error, out)
 	}
 	if r.End.SumReceived.Bytes == 0 {
 		tb.Fatalf("iperf3 to %s moved nothing:\n%s", serverIP, out)
