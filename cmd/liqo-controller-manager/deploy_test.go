@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/template"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// chartDir is the Helm chart of the controller manager.
+const chartDir = "../../deploy/liqo"
+
+// renderChart renders the chart's templates with its values and overrides, as `helm template`
+// does for the subset of Helm the chart uses (.Values, .Release.Namespace, int).
+func renderChart(t *testing.T, namespace string, overrides map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range overrides {
+		values[k] = v
+	}
+	files, err := filepath.Glob(filepath.Join(chartDir, "templates", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no templates: %v", err)
+	}
+	funcs := template.FuncMap{"int": func(v any) int {
+		switch n := v.(type) {
+		case float64:
+			return int(n)
+		case int:
+			return n
+		}
+		return 0
+	}}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		tmpl, err := template.New(filepath.Base(f)).Funcs(funcs).Option("missingkey=error").ParseFiles(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := tmpl.Execute(&out, map[string]any{"Values": values, "Release": map[string]any{"Namespace": namespace}}); err != nil {
+			t.Fatalf("rendering %s: %v", f, err)
+		}
+		docs, err := testenv.SplitYAML(out.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range docs {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(d, &u.Object); err != nil {
+				t.Fatalf("%s: %v\n%s", f, err, d)
+			}
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// TestChartRunsTheManager: the chart's manifests pass a server-side dry run; installed for
+// real, its RBAC lets the controller manager, running as the chart's ServiceAccount, set up
+// the cluster and sync every informer (ready).
+func TestChartRunsTheManager(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "a", SkipLiqoCRDs: true})
+	cl := env.Cluster("a")
+	ctx := t.Context()
+	if err := cl.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	objs := renderChart(t, consts.LiqoNamespace, map[string]any{"clusterID": "cl-a", "podCIDR": "10.244.0.0/16"})
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		kinds[o.GetKind()] = true
+		if err := cl.Client.Patch(ctx, o.DeepCopy(), client.Apply, client.FieldOwner("test"), client.DryRunAll, client.ForceOwnership); err != nil {
+			t.Errorf("dry run of %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"} {
+		if !kinds[k] {
+			t.Errorf("chart has no %s", k)
+		}
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			continue // no image to run here: the test runs the manager in-process instead
+		}
+		if err := cl.Client.Patch(ctx, o, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+			t.Fatalf("installing %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+
+	tok, err := kubernetes.NewForConfigOrDie(cl.Config).CoreV1().ServiceAccounts(consts.LiqoNamespace).
+		CreateToken(ctx, "liqo-controller-manager", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["a"] = &clientcmdapi.Cluster{Server: cl.Config.Host, CertificateAuthorityData: cl.Config.CAData}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["a"] = &clientcmdapi.Context{Cluster: "a", AuthInfo: "sa"}
+	kc.CurrentContext = "a"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+
+	probe := freeAddr(t)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	out := &lockedBuffer{}
+	go func() {
+		done <- run(rctx, []string{"--kubeconfig", path, "--cluster-id", "cl-a", "--pod-cidr", "10.244.0.0/16",
+			"--health-probe-bind-address", probe, "--metrics-bind-address", "0"}, out)
+	}()
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("manager exited: %w", err)
+		default:
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("manager as the chart's ServiceAccount not ready: %v\n%s", err, lastLines(out.String(), 30))
+	}
+	if strings.Contains(out.String(), "forbidden") {
+		t.Errorf("the manager was refused something:\n%s", grep(out.String(), "forbidden"))
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("manager stopped with %v", err)
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func grep(s, word string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
