@@ -97,7 +97,7 @@ func TestChartRunsTheManager(t *testing.T) {
 	kinds := map[string]bool{}
 	for _, o := range objs {
 		kinds[o.GetKind()] = true
-		if err := cl.Client.Patch(ctx, o.DeepCopy(), client.Apply, client.FieldOwner("test"), client.DryRunAll, client.ForceOwnership); err != nil {
+		if err := cl.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("test"), client.DryRunAll, client.ForceOwnership); err != nil {
 			t.Errorf("dry run of %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestChartRunsTheManager(t *testing.T) {
 		if o.GetKind() == "Deployment" {
 			continue // no image to run here: the test runs the manager in-process instead
 		}
-		if err := cl.Client.Patch(ctx, o, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+		if err := cl.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("test"), client.ForceOwnership); err != nil {
 			t.Fatalf("installing %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
