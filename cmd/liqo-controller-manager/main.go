@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -48,6 +49,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// controllerOptions are the manager's controller options; tests that start the manager more
+// than once in one process turn off the process-wide check of unique controller names.
+var controllerOptions config.Controller
 
 // options are the command's flags.
 type options struct {
@@ -155,6 +160,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		LeaderElectionID:        "liqo-controller-manager",
 		LeaderElectionNamespace: consts.LiqoNamespace,
 		Logger:                  log,
+		Controller:              controllerOptions,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

@@ -14,11 +14,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
+
+// The tests start the manager several times in this process.
+func init() { controllerOptions.SkipNameValidation = ptr.To(true) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
