@@ -40,6 +40,9 @@ func runTests(m *testing.M) int {
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping test clusters:", err)
 		}
+		if providerBinDir != "" { // built by providerBinary for the CLI tests
+			_ = os.RemoveAll(providerBinDir)
+		}
 	}()
 	return m.Run()
 }

@@ -123,7 +123,9 @@ func runChild(t *testing.T, mode string) (*exec.Cmd, string) {
 	t.Helper()
 	report := filepath.Join(t.TempDir(), "dir")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$", "-test.v")
-	cmd.Env = append(os.Environ(), childModeEnv+"="+mode, childDirEnv+"="+report)
+	// The child's temp folder is the test's: what a killed child cannot remove (envtest's own
+	// temp folders among it) goes with the test.
+	cmd.Env = append(os.Environ(), childModeEnv+"="+mode, childDirEnv+"="+report, "TMPDIR="+t.TempDir())
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
