@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -158,4 +159,18 @@ func diagsError(d diag.Diagnostics) error {
 		msgs = append(msgs, e.Summary()+": "+e.Detail())
 	}
 	return errors.New(strings.Join(msgs, "; "))
+}
+
+// readObject reads obj (of kind, for messages) at key for a resource's Read. found is false when
+// the object is gone or being deleted: the resource then leaves the state, and the next plan
+// creates it again.
+func readObject(ctx context.Context, c *clusterClient, kind string, key client.ObjectKey, obj client.Object) (found bool, err error) {
+	err = c.ctrl.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) || err == nil && obj.GetDeletionTimestamp() != nil {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading %s %s in %s: %w", kind, objectID("", key.Namespace, key.Name), c.describe(), err)
+	}
+	return true, nil
 }

@@ -585,13 +585,13 @@ func (r *consumerIdentityResource) Read(ctx context.Context, req resource.ReadRe
 	}
 	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
 	rb := &rbacv1.RoleBinding{}
-	err = c.ctrl.Get(ctx, key, rb)
-	if apierrors.IsNotFound(err) || err == nil && rb.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "RoleBinding", key, rb)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading consumer identity", err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError("Reading consumer identity", fmt.Sprintf("reading RoleBinding %s in %s: %v", key, c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	state.RoleName = types.StringNull()

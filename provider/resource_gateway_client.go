@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -15,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,13 +193,13 @@ func (r *gatewayClientResource) Read(ctx context.Context, req resource.ReadReque
 	}
 	gc := &networkingv1beta1.GatewayClient{}
 	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
-	err = c.ctrl.Get(ctx, key, gc)
-	if apierrors.IsNotFound(err) || err == nil && gc.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "GatewayClient", key, gc)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading GatewayClient %s in %s: %v", objectID("", key.Namespace, key.Name), c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	resp.Diagnostics.Append(state.read(ctx, c, gc)...)

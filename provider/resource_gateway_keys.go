@@ -236,13 +236,13 @@ func (r *gatewayKeysResource) Read(ctx context.Context, req resource.ReadRequest
 	}
 	s := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
-	err = c.ctrl.Get(ctx, key, s)
-	if apierrors.IsNotFound(err) || err == nil && s.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "Secret", key, s)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading Secret %s in %s: %v", objectID("", key.Namespace, key.Name), c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	pub, err := gatewayKeysPublic(s)

@@ -21,7 +21,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -387,13 +386,13 @@ func (r *gatewayServerResource) Read(ctx context.Context, req resource.ReadReque
 	}
 	gs := &networkingv1beta1.GatewayServer{}
 	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
-	err = c.ctrl.Get(ctx, key, gs)
-	if apierrors.IsNotFound(err) || err == nil && gs.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "GatewayServer", key, gs)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading GatewayServer %s in %s: %v", objectID("", key.Namespace, key.Name), c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	resp.Diagnostics.Append(state.read(ctx, c, gs)...)

@@ -384,13 +384,13 @@ func (r *identityResource) Read(ctx context.Context, req resource.ReadRequest, r
 	}
 	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
 	id := &authv1beta1.Identity{}
-	err = c.ctrl.Get(ctx, key, id)
-	if apierrors.IsNotFound(err) || err == nil && id.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "Identity", key, id)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading identity", err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError("Reading identity", fmt.Sprintf("reading Identity %s in %s: %v", key, c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	state.ID = types.StringValue(objectID(c.name, id.Namespace, id.Name))

@@ -454,14 +454,13 @@ func (r *namespaceOffloadingResource) Read(ctx context.Context, req resource.Rea
 	}
 	nsoff := &offloadingv1beta1.NamespaceOffloading{}
 	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: consts.NamespaceOffloadingName}
-	err = c.ctrl.Get(ctx, key, nsoff)
-	if apierrors.IsNotFound(err) || err == nil && nsoff.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "NamespaceOffloading", key, nsoff)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading namespace offloading", err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError("Reading namespace offloading", fmt.Sprintf("reading NamespaceOffloading %s in %s: %v",
-			objectID("", key.Namespace, key.Name), c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	if err := state.refresh(ctx, c.name, nsoff); err != nil {

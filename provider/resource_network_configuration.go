@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -309,13 +308,13 @@ func (r *networkConfigurationResource) Read(ctx context.Context, req resource.Re
 	}
 	conf := &networkingv1beta1.Configuration{}
 	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
-	err = c.ctrl.Get(ctx, key, conf)
-	if apierrors.IsNotFound(err) || err == nil && conf.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "Configuration", key, conf)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading Configuration %s in %s: %v", objectID("", key.Namespace, key.Name), c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	resp.Diagnostics.Append(state.read(ctx, c, conf)...)

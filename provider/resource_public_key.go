@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,13 +128,13 @@ func (r *publicKeyResource) Read(ctx context.Context, req resource.ReadRequest, 
 	}
 	pk := &networkingv1beta1.PublicKey{}
 	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
-	err = c.ctrl.Get(ctx, key, pk)
-	if apierrors.IsNotFound(err) || err == nil && pk.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "PublicKey", key, pk)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading PublicKey %s in %s: %v", objectID("", key.Namespace, key.Name), c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	state.PublicKey = stringOrNull(base64.StdEncoding.EncodeToString(pk.Spec.PublicKey))

@@ -557,14 +557,13 @@ func (r *resourceSliceResource) Read(ctx context.Context, req resource.ReadReque
 	}
 	rs := &authv1beta1.ResourceSlice{}
 	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
-	err = c.ctrl.Get(ctx, key, rs)
-	if apierrors.IsNotFound(err) || err == nil && rs.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "ResourceSlice", key, rs)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading resource slice", err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError("Reading resource slice", fmt.Sprintf("reading ResourceSlice %s in %s: %v",
-			objectID("", key.Namespace, key.Name), c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	if err := state.refresh(ctx, c.name, rs); err != nil {

@@ -222,14 +222,13 @@ func (r *tenantResource) Read(ctx context.Context, req resource.ReadRequest, res
 		return
 	}
 	t := &authv1beta1.Tenant{}
-	err = c.ctrl.Get(ctx, client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}, t)
-	if apierrors.IsNotFound(err) || err == nil && t.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "Tenant", client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}, t)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading tenant", err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError("Reading tenant", fmt.Sprintf("reading Tenant %s/%s in %s: %v",
-			state.Namespace.ValueString(), state.Name.ValueString(), c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	state.refresh(c.name, t)

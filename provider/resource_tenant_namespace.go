@@ -161,13 +161,13 @@ func (r *tenantNamespaceResource) Read(ctx context.Context, req resource.ReadReq
 		return
 	}
 	ns := &corev1.Namespace{}
-	err = c.ctrl.Get(ctx, client.ObjectKey{Name: state.Name.ValueString()}, ns)
-	if apierrors.IsNotFound(err) || err == nil && ns.DeletionTimestamp != nil {
-		resp.State.RemoveResource(ctx)
+	found, err := readObject(ctx, c, "Namespace", client.ObjectKey{Name: state.Name.ValueString()}, ns)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading tenant namespace", err.Error())
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.AddError("Reading tenant namespace", fmt.Sprintf("reading namespace %s in %s: %v", state.Name.ValueString(), c.describe(), err))
+	if !found {
+		resp.State.RemoveResource(ctx)
 		return
 	}
 	state.RemoteClusterID = types.StringValue(ns.Labels[consts.RemoteClusterIDLabel])
