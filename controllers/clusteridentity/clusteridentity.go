@@ -33,6 +33,9 @@ const (
 	// RemoteControlPlaneClusterRole is what a consumer's identity is bound to in its tenant
 	// namespace on the provider: resource slices and namespace maps there, nothing else.
 	RemoteControlPlaneClusterRole = "liqo-remote-controlplane"
+	// RemoteWorkloadClusterRole is what a consumer's identity is bound to in each of its remote
+	// namespaces on the provider: the objects a virtual kubelet reflects there, nothing else.
+	RemoteWorkloadClusterRole = "liqo-remote-workload"
 	// managedByLabel marks the objects this package keeps.
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedBy      = "liqo-controller-manager"
@@ -225,18 +228,40 @@ var remoteControlPlaneRules = []rbacv1.PolicyRule{
 		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 }
 
+// remoteWorkloadRules are what a consumer's virtual kubelet may do in one of its remote
+// namespaces on the provider: pods only through ShadowPods (which the provider turns into pods
+// it owns, within the grant), the objects those pods need, and reading what the pods do.
+var remoteWorkloadRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowpods"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
+	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowpods/status"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "serviceaccounts"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
+	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
+	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
+	{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "events"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create", "get"}},
+}
+
 func ensureClusterRoles(ctx context.Context, c client.Client) error {
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: RemoteControlPlaneClusterRole}}
-	_, err := controllerutil.CreateOrPatch(ctx, c, role, func() error {
-		if role.Labels == nil {
-			role.Labels = map[string]string{}
+	for name, rules := range map[string][]rbacv1.PolicyRule{
+		RemoteControlPlaneClusterRole: remoteControlPlaneRules,
+		RemoteWorkloadClusterRole:     remoteWorkloadRules,
+	} {
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		_, err := controllerutil.CreateOrPatch(ctx, c, role, func() error {
+			if role.Labels == nil {
+				role.Labels = map[string]string{}
+			}
+			role.Labels[managedByLabel] = managedBy
+			role.Rules = rules
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("ensuring ClusterRole %s: %w", name, err)
 		}
-		role.Labels[managedByLabel] = managedBy
-		role.Rules = remoteControlPlaneRules
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("ensuring ClusterRole %s: %w", RemoteControlPlaneClusterRole, err)
 	}
 	return nil
 }

@@ -45,9 +45,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inLiqo := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == consts.LiqoNamespace
 	}))
-	named := func(name string) builder.Predicates {
-		return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name }))
-	}
+	peerRoles := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetName() == RemoteControlPlaneClusterRole || o.GetName() == RemoteWorkloadClusterRole
+	}))
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusteridentity").
 		// Metadata only: secret data is never cached. The informers' first listing triggers a
@@ -55,7 +55,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, one, inLiqo, builder.OnlyMetadata).
 		Watches(&corev1.Secret{}, one, inLiqo, builder.OnlyMetadata).
 		Watches(&ipamv1alpha1.Network{}, one, inLiqo).
-		Watches(&rbacv1.ClusterRole{}, one, named(RemoteControlPlaneClusterRole)).
+		Watches(&rbacv1.ClusterRole{}, one, peerRoles).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the cluster identity controller: %w", err)

@@ -23,6 +23,17 @@ const (
 	ReplicationLabel = "liqo.io/replication"
 	// CreateVirtualNodeAnnotation ("true"/"false") on a ResourceSlice asks for a VirtualNode.
 	CreateVirtualNodeAnnotation = "liqo.io/create-virtual-node"
+	// RemoteNamespaceLabel ("true") marks, on the provider, a namespace created for a consumer's
+	// offloaded namespace; RemoteClusterIDLabel names the consumer.
+	RemoteNamespaceLabel = "offloading.liqo.io/remote-namespace"
+	// OriginNamespaceAnnotation names, on a remote namespace or a reflected object, the
+	// consumer's namespace it stands for.
+	OriginNamespaceAnnotation = "offloading.liqo.io/origin-namespace"
+	// SkipReflectionAnnotation ("true") opts an object out of reflection to providers.
+	SkipReflectionAnnotation = "liqo.io/skip-reflection"
+	// PeerGoneAnnotation ("true") on a ForeignCluster says the peer is gone for good: local
+	// cleanup finishes without reaching it.
+	PeerGoneAnnotation = "liqo.io/peer-gone"
 )
 
 const (
