@@ -14,7 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 )
 
 // Options tune the runner.
@@ -23,6 +25,14 @@ type Options struct {
 	ProbeInterval time.Duration
 	// LeaseDurationSeconds is the node Lease's duration. Default 40.
 	LeaseDurationSeconds int32
+	// ConsumerID is the local cluster's ID.
+	ConsumerID corev1beta1.ClusterID
+	// LocalConfig reaches the consumer cluster; required when Reflectors are set.
+	LocalConfig *rest.Config
+	// Reflectors run for every virtual node, next to its node controller.
+	Reflectors []Reflector
+	// ReflectorBackoff is the wait before a failed reflector runs again. Default 2s.
+	ReflectorBackoff time.Duration
 }
 
 // Runner hosts virtual nodes in-process.
@@ -37,9 +47,10 @@ type Runner struct {
 
 // running is one hosted virtual node.
 type running struct {
-	spec   offv1beta1.VirtualNodeSpec
-	cancel context.CancelFunc
-	done   chan struct{}
+	spec       offv1beta1.VirtualNodeSpec
+	cancel     context.CancelFunc
+	done       chan struct{}
+	reflectors *sync.WaitGroup
 }
 
 // NewRunner returns a runner writing Nodes and Leases through local.
@@ -49,6 +60,9 @@ func NewRunner(local kubernetes.Interface, opts Options, log logr.Logger) *Runne
 	}
 	if opts.LeaseDurationSeconds == 0 {
 		opts.LeaseDurationSeconds = 40
+	}
+	if opts.ReflectorBackoff == 0 {
+		opts.ReflectorBackoff = 2 * time.Second
 	}
 	return &Runner{local: local, opts: opts, log: log, nodes: map[string]*running{}}
 }
@@ -68,6 +82,7 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 		}
 		cur.cancel()
 		<-cur.done
+		cur.reflectors.Wait()
 		delete(r.nodes, vn.Name)
 	}
 	remoteKube, err := kubernetes.NewForConfig(withTimeout(remote, r.opts.ProbeInterval))
@@ -87,9 +102,16 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 		return fmt.Errorf("node controller of %s: %w", vn.Name, err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	run := &running{spec: *vn.Spec.DeepCopy(), cancel: cancel, done: make(chan struct{})}
+	run := &running{spec: *vn.Spec.DeepCopy(), cancel: cancel, done: make(chan struct{}), reflectors: &sync.WaitGroup{}}
 	r.nodes[vn.Name] = run
 	go p.probe(rctx)
+	if len(r.opts.Reflectors) > 0 {
+		if err := r.startReflectors(rctx, vn, remote, run); err != nil {
+			cancel()
+			delete(r.nodes, vn.Name)
+			return err
+		}
+	}
 	go func() {
 		defer close(run.done)
 		if err := ctrl.Run(rctx); err != nil && rctx.Err() == nil {
@@ -108,6 +130,7 @@ func (r *Runner) Stop(ctx context.Context, name string) error {
 	if ok {
 		cur.cancel()
 		<-cur.done
+		cur.reflectors.Wait()
 	}
 	err := r.local.CoreV1().Nodes().Delete(ctx, name, deleteOptions)
 	if err != nil && !isNotFound(err) {
@@ -131,4 +154,41 @@ func withTimeout(cfg *rest.Config, d time.Duration) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Timeout = d
 	return c
+}
+
+// startReflectors starts the namespace mapper and every reflector of one virtual node; they
+// stop with ctx.
+func (r *Runner) startReflectors(ctx context.Context, vn *offv1beta1.VirtualNode, remote *rest.Config, run *running) error {
+	if r.opts.LocalConfig == nil {
+		return fmt.Errorf("virtual node %s: the runner has reflectors but no LocalConfig", vn.Name)
+	}
+	mapper, err := namespaces.Start(ctx, r.opts.LocalConfig, vn.Namespace, vn.Spec.ClusterID)
+	if err != nil {
+		return fmt.Errorf("virtual node %s: %w", vn.Name, err)
+	}
+	remoteKube, err := kubernetes.NewForConfig(remote)
+	if err != nil {
+		return fmt.Errorf("client of cluster %s: %w", vn.Spec.ClusterID, err)
+	}
+	env := &Env{NodeName: vn.Name, ConsumerID: r.opts.ConsumerID, ProviderID: vn.Spec.ClusterID,
+		TenantNamespace: vn.Namespace, Local: r.local, LocalConfig: r.opts.LocalConfig,
+		Remote: remoteKube, RemoteConfig: rest.CopyConfig(remote), Namespaces: mapper,
+		Log: r.log.WithValues("node", vn.Name)}
+	for _, refl := range r.opts.Reflectors {
+		run.reflectors.Add(1)
+		go func() {
+			defer run.reflectors.Done()
+			log := env.Log.WithValues("reflector", refl.Name())
+			for ctx.Err() == nil {
+				if err := refl.Run(ctx, env); err != nil && ctx.Err() == nil {
+					log.Error(err, "reflector stopped; starting it again", "after", r.opts.ReflectorBackoff)
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(r.opts.ReflectorBackoff):
+				}
+			}
+		}()
+	}
+	return nil
 }

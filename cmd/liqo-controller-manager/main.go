@@ -234,7 +234,8 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err != nil {
 		return fmt.Errorf("creating clientset: %w", err)
 	}
-	runner := vnode.NewRunner(kube, vnode.Options{}, mgr.GetLogger().WithName("vnode"))
+	runner := vnode.NewRunner(kube, vnode.Options{ConsumerID: o.identity.ClusterID, LocalConfig: mgr.GetConfig(),
+		Reflectors: reflectors()}, mgr.GetLogger().WithName("vnode"))
 	if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), Runner: runner}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the virtual-node reconciler: %w", err)
 	}
