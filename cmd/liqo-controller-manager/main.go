@@ -221,8 +221,11 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&gatewayclient.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gateway client reconciler: %w", err)
 	}
-	if err := (&replication.Reconciler{Client: mgr.GetClient(), LocalClusterID: o.identity.ClusterID}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the replication reconciler: %w", err)
+	if err := replication.NewResourceSliceReconciler(mgr.GetClient(), o.identity.ClusterID).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ResourceSlice replication reconciler: %w", err)
+	}
+	if err := replication.NewNamespaceMapReconciler(mgr.GetClient(), o.identity.ClusterID).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NamespaceMap replication reconciler: %w", err)
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)

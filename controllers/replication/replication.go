@@ -1,20 +1,25 @@
-// Package replication copies the consumer's ResourceSlices to the provider's tenant namespace
-// through the control-plane identity the provider issued, and copies their status back. It
-// watches both sides (a namespace-scoped cache per provider, added to the running controller),
-// so every change reaches the other side without polling, and, being level-triggered, it
-// resumes after a restart of either side.
+// Package replication copies objects of the consumer (ResourceSlices, NamespaceMaps) from its
+// tenant namespace to the provider's tenant namespace through the control-plane identity the
+// provider issued, and copies their status back. It watches both sides (a namespace-scoped
+// cache per provider, added to the running controller), so every change reaches the other side
+// without polling, and, being level-triggered, it resumes after a restart of either side.
+//
+// One generic Reconciler does the work; a Kind says how to read the provider of an object, its
+// spec and its status. ResourceSlices and NamespaceMaps are the two kinds replicated.
 package replication
 
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -30,11 +35,12 @@ import (
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 const (
-	// finalizer keeps a local slice until its remote copy is deleted.
+	// finalizer keeps a local object until its remote copy is deleted.
 	finalizer = "liqo.io/replication"
 	// OriginClusterIDLabel marks a remote copy with the cluster it was replicated from.
 	OriginClusterIDLabel = "liqo.io/origin-cluster-id"
@@ -44,16 +50,78 @@ const (
 	syncTimeout = 30 * time.Second
 )
 
-// Reconciler replicates ResourceSlices labelled liqo.io/replication=true to their provider.
-type Reconciler struct {
+// Kind says how the generic Reconciler handles one replicated kind T.
+type Kind[T client.Object] struct {
+	// Name names the controller ("replication-<Name>") and the kind in messages.
+	Name string
+	// New returns an empty T.
+	New func() T
+	// NewList returns an empty list of T.
+	NewList func() client.ObjectList
+	// Provider is the cluster an object is replicated to; "" when it names none (the object is
+	// then left alone).
+	Provider func(T) corev1beta1.ClusterID
+	// Spec and Status return pointers to the object's spec and status structs: they are
+	// compared and copied whole.
+	Spec, Status func(T) any
+	// Prepare, if set, completes the spec of a fresh copy for the provider (e.g. the
+	// consumer's cluster ID).
+	Prepare func(copy T, consumer corev1beta1.ClusterID)
+}
+
+// ResourceSlices replicates ResourceSlices to spec.providerClusterID, recording the consumer
+// in the copy's spec.consumerClusterID.
+var ResourceSlices = Kind[*authv1beta1.ResourceSlice]{
+	Name:    "resourceslice",
+	New:     func() *authv1beta1.ResourceSlice { return &authv1beta1.ResourceSlice{} },
+	NewList: func() client.ObjectList { return &authv1beta1.ResourceSliceList{} },
+	Provider: func(s *authv1beta1.ResourceSlice) corev1beta1.ClusterID {
+		if s.Spec.ProviderClusterID == nil {
+			return ""
+		}
+		return *s.Spec.ProviderClusterID
+	},
+	Spec:   func(s *authv1beta1.ResourceSlice) any { return &s.Spec },
+	Status: func(s *authv1beta1.ResourceSlice) any { return &s.Status },
+	Prepare: func(s *authv1beta1.ResourceSlice, consumer corev1beta1.ClusterID) {
+		s.Spec.ConsumerClusterID = &consumer
+	},
+}
+
+// NamespaceMaps replicates NamespaceMaps to the cluster named by their liqo.io/remote-cluster-id label.
+var NamespaceMaps = Kind[*offv1beta1.NamespaceMap]{
+	Name:    "namespacemap",
+	New:     func() *offv1beta1.NamespaceMap { return &offv1beta1.NamespaceMap{} },
+	NewList: func() client.ObjectList { return &offv1beta1.NamespaceMapList{} },
+	Provider: func(m *offv1beta1.NamespaceMap) corev1beta1.ClusterID {
+		return corev1beta1.ClusterID(m.Labels[consts.RemoteClusterIDLabel])
+	},
+	Spec:   func(m *offv1beta1.NamespaceMap) any { return &m.Spec },
+	Status: func(m *offv1beta1.NamespaceMap) any { return &m.Status },
+}
+
+// Reconciler replicates the objects of one Kind labelled liqo.io/replication=true to their provider.
+type Reconciler[T client.Object] struct {
 	// Client reads and writes the local (consumer) cluster.
 	Client client.Client
 	// LocalClusterID is this cluster's ID, recorded on the remote copies.
 	LocalClusterID corev1beta1.ClusterID
+	// Kind is what is replicated.
+	Kind Kind[T]
 
 	ctrl  controller.Controller
 	mu    sync.Mutex
 	peers map[corev1beta1.ClusterID]*peer
+}
+
+// NewResourceSliceReconciler replicates ResourceSlices.
+func NewResourceSliceReconciler(c client.Client, local corev1beta1.ClusterID) *Reconciler[*authv1beta1.ResourceSlice] {
+	return &Reconciler[*authv1beta1.ResourceSlice]{Client: c, LocalClusterID: local, Kind: ResourceSlices}
+}
+
+// NewNamespaceMapReconciler replicates NamespaceMaps.
+func NewNamespaceMapReconciler(c client.Client, local corev1beta1.ClusterID) *Reconciler[*offv1beta1.NamespaceMap] {
+	return &Reconciler[*offv1beta1.NamespaceMap]{Client: c, LocalClusterID: local, Kind: NamespaceMaps}
 }
 
 // peer is the connection to one provider, made from its identity Secret.
@@ -64,99 +132,145 @@ type peer struct {
 	cancel        context.CancelFunc
 }
 
-// Reconcile brings one local slice's remote copy in line, and its status back.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	local := &authv1beta1.ResourceSlice{}
+// Reconcile brings one local object's remote copy in line, and its status back.
+func (r *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	local := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, local); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if local.Labels[consts.ReplicationLabel] != "true" || local.Spec.ProviderClusterID == nil {
+	providerID := r.Kind.Provider(local)
+	if local.GetLabels()[consts.ReplicationLabel] != "true" || providerID == "" {
 		return reconcile.Result{}, nil
 	}
-	providerID := *local.Spec.ProviderClusterID
+	if local.GetDeletionTimestamp() != nil && controllerutil.ContainsFinalizer(local, finalizer) {
+		gone, err := peerGone(ctx, r.Client, providerID)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if gone { // nobody to tell: the copy goes with the provider
+			log.FromContext(ctx).Info("provider gone for good: releasing without deleting the copy", "provider", providerID)
+			return reconcile.Result{}, r.release(ctx, local)
+		}
+	}
 	p, err := r.peerFor(ctx, providerID)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if p == nil {
 		log.FromContext(ctx).V(1).Info("no identity for the provider yet", "provider", providerID)
-		return reconcile.Result{}, nil // the identity Secret's watch brings the slice back
+		return reconcile.Result{}, nil // the identity Secret's watch brings the object back
 	}
-	key := client.ObjectKey{Namespace: p.namespace, Name: local.Name}
+	key := client.ObjectKey{Namespace: p.namespace, Name: local.GetName()}
 
-	if local.DeletionTimestamp != nil {
+	if local.GetDeletionTimestamp() != nil {
 		if !controllerutil.ContainsFinalizer(local, finalizer) {
 			return reconcile.Result{}, nil
 		}
-		err := p.client.Delete(ctx, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-		if client.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, fmt.Errorf("deleting the copy of %s on %s: %w", req, providerID, err)
+		stale := r.Kind.New()
+		stale.SetNamespace(key.Namespace)
+		stale.SetName(key.Name)
+		if err := p.client.Delete(ctx, stale); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("deleting the copy of %s %s on %s: %w", r.Kind.Name, req, providerID, err)
 		}
-		controllerutil.RemoveFinalizer(local, finalizer)
-		if err := r.Client.Update(ctx, local); err != nil {
-			return reconcile.Result{}, fmt.Errorf("releasing %s: %w", req, err)
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.release(ctx, local)
 	}
 	if controllerutil.AddFinalizer(local, finalizer) {
 		if err := r.Client.Update(ctx, local); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer to %s: %w", req, err)
+			return reconcile.Result{}, fmt.Errorf("adding finalizer to %s %s: %w", r.Kind.Name, req, err)
 		}
 	}
 
-	remote := &authv1beta1.ResourceSlice{}
+	remote := r.Kind.New()
 	err = p.client.Get(ctx, key, remote)
 	switch {
 	case apierrors.IsNotFound(err):
 		remote = r.copyOf(local, p.namespace)
 		if err := p.client.Create(ctx, remote); err != nil {
-			return reconcile.Result{}, fmt.Errorf("replicating %s to %s: %w", req, providerID, err)
+			return reconcile.Result{}, fmt.Errorf("replicating %s %s to %s: %w", r.Kind.Name, req, providerID, err)
 		}
-		log.FromContext(ctx).Info("replicated", "provider", providerID, "remote", key)
+		log.FromContext(ctx).Info("replicated", "kind", r.Kind.Name, "provider", providerID, "remote", key)
 	case err != nil:
-		return reconcile.Result{}, fmt.Errorf("reading the copy of %s on %s: %w", req, providerID, err)
+		return reconcile.Result{}, fmt.Errorf("reading the copy of %s %s on %s: %w", r.Kind.Name, req, providerID, err)
 	default:
 		want := r.copyOf(local, p.namespace)
-		if !equality.Semantic.DeepEqual(want.Spec, remote.Spec) || !equality.Semantic.DeepEqual(want.Labels, remote.Labels) {
-			remote.Spec, remote.Labels = want.Spec, want.Labels
+		if !equality.Semantic.DeepEqual(r.Kind.Spec(want), r.Kind.Spec(remote)) || !equality.Semantic.DeepEqual(want.GetLabels(), remote.GetLabels()) {
+			assign(r.Kind.Spec(remote), r.Kind.Spec(want))
+			remote.SetLabels(want.GetLabels())
 			if err := p.client.Update(ctx, remote); err != nil {
-				return reconcile.Result{}, fmt.Errorf("updating the copy of %s on %s: %w", req, providerID, err)
+				return reconcile.Result{}, fmt.Errorf("updating the copy of %s %s on %s: %w", r.Kind.Name, req, providerID, err)
 			}
 		}
 	}
 
-	if !equality.Semantic.DeepEqual(local.Status, remote.Status) {
-		before := local.DeepCopy()
-		local.Status = remote.Status
+	if !equality.Semantic.DeepEqual(r.Kind.Status(local), r.Kind.Status(remote)) {
+		before, ok := local.DeepCopyObject().(T)
+		if !ok {
+			return reconcile.Result{}, fmt.Errorf("copying %s %s: unexpected type %T", r.Kind.Name, req, local.DeepCopyObject())
+		}
+		assign(r.Kind.Status(local), r.Kind.Status(remote))
 		if err := r.Client.Status().Patch(ctx, local, client.MergeFrom(before)); err != nil {
-			return reconcile.Result{}, fmt.Errorf("copying the status of %s back: %w", req, err)
+			return reconcile.Result{}, fmt.Errorf("copying the status of %s %s back: %w", r.Kind.Name, req, err)
 		}
 	}
 	return reconcile.Result{}, nil
 }
 
-// copyOf is the remote copy of a local slice.
-func (r *Reconciler) copyOf(local *authv1beta1.ResourceSlice, namespace string) *authv1beta1.ResourceSlice {
+// release removes the finalizer of a local object being deleted.
+func (r *Reconciler[T]) release(ctx context.Context, local T) error {
+	controllerutil.RemoveFinalizer(local, finalizer)
+	if err := r.Client.Update(ctx, local); err != nil {
+		return fmt.Errorf("releasing %s %s/%s: %w", r.Kind.Name, local.GetNamespace(), local.GetName(), err)
+	}
+	return nil
+}
+
+// assign copies *src into *dst; both are pointers to the same struct type (a Kind's Spec or
+// Status), src being a copy nobody else holds.
+func assign(dst, src any) {
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+}
+
+// copyOf is the remote copy of a local object.
+func (r *Reconciler[T]) copyOf(local T, namespace string) T {
 	labels := map[string]string{}
-	for k, v := range local.Labels {
+	for k, v := range local.GetLabels() {
 		labels[k] = v
 	}
 	delete(labels, consts.ReplicationLabel) // the copy is not to be replicated again
 	labels[OriginClusterIDLabel] = string(r.LocalClusterID)
 	labels[consts.RemoteClusterIDLabel] = string(r.LocalClusterID)
-	spec := *local.Spec.DeepCopy()
-	consumer := r.LocalClusterID
-	spec.ConsumerClusterID = &consumer
-	return &authv1beta1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: local.Name, Labels: labels,
-			Annotations: map[string]string{OriginNamespaceAnnotation: local.Namespace}},
-		Spec: spec,
+	out := r.Kind.New()
+	out.SetNamespace(namespace)
+	out.SetName(local.GetName())
+	out.SetLabels(labels)
+	out.SetAnnotations(map[string]string{OriginNamespaceAnnotation: local.GetNamespace()})
+	spec, ok := local.DeepCopyObject().(T)
+	if ok {
+		assign(r.Kind.Spec(out), r.Kind.Spec(spec))
 	}
+	if r.Kind.Prepare != nil {
+		r.Kind.Prepare(out, r.LocalClusterID)
+	}
+	return out
+}
+
+// peerGone tells whether the ForeignCluster of id says the peer is gone for good.
+func peerGone(ctx context.Context, c client.Reader, id corev1beta1.ClusterID) (bool, error) {
+	fcs := &corev1beta1.ForeignClusterList{}
+	if err := c.List(ctx, fcs); err != nil {
+		return false, fmt.Errorf("listing ForeignClusters to find %s: %w", id, err)
+	}
+	for _, fc := range fcs.Items {
+		if fc.Spec.ClusterID == id && fc.Annotations[consts.PeerGoneAnnotation] == "true" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // peerFor returns the connection to a provider, (re)made when its identity Secret changes; nil
 // when there is no identity yet.
-func (r *Reconciler) peerFor(ctx context.Context, id corev1beta1.ClusterID) (*peer, error) {
+func (r *Reconciler[T]) peerFor(ctx context.Context, id corev1beta1.ClusterID) (*peer, error) {
 	secrets := &corev1.SecretList{}
 	if err := r.Client.List(ctx, secrets, client.MatchingLabels{consts.IdentityTypeLabel: "ControlPlane", consts.RemoteClusterIDLabel: string(id)}); err != nil {
 		return nil, fmt.Errorf("listing identities of %s: %w", id, err)
@@ -198,9 +312,9 @@ func (r *Reconciler) peerFor(ctx context.Context, id corev1beta1.ClusterID) (*pe
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetAnnotations()[OriginNamespaceAnnotation], Name: o.GetName()}}}
 	})
-	if err := r.ctrl.Watch(source.Kind[client.Object](remoteCache, &authv1beta1.ResourceSlice{}, toLocal)); err != nil {
+	if err := r.ctrl.Watch(source.Kind[client.Object](remoteCache, r.Kind.New(), toLocal)); err != nil {
 		cancel()
-		return nil, fmt.Errorf("watching the slices on %s: %w", id, err)
+		return nil, fmt.Errorf("watching the %ss on %s: %w", r.Kind.Name, id, err)
 	}
 	go func() {
 		if err := remoteCache.Start(pctx); err != nil {
@@ -211,40 +325,49 @@ func (r *Reconciler) peerFor(ctx context.Context, id corev1beta1.ClusterID) (*pe
 	defer done()
 	if !remoteCache.WaitForCacheSync(syncCtx) {
 		cancel()
-		return nil, fmt.Errorf("listing the slices of namespace %s on %s (%s) did not finish within %s", namespace, id, cfg.Host, syncTimeout)
+		return nil, fmt.Errorf("listing the %ss of namespace %s on %s (%s) did not finish within %s", r.Kind.Name, namespace, id, cfg.Host, syncTimeout)
 	}
 	p := &peer{secretVersion: secret.ResourceVersion, namespace: namespace, client: remoteClient, cancel: cancel}
 	r.peers[id] = p
 	return p, nil
 }
 
-// SetupWithManager watches local slices, and identity Secrets (a new or renewed identity
-// brings its provider's slices back).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// SetupWithManager watches local objects, identity Secrets (a new or renewed identity brings
+// its provider's objects back) and ForeignClusters (a peer declared gone releases them).
+func (r *Reconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
 	r.peers = map[corev1beta1.ClusterID]*peer{}
 	identities := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[consts.IdentityTypeLabel] == "ControlPlane"
 	}))
-	slicesOfProvider := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		id := o.GetLabels()[consts.RemoteClusterIDLabel]
-		slices := &authv1beta1.ResourceSliceList{}
-		if err := mgr.GetClient().List(ctx, slices); err != nil {
+	ofProvider := func(ctx context.Context, id corev1beta1.ClusterID) []reconcile.Request {
+		list := r.Kind.NewList()
+		if err := mgr.GetClient().List(ctx, list, client.MatchingLabels{consts.ReplicationLabel: "true"}); err != nil {
 			return nil
 		}
 		var out []reconcile.Request
-		for _, s := range slices.Items {
-			if s.Spec.ProviderClusterID != nil && string(*s.Spec.ProviderClusterID) == id {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			if t, ok := o.(T); ok && r.Kind.Provider(t) == id {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(t)})
 			}
-		}
+			return nil
+		})
 		return out
-	})
-	c, err := ctrl.NewControllerManagedBy(mgr).Named("replication").
-		For(&authv1beta1.ResourceSlice{}).
-		Watches(&corev1.Secret{}, slicesOfProvider, identities, builder.OnlyMetadata).
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).Named("replication-"+r.Kind.Name).
+		For(r.Kind.New()).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return ofProvider(ctx, corev1beta1.ClusterID(o.GetLabels()[consts.RemoteClusterIDLabel]))
+		}), identities, builder.OnlyMetadata).
+		Watches(&corev1beta1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			fc, ok := o.(*corev1beta1.ForeignCluster)
+			if !ok || fc.Annotations[consts.PeerGoneAnnotation] != "true" {
+				return nil
+			}
+			return ofProvider(ctx, fc.Spec.ClusterID)
+		}), builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		Build(r)
 	if err != nil {
-		return fmt.Errorf("building the replication controller: %w", err)
+		return fmt.Errorf("building the %s replication controller: %w", r.Kind.Name, err)
 	}
 	r.ctrl = c
 	return nil

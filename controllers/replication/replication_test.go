@@ -2,6 +2,7 @@ package replication_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -37,7 +39,10 @@ func startReplication(t *testing.T, cons *testenv.Cluster) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&replication.Reconciler{Client: mgr.GetClient(), LocalClusterID: "cl-consumer"}).SetupWithManager(mgr); err != nil {
+	if err := replication.NewResourceSliceReconciler(mgr.GetClient(), "cl-consumer").SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := replication.NewNamespaceMapReconciler(mgr.GetClient(), "cl-consumer").SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -66,13 +71,13 @@ func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
 	}
 }
 
-// TestReplication: a consumer's slice reaches the provider's tenant namespace through the
-// consumer's identity (which may do nothing else), status comes back, spec changes follow,
-// an update made while the replicator is down arrives after its restart, and deleting the
-// slice deletes the copy.
-func TestReplication(t *testing.T) {
+// peered starts a consumer and a provider with tenant namespaces for each other, the
+// consumer's user bound in its tenant namespace on the provider as the tenant reconciler binds
+// it, and its identity Secret on the consumer; it returns the identity's kubeconfig.
+func peered(t *testing.T) (cons, prov *testenv.Cluster, kc []byte) {
+	t.Helper()
 	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider"})
-	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	cons, prov = env.Cluster("consumer"), env.Cluster("provider")
 	ctx := t.Context()
 	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
 		t.Fatal(err)
@@ -94,7 +99,8 @@ func TestReplication(t *testing.T) {
 	if err := prov.Client.Create(ctx, rb); err != nil {
 		t.Fatal(err)
 	}
-	kc, err := prov.UserKubeconfig("cl-consumer")
+	var err error
+	kc, err = prov.UserKubeconfig("cl-consumer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +111,16 @@ func TestReplication(t *testing.T) {
 	if err := cons.Client.Create(ctx, idSecret); err != nil {
 		t.Fatal(err)
 	}
+	return cons, prov, kc
+}
 
+// TestReplication: a consumer's slice reaches the provider's tenant namespace through the
+// consumer's identity (which may do nothing else), status comes back, spec changes follow,
+// an update made while the replicator is down arrives after its restart, and deleting the
+// slice deletes the copy.
+func TestReplication(t *testing.T) {
+	cons, prov, kc := peered(t)
+	ctx := t.Context()
 	stop := startReplication(t, cons)
 	providerID := corev1beta1.ClusterID("cl-provider")
 	local := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: "test",
@@ -194,4 +209,126 @@ func mustRESTConfig(t *testing.T, kubeconfig []byte) *rest.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// TestNamespaceMapReplication: a consumer's NamespaceMap reaches the provider's tenant
+// namespace, labelled with its origin; the provider's status comes back; a mapping added on
+// the consumer follows, as does one added while the replicator is down; deleting the map
+// deletes the copy. A map whose provider is declared gone (ForeignCluster annotation) is
+// released without reaching it.
+func TestNamespaceMapReplication(t *testing.T) {
+	cons, prov, _ := peered(t)
+	ctx := t.Context()
+	stop := startReplication(t, cons)
+
+	local := &offv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: "cl-provider",
+		Labels: map[string]string{consts.ReplicationLabel: "true", consts.RemoteClusterIDLabel: "cl-provider"}},
+		Spec: offv1beta1.NamespaceMapSpec{DesiredMapping: map[string]string{"demo": "demo-cl-consumer"}}}
+	if err := cons.Client.Create(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	remoteKey := client.ObjectKey{Namespace: provNS, Name: "cl-provider"}
+	remote := &offv1beta1.NamespaceMap{}
+	poll(t, "the copy on the provider", func(ctx context.Context) bool {
+		return prov.Client.Get(ctx, remoteKey, remote) == nil
+	})
+	if remote.Labels[replication.OriginClusterIDLabel] != "cl-consumer" || remote.Labels[consts.RemoteClusterIDLabel] != "cl-consumer" ||
+		remote.Labels[consts.ReplicationLabel] != "" || remote.Annotations[replication.OriginNamespaceAnnotation] != consNS ||
+		remote.Spec.DesiredMapping["demo"] != "demo-cl-consumer" {
+		t.Errorf("copy: labels %v annotations %v spec %+v", remote.Labels, remote.Annotations, remote.Spec)
+	}
+
+	// The provider reports (the stand-in for its namespacemap controller): status comes back.
+	setRemoteStatus := func(current map[string]offv1beta1.RemoteNamespaceStatus) {
+		t.Helper()
+		r := &offv1beta1.NamespaceMap{}
+		if err := prov.Client.Get(ctx, remoteKey, r); err != nil {
+			t.Fatal(err)
+		}
+		r.Status.CurrentMapping = current
+		if err := prov.Client.Status().Update(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	localHas := func(want map[string]offv1beta1.RemoteNamespaceStatus) func(context.Context) bool {
+		return func(ctx context.Context) bool {
+			l := &offv1beta1.NamespaceMap{}
+			return cons.Client.Get(ctx, client.ObjectKeyFromObject(local), l) == nil &&
+				len(l.Status.CurrentMapping) == len(want) && (len(want) == 0 || reflect.DeepEqual(l.Status.CurrentMapping, want))
+		}
+	}
+	accepted := map[string]offv1beta1.RemoteNamespaceStatus{"demo": {RemoteNamespace: "demo-cl-consumer", Phase: offv1beta1.MappingAccepted}}
+	setRemoteStatus(accepted)
+	poll(t, "the status back on the consumer", localHas(accepted))
+
+	// A new mapping on the consumer reaches the copy.
+	addMapping := func(localNs, remoteNs string) {
+		t.Helper()
+		l := &offv1beta1.NamespaceMap{}
+		if err := cons.Client.Get(ctx, client.ObjectKeyFromObject(local), l); err != nil {
+			t.Fatal(err)
+		}
+		l.Spec.DesiredMapping[localNs] = remoteNs
+		if err := cons.Client.Update(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addMapping("web", "web")
+	poll(t, "the new mapping on the provider", func(ctx context.Context) bool {
+		return prov.Client.Get(ctx, remoteKey, remote) == nil && remote.Spec.DesiredMapping["web"] == "web"
+	})
+
+	// While the replicator is down, both sides change; after a restart both changes arrive.
+	stop()
+	addMapping("api", "api-x")
+	accepted["web"] = offv1beta1.RemoteNamespaceStatus{RemoteNamespace: "web", Phase: offv1beta1.MappingAccepted}
+	setRemoteStatus(accepted)
+	startReplication(t, cons)
+	poll(t, "the status after a restart", localHas(accepted))
+	poll(t, "the spec after a restart", func(ctx context.Context) bool {
+		return prov.Client.Get(ctx, remoteKey, remote) == nil && remote.Spec.DesiredMapping["api"] == "api-x"
+	})
+
+	// A status emptied on the provider empties the consumer's.
+	setRemoteStatus(nil)
+	poll(t, "the emptied status", localHas(nil))
+
+	// Deleting the map deletes the copy, then the map.
+	if err := cons.Client.Delete(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the copy and the map gone", func(ctx context.Context) bool {
+		return apierrors.IsNotFound(prov.Client.Get(ctx, remoteKey, &offv1beta1.NamespaceMap{})) &&
+			apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKeyFromObject(local), &offv1beta1.NamespaceMap{}))
+	})
+
+	// A map for a provider that cannot be reached (here: no identity for it) keeps its
+	// finalizer on deletion until the provider is declared gone.
+	const goneNS = "liqo-tenant-cl-gone"
+	if err := cons.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goneNS,
+		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-gone", consts.TenantNamespaceLabel: "true"}}}); err != nil {
+		t.Fatal(err)
+	}
+	gone := &offv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Namespace: goneNS, Name: "cl-gone",
+		Labels:     map[string]string{consts.ReplicationLabel: "true", consts.RemoteClusterIDLabel: "cl-gone"},
+		Finalizers: []string{"liqo.io/replication"}}, // as if replicated before the provider went away
+		Spec: offv1beta1.NamespaceMapSpec{DesiredMapping: map[string]string{"demo": "demo"}}}
+	if err := cons.Client.Create(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Client.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the reconciler has seen the deletion
+	if err := cons.Client.Get(ctx, client.ObjectKeyFromObject(gone), gone); err != nil {
+		t.Fatalf("the map of an unreachable provider went without its copy being deleted: %v", err)
+	}
+	fc := &corev1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "cl-gone", Annotations: map[string]string{consts.PeerGoneAnnotation: "true"}},
+		Spec: corev1beta1.ForeignClusterSpec{ClusterID: "cl-gone"}}
+	if err := cons.Client.Create(ctx, fc); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the gone provider's map released", func(ctx context.Context) bool {
+		return apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKeyFromObject(gone), &offv1beta1.NamespaceMap{}))
+	})
 }
