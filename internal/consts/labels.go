@@ -31,6 +31,18 @@ const (
 	OriginNamespaceAnnotation = "offloading.liqo.io/origin-namespace"
 	// SkipReflectionAnnotation ("true") opts an object out of reflection to providers.
 	SkipReflectionAnnotation = "liqo.io/skip-reflection"
+	// ReflectedLabel ("true") marks, on the provider, an object a virtual node reflected there
+	// (ConfigMap, Secret, Service, EndpointSlice) and, on the consumer, an Event mirrored from
+	// the provider; OriginClusterIDLabel names the consumer. Reflectors never touch an object
+	// without both labels.
+	ReflectedLabel = "offloading.liqo.io/reflected"
+	// OriginClusterIDLabel names the consumer a reflected object comes from (upstream Liqo's key).
+	OriginClusterIDLabel = "liqo.io/origin-cluster-id"
+	// RootCAConfigMap is the ConfigMap every namespace holds with the cluster's CA.
+	RootCAConfigMap = "kube-root-ca.crt"
+	// ReflectedRootCAConfigMap is the name the consumer's RootCAConfigMap has on the provider
+	// (whose namespaces hold their own RootCAConfigMap); offloaded pods refer to it by this name.
+	ReflectedRootCAConfigMap = "liqo-kube-root-ca.crt"
 	// PeerGoneAnnotation ("true") on a ForeignCluster says the peer is gone for good: local
 	// cleanup finishes without reaching it.
 	PeerGoneAnnotation = "liqo.io/peer-gone"
