@@ -226,6 +226,8 @@ var remoteControlPlaneRules = []rbacv1.PolicyRule{
 		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps", "namespacemaps/status"},
 		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	// Its own Tenant, read-only: the renewed certificate is picked up from its status.
+	{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"get", "list", "watch"}},
 }
 
 // remoteWorkloadRules are what a consumer's virtual kubelet may do in one of its remote

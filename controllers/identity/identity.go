@@ -8,6 +8,7 @@ package identity
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,11 +17,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 )
 
 // SecretName is the kubeconfig Secret of an Identity.
@@ -30,6 +33,10 @@ func SecretName(identity string) string { return "kubeconfig-" + identity }
 type Reconciler struct {
 	// Client reads and writes the consumer cluster.
 	Client client.Client
+	// RenewalCheck is how often a control-plane identity's Tenant on the provider is read for
+	// a renewed certificate; zero: a twentieth of the certificate's remaining life, between 10
+	// seconds and an hour.
+	RenewalCheck time.Duration
 }
 
 // Reconcile writes the kubeconfig Secret of one Identity and points its status at it.
@@ -76,7 +83,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("updating status of identity %s: %w", req, err)
 		}
 	}
-	return reconcile.Result{}, nil
+	if id.Spec.Type != authv1beta1.ControlPlaneIdentityType || id.Spec.Namespace == "" {
+		return reconcile.Result{}, nil
+	}
+	return r.pickUpRenewal(ctx, id, kubeconfig, keySecret.Data[consts.PublicKeySecretKey])
+}
+
+// pickUpRenewal reads the consumer's Tenant on the provider, with the identity itself, and
+// takes the certificate there when the provider renewed it (same key, later expiry). It
+// returns when to look again.
+func (r *Reconciler) pickUpRenewal(ctx context.Context, id *authv1beta1.Identity, kubeconfig, publicKeyPEM []byte) (reconcile.Result, error) {
+	current, err := signing.ParseCertificate(id.Spec.AuthParams.SignedCRT)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("identity %s/%s: spec.authParams.signedCRT: %w", id.Namespace, id.Name, err)
+	}
+	again := r.RenewalCheck
+	if again == 0 {
+		again = min(max(time.Until(current.NotAfter)/20, 10*time.Second), time.Hour)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("identity %s/%s: %w", id.Namespace, id.Name, err)
+	}
+	remote, err := client.New(cfg, client.Options{Scheme: r.Client.Scheme()})
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("identity %s/%s: client of %s: %w", id.Namespace, id.Name, id.Spec.ClusterID, err)
+	}
+	tenants := &authv1beta1.TenantList{}
+	if err := remote.List(ctx, tenants, client.InNamespace(id.Spec.Namespace)); err != nil {
+		// The provider may be down, or the access revoked: keep the credentials, look again later.
+		log.FromContext(ctx).Info("cannot read the tenant on the provider to renew the identity",
+			"provider", id.Spec.ClusterID, "error", err.Error())
+		return reconcile.Result{RequeueAfter: again}, nil
+	}
+	pub, err := signing.ParsePublic(publicKeyPEM)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("the cluster's public signing key: %w", err)
+	}
+	for _, t := range tenants.Items {
+		if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 ||
+			string(t.Status.AuthParams.SignedCRT) == string(id.Spec.AuthParams.SignedCRT) {
+			continue
+		}
+		renewed, err := signing.ParseCertificate(t.Status.AuthParams.SignedCRT)
+		if err != nil || !pub.Equal(renewed.PublicKey) || !renewed.NotAfter.After(current.NotAfter) {
+			continue
+		}
+		before := id.DeepCopy()
+		id.Spec.AuthParams.SignedCRT = t.Status.AuthParams.SignedCRT
+		if err := r.Client.Patch(ctx, id, client.MergeFrom(before)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("taking the renewed certificate into identity %s/%s: %w", id.Namespace, id.Name, err)
+		}
+		log.FromContext(ctx).Info("took the renewed certificate", "provider", id.Spec.ClusterID, "notAfter", renewed.NotAfter)
+		return reconcile.Result{}, nil // the update brings the identity back
+	}
+	return reconcile.Result{RequeueAfter: again}, nil
 }
 
 // kubeconfigFor builds the kubeconfig of an identity towards cluster remoteID.

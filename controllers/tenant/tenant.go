@@ -36,8 +36,8 @@ const (
 	finalizer = "liqo.io/tenant-access"
 	// RoleBindingName is the binding of the consumer's user in the tenant namespace (seed 003's name).
 	RoleBindingName = "liqo-binding-liqo-remote-controlplane"
-	// certificateValidity is what the consumer's certificate is requested for.
-	certificateValidity = 365 * 24 * time.Hour
+	// DefaultCertificateValidity is what the consumer's certificate is requested for.
+	DefaultCertificateValidity = 365 * 24 * time.Hour
 	// Event reasons.
 	reasonSignatureInvalid = "SignatureInvalid"
 	reasonCSRInvalid       = "CSRInvalid"
@@ -56,6 +56,26 @@ type Reconciler struct {
 	APIServerURL string
 	// CAData is the CA bundle that signed the API server's certificate, for consumers.
 	CAData []byte
+	// CertificateValidity is what certificates are requested for (DefaultCertificateValidity
+	// when zero; the CSR API's minimum is 10 minutes, and the signer may cap it).
+	CertificateValidity time.Duration
+	// RenewBefore is how long before its expiry a certificate is renewed (a third of the
+	// validity when zero).
+	RenewBefore time.Duration
+}
+
+func (r *Reconciler) validity() time.Duration {
+	if r.CertificateValidity > 0 {
+		return r.CertificateValidity
+	}
+	return DefaultCertificateValidity
+}
+
+func (r *Reconciler) renewBefore() time.Duration {
+	if r.RenewBefore > 0 {
+		return r.RenewBefore
+	}
+	return r.validity() / 3
 }
 
 // Reconcile verifies one Tenant and issues or revokes the consumer's access.
@@ -105,14 +125,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.warn(t, reasonCSRInvalid, "spec.csr refused: %v", err)
 		return reconcile.Result{}, nil
 	}
-	cert, wait, err := r.issue(ctx, t)
-	if err != nil || wait {
-		return reconcile.Result{RequeueAfter: time.Second}, err
+	name, renewIn, err := r.certificateToIssue(t)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var cert []byte
+	if name == "" { // the issued certificate is current
+		cert = t.Status.AuthParams.SignedCRT
+	} else {
+		var wait bool
+		cert, wait, err = r.issue(ctx, t, name)
+		if err != nil || wait {
+			return reconcile.Result{RequeueAfter: time.Second}, err
+		}
+		if renewIn, err = r.renewalDue(cert); err != nil {
+			return reconcile.Result{}, fmt.Errorf("certificate signed for tenant %s: %w", req, err)
+		}
 	}
 	if err := r.bind(ctx, t); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.setStatus(ctx, t, cert)
+	return reconcile.Result{RequeueAfter: renewIn}, r.setStatus(ctx, t, cert)
+}
+
+// certificateToIssue returns the CSR object to issue the tenant's certificate through, or ""
+// when the certificate in status is for the requested key and not due for renewal; renewIn is
+// then when it will be.
+func (r *Reconciler) certificateToIssue(t *authv1beta1.Tenant) (name string, renewIn time.Duration, err error) {
+	if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
+		return csrName(t, nil), 0, nil
+	}
+	cert, err := signing.ParseCertificate(t.Status.AuthParams.SignedCRT)
+	if err != nil || !signing.CertificateMatchesCSR(cert, t.Spec.CSR) {
+		return csrName(t, nil), 0, nil //nolint:nilerr // an unusable certificate is replaced
+	}
+	renewIn = time.Until(cert.NotAfter) - r.renewBefore()
+	if renewIn > 0 {
+		return "", renewIn, nil
+	}
+	return csrName(t, cert.SerialNumber.Bytes()), 0, nil
+}
+
+// renewalDue returns how long until a certificate is due for renewal (at least a second).
+func (r *Reconciler) renewalDue(pem []byte) (time.Duration, error) {
+	cert, err := signing.ParseCertificate(pem)
+	if err != nil {
+		return 0, fmt.Errorf("parsing the certificate: %w", err)
+	}
+	return max(time.Until(cert.NotAfter)-r.renewBefore(), time.Second), nil
 }
 
 // verify checks the signed nonce; ok is false when the tenant is refused (an Event says why).
@@ -134,19 +194,24 @@ func (r *Reconciler) verify(ctx context.Context, t *authv1beta1.Tenant) (ed25519
 	return pub, true, nil
 }
 
-// csrName is the CSR object of a tenant's request: one per request content.
-func csrName(t *authv1beta1.Tenant) string {
+// csrName is the CSR object of a tenant's request: one per request content, and one per
+// renewal (named after the serial number of the certificate it replaces).
+func csrName(t *authv1beta1.Tenant, renewing []byte) string {
 	sum := sha256.Sum256(t.Spec.CSR)
-	return fmt.Sprintf("liqo-tenant-%s-%s", t.Spec.ClusterID, hex.EncodeToString(sum[:])[:10])
+	name := fmt.Sprintf("liqo-tenant-%s-%s", t.Spec.ClusterID, hex.EncodeToString(sum[:])[:10])
+	if renewing != nil {
+		serial := sha256.Sum256(renewing)
+		name += "-" + hex.EncodeToString(serial[:])[:8]
+	}
+	return name
 }
 
 // issue creates and approves the CSR and returns the certificate, or wait=true until it is signed.
-func (r *Reconciler) issue(ctx context.Context, t *authv1beta1.Tenant) (cert []byte, wait bool, err error) {
-	name := csrName(t)
+func (r *Reconciler) issue(ctx context.Context, t *authv1beta1.Tenant, name string) (cert []byte, wait bool, err error) {
 	csr := &certificatesv1.CertificateSigningRequest{}
 	err = r.Client.Get(ctx, client.ObjectKey{Name: name}, csr)
 	if apierrors.IsNotFound(err) {
-		seconds := int32(certificateValidity.Seconds())
+		seconds := int32(r.validity().Seconds())
 		csr = &certificatesv1.CertificateSigningRequest{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}},
 			Spec: certificatesv1.CertificateSigningRequestSpec{

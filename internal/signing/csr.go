@@ -1,6 +1,7 @@
 package signing
 
 import (
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -50,4 +51,31 @@ func CheckCSR(data []byte, cn string, pub ed25519.PublicKey) (*x509.CertificateR
 		}
 	}
 	return req, nil
+}
+
+// ParseCertificate parses the first certificate of a PEM bundle.
+func ParseCertificate(data []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("not a PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing certificate: %w", err)
+	}
+	return cert, nil
+}
+
+// CertificateMatchesCSR tells whether a certificate is for the public key of a PEM request.
+func CertificateMatchesCSR(cert *x509.Certificate, csr []byte) bool {
+	block, _ := pem.Decode(csr)
+	if block == nil {
+		return false
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return false
+	}
+	want, ok := req.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && want.Equal(cert.PublicKey)
 }

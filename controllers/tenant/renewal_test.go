@@ -1,0 +1,128 @@
+package tenant_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
+	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/signing"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// TestCertificateRenewal: the provider renews the consumer's certificate before it expires
+// (here: 10-minute certificates renewed 597 s before expiry, so a few seconds after issuance),
+// the consumer's identity picks the renewed certificate up from its Tenant, and the new
+// kubeconfig works against the provider.
+func TestCertificateRenewal(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider", ControllerManager: true})
+	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	ctx := t.Context()
+	for c, id := range map[client.Client]string{cons.Client: "cl-consumer", prov.Client: "cl-provider"} {
+		if _, err := clusteridentity.Ensure(ctx, c, clusteridentity.Config{ClusterID: corev1beta1.ClusterID(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const validity = 10 * time.Minute
+	startManager(t, prov, func(mgr ctrl.Manager) error {
+		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tenant"),
+			APIServerURL: prov.Config.Host, CAData: prov.Config.CAData,
+			CertificateValidity: validity, RenewBefore: validity - 3*time.Second}).SetupWithManager(mgr)
+	})
+	startManager(t, cons, func(mgr ctrl.Manager) error {
+		if err := (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&identity.Reconciler{Client: mgr.GetClient(), RenewalCheck: time.Second}).SetupWithManager(mgr)
+	})
+	if err := prov.Client.Create(ctx, tenantNamespace("t-cons", "cl-consumer")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Client.Create(ctx, tenantNamespace("t-prov", "cl-provider")); err != nil {
+		t.Fatal(err)
+	}
+	answer := handshake(t, prov.Client, cons.Client, "t-cons", "t-prov")
+	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
+		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
+		PublicKey: answer.Data[nonce.PublicKeyKey], Signature: answer.Data[nonce.SignatureKey], CSR: answer.Data[nonce.CSRKey],
+	}}
+	if err := prov.Client.Create(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the first certificate", func(ctx context.Context) (bool, error) {
+		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
+		return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
+	})
+	first := tn.Status.AuthParams.SignedCRT
+	firstCert, err := signing.ParseCertificate(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if life := firstCert.NotAfter.Sub(time.Now()); life > validity+time.Minute || life < validity-time.Minute {
+		t.Errorf("certificate valid for another %s, want about %s (the requested validity)", life, validity)
+	}
+	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: "t-prov", Name: "controlplane"}, Spec: authv1beta1.IdentitySpec{
+		ClusterID: "cl-provider", Type: authv1beta1.ControlPlaneIdentityType, Namespace: "t-cons", AuthParams: *tn.Status.AuthParams,
+	}}
+	if err := cons.Client.Create(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+
+	// The provider renews: a new certificate, for the same key, expiring later.
+	poll(t, "a renewed certificate in the Tenant's status", func(ctx context.Context) (bool, error) {
+		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
+		return err == nil && string(tn.Status.AuthParams.SignedCRT) != string(first), nil
+	})
+	renewed, err := signing.ParseCertificate(tn.Status.AuthParams.SignedCRT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !renewed.NotAfter.After(firstCert.NotAfter) || renewed.Subject.CommonName != "cl-consumer" {
+		t.Errorf("renewed certificate: CN %q, expires %s (first: %s)", renewed.Subject.CommonName, renewed.NotAfter, firstCert.NotAfter)
+	}
+	if !signing.CertificateMatchesCSR(renewed, tn.Spec.CSR) {
+		t.Error("the renewed certificate is not for the tenant's key")
+	}
+
+	// The consumer picks it up; its kubeconfig carries a certificate other than the first one, and works.
+	secret := &corev1.Secret{}
+	poll(t, "the consumer's kubeconfig with a renewed certificate", func(ctx context.Context) (bool, error) {
+		if err := cons.Client.Get(ctx, client.ObjectKey{Namespace: "t-prov", Name: identity.SecretName(id.Name)}, secret); err != nil {
+			return false, nil
+		}
+		kc, err := clientcmd.Load(secret.Data[consts.KubeconfigSecretKey])
+		if err != nil {
+			return false, err
+		}
+		for _, u := range kc.AuthInfos {
+			return len(u.ClientCertificateData) > 0 && string(u.ClientCertificateData) != string(first), nil
+		}
+		return false, nil
+	})
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[consts.KubeconfigSecretKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := client.New(cfg, client.Options{Scheme: prov.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace("t-cons")); err != nil {
+		t.Errorf("the renewed identity cannot list slices in its tenant namespace: %v", err)
+	}
+}
