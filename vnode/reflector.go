@@ -28,6 +28,9 @@ type Env struct {
 	RemoteConfig *rest.Config
 	// Namespaces maps offloaded local namespaces to their remote names.
 	Namespaces *namespaces.Mapper
+	// Kubelet is where the node's kubelet endpoint is served (the Node advertises it); nil when
+	// the runner has no KubeletAddress.
+	Kubelet *KubeletEndpoint
 	// Log is the virtual node's logger.
 	Log logr.Logger
 }

@@ -33,6 +33,12 @@ type Options struct {
 	Reflectors []Reflector
 	// ReflectorBackoff is the wait before a failed reflector runs again. Default 2s.
 	ReflectorBackoff time.Duration
+	// KubeletAddress is where each virtual node's kubelet endpoint listens, host:port; port 0
+	// gives each node a free port of its own (kept while the node runs). Empty: no endpoint.
+	// The Node advertises it (InternalIP, kubelet port) and reflectors get it in Env.Kubelet.
+	KubeletAddress string
+	// KubeletAdvertiseIP is the InternalIP the Nodes advertise; default: KubeletAddress's host.
+	KubeletAdvertiseIP string
 }
 
 // Runner hosts virtual nodes in-process.
@@ -43,6 +49,7 @@ type Runner struct {
 
 	mu    sync.Mutex
 	nodes map[string]*running
+	ports map[string]int32 // the kubelet port of each node, kept across restarts
 }
 
 // running is one hosted virtual node.
@@ -51,6 +58,7 @@ type running struct {
 	cancel     context.CancelFunc
 	done       chan struct{}
 	reflectors *sync.WaitGroup
+	kubelet    *KubeletEndpoint
 }
 
 // NewRunner returns a runner writing Nodes and Leases through local.
@@ -64,7 +72,7 @@ func NewRunner(local kubernetes.Interface, opts Options, log logr.Logger) *Runne
 	if opts.ReflectorBackoff == 0 {
 		opts.ReflectorBackoff = 2 * time.Second
 	}
-	return &Runner{local: local, opts: opts, log: log, nodes: map[string]*running{}}
+	return &Runner{local: local, opts: opts, log: log, nodes: map[string]*running{}, ports: map[string]int32{}}
 }
 
 // Ensure runs the virtual node of vn towards the provider reached with remote, restarting it
@@ -83,13 +91,23 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 		cur.cancel()
 		<-cur.done
 		cur.reflectors.Wait()
+		_ = cur.kubelet.release()
 		delete(r.nodes, vn.Name)
 	}
 	remoteKube, err := kubernetes.NewForConfig(withTimeout(remote, r.opts.ProbeInterval))
 	if err != nil {
 		return fmt.Errorf("client of cluster %s: %w", vn.Spec.ClusterID, err)
 	}
-	p := &provider{remote: remoteKube, node: NodeFor(vn), interval: r.opts.ProbeInterval, log: r.log.WithValues("node", vn.Name)}
+	node := NodeFor(vn)
+	var kubelet *KubeletEndpoint
+	if r.opts.KubeletAddress != "" {
+		if kubelet, err = reserveEndpoint(r.opts.KubeletAddress, r.opts.KubeletAdvertiseIP, r.ports[vn.Name]); err != nil {
+			return fmt.Errorf("virtual node %s: %w", vn.Name, err)
+		}
+		r.ports[vn.Name] = kubelet.Port
+		advertise(node, kubelet)
+	}
+	p := &provider{remote: remoteKube, node: node, interval: r.opts.ProbeInterval, log: r.log.WithValues("node", vn.Name)}
 	ctrl, err := vknode.NewNodeController(p, p.node.DeepCopy(), r.local.CoreV1().Nodes(),
 		vknode.WithNodeEnableLeaseV1(r.local.CoordinationV1().Leases(corev1.NamespaceNodeLease), r.opts.LeaseDurationSeconds),
 		vknode.WithNodeStatusUpdateErrorHandler(func(ctx context.Context, err error) error {
@@ -99,15 +117,17 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 		}),
 	)
 	if err != nil {
+		_ = kubelet.release()
 		return fmt.Errorf("node controller of %s: %w", vn.Name, err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	run := &running{spec: *vn.Spec.DeepCopy(), cancel: cancel, done: make(chan struct{}), reflectors: &sync.WaitGroup{}}
+	run := &running{spec: *vn.Spec.DeepCopy(), cancel: cancel, done: make(chan struct{}), reflectors: &sync.WaitGroup{}, kubelet: kubelet}
 	r.nodes[vn.Name] = run
 	go p.probe(rctx)
 	if len(r.opts.Reflectors) > 0 {
 		if err := r.startReflectors(rctx, vn, remote, run); err != nil {
 			cancel()
+			_ = kubelet.release()
 			delete(r.nodes, vn.Name)
 			return err
 		}
@@ -126,11 +146,13 @@ func (r *Runner) Stop(ctx context.Context, name string) error {
 	r.mu.Lock()
 	cur, ok := r.nodes[name]
 	delete(r.nodes, name)
+	delete(r.ports, name)
 	r.mu.Unlock()
 	if ok {
 		cur.cancel()
 		<-cur.done
 		cur.reflectors.Wait()
+		_ = cur.kubelet.release()
 	}
 	err := r.local.CoreV1().Nodes().Delete(ctx, name, deleteOptions)
 	if err != nil && !isNotFound(err) {
@@ -173,7 +195,7 @@ func (r *Runner) startReflectors(ctx context.Context, vn *offv1beta1.VirtualNode
 	env := &Env{NodeName: vn.Name, ConsumerID: r.opts.ConsumerID, ProviderID: vn.Spec.ClusterID,
 		TenantNamespace: vn.Namespace, Local: r.local, LocalConfig: r.opts.LocalConfig,
 		Remote: remoteKube, RemoteConfig: rest.CopyConfig(remote), Namespaces: mapper,
-		Log: r.log.WithValues("node", vn.Name)}
+		Kubelet: run.kubelet, Log: r.log.WithValues("node", vn.Name)}
 	for _, refl := range r.opts.Reflectors {
 		run.reflectors.Add(1)
 		go func() {

@@ -38,6 +38,16 @@ type ClusterOptions struct {
 	SkipLiqoCRDs bool
 	// CRDPaths are more CRD files or folders to install, e.g. upstream Liqo's.
 	CRDPaths []string
+	// KubeletAPI lets the API server reach nodes' kubelet endpoints (kubectl logs, exec, attach)
+	// as a real cluster's does: it connects to a node's InternalIP and daemonEndpoints port,
+	// authenticates as KubeletClientUser with a client certificate of the client CA, and
+	// verifies the kubelet's serving certificate against the client CA (which
+	// kube-controller-manager signs kubernetes.io/kubelet-serving CSRs with). KWOK nodes then
+	// serve their endpoint over HTTPS with such a certificate.
+	KubeletAPI bool
+	// KWOKConfigs are more kwok configuration files, e.g. ClusterLogs and ClusterExec objects
+	// that simulate logs and exec for KWOK's pods (with KubeletAPI).
+	KWOKConfigs []string
 }
 
 // Cluster is one running control plane.
@@ -117,6 +127,18 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions) 
 		CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crdObjs, Paths: opts.CRDPaths, ErrorIfPathMissing: true, Scheme: scheme},
 		Scheme:            scheme,
 	}
+	var kwokArgs []string
+	if opts.KubeletAPI {
+		if err := configureKubeletAPI(authn, c.env.ControlPlane.APIServer.Configure()); err != nil {
+			return c, err
+		}
+		if kwokArgs, err = kwokServingArgs(authn); err != nil {
+			return c, err
+		}
+	}
+	for _, f := range opts.KWOKConfigs {
+		kwokArgs = append(kwokArgs, "--config="+f)
+	}
 	if _, err := c.env.Start(); err != nil {
 		// envtest stops what it started when Start fails.
 		return c, fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", filepath.Join(dir, "logs"), err)
@@ -151,7 +173,7 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions) 
 		c.procs = append(c.procs, p)
 	}
 	if len(opts.Nodes) > 0 {
-		if err := c.startKWOK(ctx, binDir, orDefault(opts.PodCIDR, "10.244.0.0/16"), opts.Nodes); err != nil {
+		if err := c.startKWOK(ctx, binDir, orDefault(opts.PodCIDR, "10.244.0.0/16"), opts.Nodes, kwokArgs...); err != nil {
 			return c, err
 		}
 	}

@@ -62,8 +62,9 @@ func orDefault(v, def string) string {
 }
 
 // startKWOK runs kwok for the cluster's annotated nodes, creates the nodes and waits until they
-// are Ready. kwok serves the kubelet endpoint of its nodes on 127.0.0.1 at a free port.
-func (c *Cluster) startKWOK(ctx context.Context, binDir, podCIDR string, nodes []NodeOptions) error {
+// are Ready. kwok serves the kubelet endpoint of its nodes on 127.0.0.1 at a free port; extra
+// are more flags.
+func (c *Cluster) startKWOK(ctx context.Context, binDir, podCIDR string, nodes []NodeOptions, extra ...string) error {
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -80,6 +81,7 @@ func (c *Cluster) startKWOK(ctx context.Context, binDir, podCIDR string, nodes [
 	for _, s := range kwokStages {
 		args = append(args, "--config="+filepath.Join(binDir, "kwok-stages", s))
 	}
+	args = append(args, extra...)
 	p, err := startProcess("kwok", filepath.Join(c.Dir, "logs"), filepath.Join(binDir, "kwok"), args...)
 	if err != nil {
 		return err
