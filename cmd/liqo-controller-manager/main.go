@@ -239,7 +239,7 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	runner := vnode.NewRunner(kube, vnode.Options{ConsumerID: o.identity.ClusterID, LocalConfig: mgr.GetConfig(),
 		Reflectors: reflectors()}, mgr.GetLogger().WithName("vnode"))
-	if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), Runner: runner}).SetupWithManager(mgr); err != nil {
+	if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Runner: runner}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the virtual-node reconciler: %w", err)
 	}
 	var local []string

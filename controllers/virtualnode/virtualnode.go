@@ -3,6 +3,7 @@ package virtualnode
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,12 @@ type Reconciler struct {
 	Client client.Client
 	// Runner hosts the virtual nodes.
 	Runner *vnode.Runner
+	// APIReader lists the pods of a node being drained (a field selector on spec.nodeName);
+	// Client when nil, which then needs a spec.nodeName index.
+	APIReader client.Reader
+	// DrainGrace is how long after a pod's deletion deadline a drain removes the pod itself
+	// when the virtual kubelet did not (default 30s).
+	DrainGrace time.Duration
 }
 
 // Reconcile starts, updates or stops one virtual node.
@@ -35,6 +42,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if vn.DeletionTimestamp != nil || vn.Spec.CreateNode != nil && !*vn.Spec.CreateNode {
+		// Drain first: the pods' remote copies go while the virtual kubelet still runs.
+		drained, again, err := r.drain(ctx, vn.Name)
+		if err != nil || !drained {
+			return reconcile.Result{RequeueAfter: again}, err
+		}
 		if err := r.Runner.Stop(ctx, vn.Name); err != nil {
 			return reconcile.Result{}, err
 		}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -62,7 +63,8 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	if err := (&virtualnode.SliceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), Runner: runner}).SetupWithManager(mgr); err != nil {
+	if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Runner: runner,
+		DrainGrace: time.Second}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	mctx, cancel := context.WithCancel(ctx)
@@ -130,10 +132,28 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 		return cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == corev1.ConditionFalse
 	})
 
+	// A pod on the node: deleting the slice drains it before the node goes (here nobody
+	// confirms the pod's deletion, the provider being gone, so the drain removes it after
+	// its deadline plus DrainGrace).
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "offloaded"},
+		Spec: corev1.PodSpec{NodeName: name, TerminationGracePeriodSeconds: ptr.To[int64](2),
+			Tolerations: []corev1.Toleration{{Key: vnode.Taint.Key, Operator: corev1.TolerationOpExists}},
+			Containers:  []corev1.Container{{Name: "c", Image: "x"}}}}
+	if err := cons.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
 	if err := cons.Client.Delete(ctx, slice); err != nil {
 		t.Fatal(err)
 	}
+	poll(t, "the node cordoned and its pod evicted, the node still there", 30*time.Second, func(ctx context.Context) bool {
+		p := &corev1.Pod{}
+		return cons.Client.Get(ctx, client.ObjectKeyFromObject(pod), p) == nil && p.DeletionTimestamp != nil &&
+			cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && node.Spec.Unschedulable
+	})
 	poll(t, "the node gone with the slice", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}))
 	})
+	if err := cons.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the node went before its pod: %v", err)
+	}
 }
