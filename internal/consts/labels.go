@@ -46,6 +46,13 @@ const (
 	// PeerGoneAnnotation ("true") on a ForeignCluster says the peer is gone for good: local
 	// cleanup finishes without reaching it.
 	PeerGoneAnnotation = "liqo.io/peer-gone"
+	// SchedulingEnabledLabel ("true") marks, on the consumer, a namespace whose pods the
+	// pod-placement admission webhook shapes after the namespace's NamespaceOffloading
+	// (tolerations and node affinity). The namespace-offloading controller sets it while a
+	// NamespaceOffloading named offloading exists in the namespace and removes it afterwards;
+	// the webhook's namespaceSelector matches only such namespaces, so a webhook that is down
+	// never blocks pods of other namespaces. Upstream Liqo uses the same label.
+	SchedulingEnabledLabel = "liqo.io/scheduling-enabled"
 )
 
 const (
