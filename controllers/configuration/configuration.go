@@ -1,7 +1,9 @@
 // Package configuration reconciles network Configurations: it checks the remote cluster's CIDRs
 // against the local cluster's pod, service and external CIDRs and against the CIDRs already
 // used for other peers, allocates a remapped CIDR from a pool when they overlap, and reports
-// how the local cluster sees the remote one in the Configuration's status.
+// how the local cluster sees the remote one in the Configuration's status. Each remote CIDR also
+// gets an ipam.liqo.io Network in the Configuration's namespace, owned by the Configuration (see
+// consts.NetworkCIDRTypeLabel): spec.cidr is the remote CIDR, status.cidr the local view of it.
 package configuration
 
 import (
@@ -15,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
@@ -42,8 +46,8 @@ type Reconciler struct {
 	Pool []string
 }
 
-// SetupWithManager registers the reconciler: it runs for every Configuration, and again for all
-// of them when one changes (another peer's CIDRs may free or take a range).
+// SetupWithManager registers the reconciler: it runs for every Configuration, when one of its
+// Networks changes, and for all of them when one of the local cluster's own Networks changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := &netv1beta1.ConfigurationList{}
@@ -59,7 +63,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("configuration").
 		For(&netv1beta1.Configuration{}).
-		Watches(&ipamv1alpha1.Network{}, all).
+		Owns(&ipamv1alpha1.Network{}).
+		// The local cluster's own Networks are among the CIDRs every Configuration must avoid.
+		Watches(&ipamv1alpha1.Network{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			_, local := o.GetLabels()[consts.NetworkTypeLabel]
+			return local
+		}))).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the configuration controller: %w", err)
@@ -108,16 +117,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := conf.DeepCopy()
 	conf.Status.Remote = status
 	meta.SetStatusCondition(&conf.Status.Conditions, cond)
-	if equalStatus(before.Status, conf.Status) {
-		return ctrl.Result{}, nil
-	}
-	if err := r.Client.Status().Update(ctx, conf); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	if !equalStatus(before.Status, conf.Status) {
+		if err := r.Client.Status().Update(ctx, conf); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("updating status of configuration %s: %w", req.NamespacedName, err)
 		}
-		return ctrl.Result{}, fmt.Errorf("updating status of configuration %s: %w", req.NamespacedName, err)
+		logger.Info("configuration status written", "remapped", remapped, "ready", cond.Status)
 	}
-	logger.Info("configuration status written", "remapped", remapped, "ready", cond.Status)
+	if err := r.syncNetworks(ctx, conf); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, allocErr
 }
 

@@ -84,3 +84,15 @@ const (
 	// ExternalCIDRNetwork is the type (and name) of the cluster's external CIDR Network.
 	ExternalCIDRNetwork = "external-cidr"
 )
+
+// A peer's networks as the local cluster sees them: one ipam.liqo.io Network per remote CIDR of a
+// Configuration, in the Configuration's namespace and owned by it, with the remote CIDR in
+// spec.cidr and the local view of it (the remapped CIDR, or the same one) in status.cidr.
+const (
+	// NetworkCIDRTypeLabel gives which of a Configuration's remote CIDRs a Network stands for.
+	NetworkCIDRTypeLabel = "configuration.liqo.io/cidr-type"
+	// PodCIDRType is NetworkCIDRTypeLabel's value for a remote pod CIDR.
+	PodCIDRType = "pod"
+	// ExternalCIDRType is NetworkCIDRTypeLabel's value for a remote external CIDR.
+	ExternalCIDRType = "external"
+)

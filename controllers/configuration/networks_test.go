@@ -1,0 +1,117 @@
+package configuration_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// TestConfigurationNetworks checks the ipam Networks of a Configuration: one per remote CIDR,
+// with the remote CIDR in spec and the remapped one in status; a CIDR removed from the spec
+// loses its Network; deleting the Configuration deletes them all (owner references, collected by
+// kube-controller-manager).
+func TestConfigurationNetworks(t *testing.T) {
+	ctx := t.Context()
+	env := testenv.New(t, testenv.ClusterOptions{Name: "a", ControllerManager: true})
+	cl := env.Cluster("a")
+	c := cl.Client
+	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&configuration.Reconciler{Client: mgr.GetClient(), Pool: []string{"10.64.0.0/14"}}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t-b"}}); err != nil {
+		t.Fatal(err)
+	}
+	conf := &netv1beta1.Configuration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "t-b", Name: "b", Labels: map[string]string{consts.RemoteClusterIDLabel: "cluster-b"}},
+		Spec: netv1beta1.ConfigurationSpec{
+			Local: &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{"10.0.0.0/16"}}},
+			Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+				Pod: []netv1beta1.CIDR{"10.0.0.0/16"}, External: []netv1beta1.CIDR{"172.16.0.0/16"}}},
+		},
+	}
+	if err := c.Create(ctx, conf); err != nil {
+		t.Fatal(err)
+	}
+
+	// networks lists the Networks of namespace t-b as "name type spec->status", sorted.
+	networks := func() ([]string, error) {
+		list := &ipamv1alpha1.NetworkList{}
+		if err := c.List(ctx, list, client.InNamespace("t-b")); err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, n := range list.Items {
+			if !metav1.IsControlledBy(&n, conf) || n.Labels[consts.RemoteClusterIDLabel] != "cluster-b" {
+				return nil, fmt.Errorf("network %s: owners %v, labels %v; want controlled by the Configuration, labelled with the remote cluster", n.Name, n.OwnerReferences, n.Labels)
+			}
+			out = append(out, fmt.Sprintf("%s %s %s->%s", n.Name, n.Labels[consts.NetworkCIDRTypeLabel], n.Spec.CIDR, n.Status.CIDR))
+		}
+		sort.Strings(out)
+		return out, nil
+	}
+	waitNetworks := func(what string, want ...string) {
+		t.Helper()
+		var got []string
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if got, err = networks(); err == nil && strings.Join(got, "\n") == strings.Join(want, "\n") {
+				return
+			}
+		}
+		t.Fatalf("%s: networks %q (err %v), want %q", what, got, err, want)
+	}
+
+	// The pod CIDR overlaps the local one and is remapped; the external one is kept.
+	waitNetworks("created",
+		"b-external-172-16-0-0-16 external 172.16.0.0/16->172.16.0.0/16",
+		"b-pod-10-0-0-0-16 pod 10.0.0.0/16->10.64.0.0/16")
+
+	// A new external CIDR: the old one's Network goes (spec.cidr cannot change), a new one comes.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(conf), conf); err != nil {
+		t.Fatal(err)
+	}
+	conf.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"10.0.0.0/24"}
+	if err := c.Update(ctx, conf); err != nil {
+		t.Fatal(err)
+	}
+	waitNetworks("external CIDR changed",
+		"b-external-10-0-0-0-24 external 10.0.0.0/24->10.65.0.0/24",
+		"b-pod-10-0-0-0-16 pod 10.0.0.0/16->10.64.0.0/16")
+
+	// The Configuration goes, and its Networks with it.
+	if err := c.Delete(ctx, conf); err != nil {
+		t.Fatal(err)
+	}
+	waitNetworks("configuration deleted")
+}
