@@ -44,7 +44,8 @@ func certificates(data map[string][]byte, hosts []string, now time.Time) (out ma
 		return nil, false, errors.New("no host to issue the webhook serving certificate for")
 	}
 	ca, caKey, caErr := parseCA(data)
-	if caErr == nil && ca.NotAfter.Sub(now) < renewBefore+servingValidity/4 {
+	// The CA must outlive every serving certificate it signs until that one is renewed.
+	if caErr == nil && ca.NotAfter.Sub(now) < servingValidity+renewBefore {
 		caErr = fmt.Errorf("the CA expires on %s", ca.NotAfter.Format(time.RFC3339))
 	}
 	if caErr == nil {
