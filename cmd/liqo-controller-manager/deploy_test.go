@@ -13,6 +13,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -158,6 +159,28 @@ func TestChartRunsTheManager(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "forbidden") {
 		t.Errorf("the manager was refused something:\n%s", grep(out.String(), "forbidden"))
+	}
+	// It binds consumers to the peer ClusterRoles (the API server's escalation check), creates
+	// and deletes their remote namespaces, and binds no other ClusterRole.
+	sa := "system:serviceaccount:" + consts.LiqoNamespace + ":liqo-controller-manager"
+	for _, c := range []struct {
+		attrs authorizationv1.ResourceAttributes
+		want  bool
+	}{
+		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind", Name: "liqo-remote-workload"}, true},
+		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind", Name: "liqo-remote-controlplane"}, true},
+		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind", Name: "cluster-admin"}, false},
+		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Verb: "create", Namespace: "any"}, true},
+		{authorizationv1.ResourceAttributes{Resource: "namespaces", Verb: "create"}, true},
+		{authorizationv1.ResourceAttributes{Resource: "namespaces", Verb: "delete", Name: "any"}, true},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: sa, ResourceAttributes: &c.attrs}}
+		if err := cl.Client.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != c.want {
+			t.Errorf("the chart's ServiceAccount may %s %s %s: %v, want %v", c.attrs.Verb, c.attrs.Resource, c.attrs.Name, sar.Status.Allowed, c.want)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -31,6 +31,8 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayclient"
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayserver"
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
+	"github.com/peerkit/terraform-provider-liqo/controllers/namespaceoffloading"
 	"github.com/peerkit/terraform-provider-liqo/controllers/negotiation"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
@@ -226,6 +228,12 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := replication.NewNamespaceMapReconciler(mgr.GetClient(), o.identity.ClusterID).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap replication reconciler: %w", err)
+	}
+	if err := (&namespaceoffloading.Reconciler{Client: mgr.GetClient(), LocalClusterID: o.identity.ClusterID}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NamespaceOffloading reconciler: %w", err)
+	}
+	if err := (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-namespacemap")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NamespaceMap reconciler: %w", err)
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)

@@ -1,0 +1,307 @@
+// Package namespacemap reconciles, on the provider, the NamespaceMaps that consumers replicate
+// into their tenant namespaces. For each desired mapping local -> remote it creates namespace
+// remote (labelled offloading.liqo.io/remote-namespace=true and liqo.io/remote-cluster-id=<consumer>,
+// annotated offloading.liqo.io/origin-namespace=<local>), binds the ClusterRole
+// liqo-remote-workload there to the consumer's user, and reports status.currentMapping[local] =
+// {remote, Accepted}. A name taken by a namespace that is not the consumer's remote namespace
+// for local is reported as CreationLoopBackOff with an Event. Mappings withdrawn from the spec
+// have their namespace deleted (Terminating until it is gone, then the entry disappears), and a
+// deleted map has all its namespaces deleted before it goes (finalizer).
+//
+// The consumer is the one named by the tenant namespace the map lives in, never by the map's
+// own labels, which the consumer writes: a consumer cannot act on another's namespaces.
+package namespacemap
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+const (
+	// Finalizer keeps a replicated NamespaceMap until the namespaces it created are gone.
+	Finalizer = "offloading.liqo.io/namespace-map"
+	// RoleBindingName is the binding of the consumer's user in each of its remote namespaces.
+	RoleBindingName = "liqo-binding-liqo-remote-workload"
+	// Event reasons.
+	reasonConflict       = "NamespaceConflict"
+	reasonCreationFailed = "NamespaceCreationFailed"
+	reasonWrongTenant    = "WrongTenantNamespace"
+)
+
+// Reconciler reconciles the NamespaceMaps replicated to this (provider) cluster.
+type Reconciler struct {
+	// Client reads and writes the provider cluster.
+	Client client.Client
+	// Recorder records why a remote namespace cannot be created, as Events on the NamespaceMap.
+	Recorder events.EventRecorder
+}
+
+// isCopy tells whether a NamespaceMap is a consumer's replicated one (not a local original).
+func isCopy(o client.Object) bool {
+	return o.GetLabels()[replication.OriginClusterIDLabel] != "" && o.GetLabels()[consts.ReplicationLabel] != "true"
+}
+
+// Reconcile brings the namespaces of one replicated NamespaceMap in line, and its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nm := &offv1beta1.NamespaceMap{}
+	if err := r.Client.Get(ctx, req.NamespacedName, nm); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !isCopy(nm) {
+		return reconcile.Result{}, nil
+	}
+	consumer, err := r.consumerOf(ctx, nm)
+	if err != nil || consumer == "" {
+		return reconcile.Result{}, err
+	}
+	deleting := nm.DeletionTimestamp != nil
+	if deleting && !controllerutil.ContainsFinalizer(nm, Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	if !deleting && controllerutil.AddFinalizer(nm, Finalizer) {
+		if err := r.Client.Update(ctx, nm); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding finalizer to NamespaceMap %s: %w", req, err)
+		}
+	}
+
+	ours := &corev1.NamespaceList{}
+	if err := r.Client.List(ctx, ours, client.MatchingLabels{consts.RemoteNamespaceLabel: "true", consts.RemoteClusterIDLabel: consumer}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing the remote namespaces of %s: %w", consumer, err)
+	}
+	desired := nm.Spec.DesiredMapping
+	if deleting {
+		desired = nil
+	}
+	current := map[string]offv1beta1.RemoteNamespaceStatus{}
+	// Withdrawn or renamed mappings: their namespace goes.
+	for i := range ours.Items {
+		ns := &ours.Items[i]
+		local := ns.Annotations[consts.OriginNamespaceAnnotation]
+		if want, ok := desired[local]; ok && want == ns.Name {
+			continue
+		}
+		if ns.DeletionTimestamp == nil {
+			if err := r.Client.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("deleting namespace %s, withdrawn by %s: %w", ns.Name, consumer, err)
+			}
+			log.FromContext(ctx).Info("deleting remote namespace", "namespace", ns.Name, "consumer", consumer, "origin", local)
+		}
+		if local != "" {
+			current[local] = offv1beta1.RemoteNamespaceStatus{RemoteNamespace: ns.Name, Phase: offv1beta1.MappingTerminating}
+		}
+	}
+	if deleting {
+		if err := r.writeStatus(ctx, nm, current); err != nil {
+			return reconcile.Result{}, err
+		}
+		if len(ours.Items) > 0 {
+			return reconcile.Result{}, nil // the namespaces' watch brings it back
+		}
+		controllerutil.RemoveFinalizer(nm, Finalizer)
+		if err := r.Client.Update(ctx, nm); err != nil {
+			return reconcile.Result{}, fmt.Errorf("releasing NamespaceMap %s: %w", req, err)
+		}
+		return reconcile.Result{}, nil
+	}
+
+	locals := make([]string, 0, len(desired))
+	for local := range desired {
+		locals = append(locals, local)
+	}
+	sort.Strings(locals)
+	for _, local := range locals {
+		if _, busy := current[local]; busy {
+			continue // its previous namespace is still going: the new one comes after
+		}
+		status, err := r.ensureNamespace(ctx, nm, consumer, local, desired[local])
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		current[local] = status
+	}
+	return reconcile.Result{}, r.writeStatus(ctx, nm, current)
+}
+
+// consumerOf is the consumer a map belongs to: the cluster of its tenant namespace. "" (with
+// an Event) when the map is not in a tenant namespace or claims another cluster.
+func (r *Reconciler) consumerOf(ctx context.Context, nm *offv1beta1.NamespaceMap) (string, error) {
+	tenant := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: nm.Namespace}, tenant); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil // the map goes with its namespace
+		}
+		return "", fmt.Errorf("reading the namespace of NamespaceMap %s/%s: %w", nm.Namespace, nm.Name, err)
+	}
+	consumer := tenant.Labels[consts.RemoteClusterIDLabel]
+	if tenant.Labels[consts.TenantNamespaceLabel] != "true" || consumer == "" || nm.Labels[consts.RemoteClusterIDLabel] != consumer {
+		r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, reasonWrongTenant, "Verify",
+			"namespace %s is not the tenant namespace of cluster %q (labels %s=true, %s=<cluster>): the map is ignored; replicate it into the consumer's own tenant namespace",
+			nm.Namespace, nm.Labels[consts.RemoteClusterIDLabel], consts.TenantNamespaceLabel, consts.RemoteClusterIDLabel)
+		log.FromContext(ctx).Info("NamespaceMap not in its consumer's tenant namespace: ignored", "map", client.ObjectKeyFromObject(nm))
+		return "", nil
+	}
+	return consumer, nil
+}
+
+// ensureNamespace creates (or confirms) the consumer's namespace remote for local, with the
+// consumer's binding, and returns its state.
+func (r *Reconciler) ensureNamespace(ctx context.Context, nm *offv1beta1.NamespaceMap, consumer, local, remote string) (offv1beta1.RemoteNamespaceStatus, error) {
+	state := func(p offv1beta1.MappingPhase) offv1beta1.RemoteNamespaceStatus {
+		return offv1beta1.RemoteNamespaceStatus{RemoteNamespace: remote, Phase: p}
+	}
+	if errs := validation.IsDNS1123Label(remote); len(errs) > 0 {
+		r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, reasonCreationFailed, "CreateNamespace",
+			"cannot create namespace %q for namespace %s of cluster %s: %s; choose another remote name on the consumer",
+			remote, local, consumer, strings.Join(errs, "; "))
+		return state(offv1beta1.MappingCreationLoopBackOff), nil
+	}
+	ns := &corev1.Namespace{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: remote}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remote,
+			Labels:      map[string]string{consts.RemoteNamespaceLabel: "true", consts.RemoteClusterIDLabel: consumer},
+			Annotations: map[string]string{consts.OriginNamespaceAnnotation: local}}}
+		if err := r.Client.Create(ctx, ns); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return offv1beta1.RemoteNamespaceStatus{}, fmt.Errorf("creating namespace %s for %s: %w", remote, consumer, err) // retried: who owns it?
+			}
+			r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, reasonCreationFailed, "CreateNamespace",
+				"cannot create namespace %s for namespace %s of cluster %s: %v; choose another remote name on the consumer", remote, local, consumer, err)
+			return state(offv1beta1.MappingCreationLoopBackOff), nil
+		}
+		log.FromContext(ctx).Info("created remote namespace", "namespace", remote, "consumer", consumer, "origin", local)
+	case err != nil:
+		return offv1beta1.RemoteNamespaceStatus{}, fmt.Errorf("reading namespace %s for %s: %w", remote, consumer, err)
+	case ns.Labels[consts.RemoteNamespaceLabel] != "true" || ns.Labels[consts.RemoteClusterIDLabel] != consumer ||
+		ns.Annotations[consts.OriginNamespaceAnnotation] != local:
+		r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, reasonConflict, "CreateNamespace",
+			"namespace %s already exists on this cluster and is not the remote namespace of %s for its namespace %s: "+
+				"delete or rename namespace %s on this cluster, or offload %s under another name "+
+				"(NamespaceOffloading namespaceMappingStrategy DefaultName, or SelectedName with another remoteNamespaceName)",
+			remote, consumer, local, remote, local)
+		return state(offv1beta1.MappingCreationLoopBackOff), nil
+	case ns.DeletionTimestamp != nil:
+		return state(offv1beta1.MappingTerminating), nil // recreated once gone
+	}
+	if err := r.ensureBinding(ctx, remote, consumer); err != nil {
+		return offv1beta1.RemoteNamespaceStatus{}, err
+	}
+	return state(offv1beta1.MappingAccepted), nil
+}
+
+// ensureBinding binds liqo-remote-workload in a remote namespace to the consumer's user, and
+// to nobody else.
+func (r *Reconciler) ensureBinding(ctx context.Context, namespace, consumer string) error {
+	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusteridentity.RemoteWorkloadClusterRole}
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumer}}
+	rb := &rbacv1.RoleBinding{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: RoleBindingName}, rb)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading RoleBinding %s/%s: %w", namespace, RoleBindingName, err)
+	case rb.RoleRef != roleRef: // immutable: replaced
+		if err := r.Client.Delete(ctx, rb); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("replacing RoleBinding %s/%s, bound to %s: %w", namespace, RoleBindingName, rb.RoleRef.Name, err)
+		}
+	case !equality.Semantic.DeepEqual(rb.Subjects, subjects):
+		rb.Subjects = subjects
+		if err := r.Client.Update(ctx, rb); err != nil {
+			return fmt.Errorf("restoring the subjects of RoleBinding %s/%s: %w", namespace, RoleBindingName, err)
+		}
+		return nil
+	default:
+		return nil
+	}
+	rb = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: RoleBindingName,
+		Labels: map[string]string{consts.RemoteClusterIDLabel: consumer}}, RoleRef: roleRef, Subjects: subjects}
+	if err := r.Client.Create(ctx, rb); err != nil {
+		return fmt.Errorf("binding %s to ClusterRole %s in namespace %s (the controller manager needs the bind verb on that ClusterRole): %w",
+			consumer, roleRef.Name, namespace, err)
+	}
+	return nil
+}
+
+// writeStatus patches status.currentMapping when it changed.
+func (r *Reconciler) writeStatus(ctx context.Context, nm *offv1beta1.NamespaceMap, current map[string]offv1beta1.RemoteNamespaceStatus) error {
+	if len(current) == 0 {
+		current = nil
+	}
+	if equality.Semantic.DeepEqual(nm.Status.CurrentMapping, current) {
+		return nil
+	}
+	before := nm.DeepCopy()
+	nm.Status.CurrentMapping = current
+	if err := r.Client.Status().Patch(ctx, nm, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("writing the status of NamespaceMap %s/%s: %w", nm.Namespace, nm.Name, err)
+	}
+	return nil
+}
+
+// SetupWithManager watches replicated NamespaceMaps, namespaces (the consumers' remote ones,
+// and any namespace a map asks for, so a conflict clears when the namespace goes) and the
+// bindings in remote namespaces.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	mapsFor := func(ctx context.Context, consumer, name string) []reconcile.Request {
+		maps := &offv1beta1.NamespaceMapList{}
+		if err := mgr.GetClient().List(ctx, maps, client.HasLabels{replication.OriginClusterIDLabel}); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range maps.Items {
+			m := &maps.Items[i]
+			hit := consumer != "" && m.Labels[consts.RemoteClusterIDLabel] == consumer
+			for _, remote := range m.Spec.DesiredMapping {
+				hit = hit || remote == name
+			}
+			if hit {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
+			}
+		}
+		return out
+	}
+	ofNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		consumer := ""
+		if o.GetLabels()[consts.RemoteNamespaceLabel] == "true" {
+			consumer = o.GetLabels()[consts.RemoteClusterIDLabel]
+		}
+		return mapsFor(ctx, consumer, o.GetName())
+	})
+	ofBinding := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return mapsFor(ctx, "", o.GetNamespace())
+	})
+	if err := ctrl.NewControllerManagedBy(mgr).Named("namespacemap").
+		For(&offv1beta1.NamespaceMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(isCopy))).
+		Watches(&corev1.Namespace{}, ofNamespace).
+		Watches(&rbacv1.RoleBinding{}, ofBinding, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == RoleBindingName
+		}))).
+		Complete(r); err != nil {
+		return fmt.Errorf("building the NamespaceMap controller: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package namespacemap_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
+	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
+		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func tenantNamespace(name, consumer string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{consts.TenantNamespaceLabel: "true", consts.RemoteClusterIDLabel: consumer}}}
+}
+
+// replicated is a NamespaceMap as the replication controller of consumer writes it.
+func replicated(namespace, consumer string, desired map[string]string) *offv1beta1.NamespaceMap {
+	return &offv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "cl-provider",
+		Labels:      map[string]string{replication.OriginClusterIDLabel: consumer, consts.RemoteClusterIDLabel: consumer},
+		Annotations: map[string]string{replication.OriginNamespaceAnnotation: "liqo-tenant-cl-provider"}},
+		Spec: offv1beta1.NamespaceMapSpec{DesiredMapping: desired}}
+}
+
+// TestNamespaceMap runs the provider's controller on replicated maps: remote namespaces are
+// created with the consumer's binding (repaired if deleted) and reported Accepted; a renamed
+// mapping replaces its namespace; an invalid name is reported with an Event; a map claiming
+// another consumer, or a consumer's local original, does nothing; deleting a map deletes its
+// namespaces before it goes.
+func TestNamespaceMap(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", ControllerManager: true}) // namespaces finish deleting
+	prov := env.Cluster("provider")
+	ctx := t.Context()
+	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(prov.Config, ctrl.Options{Scheme: prov.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespacemap")}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	const tenantA, tenantB = "liqo-tenant-cl-a", "liqo-tenant-cl-b"
+	for _, ns := range []*corev1.Namespace{tenantNamespace(tenantA, "cl-a"), tenantNamespace(tenantB, "cl-b")} {
+		if err := prov.Client.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nm := replicated(tenantA, "cl-a", map[string]string{"demo": "demo-cl-a", "web": "web"})
+	if err := prov.Client.Create(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(nm)
+	statusIs := func(want map[string]offv1beta1.RemoteNamespaceStatus) func(context.Context) bool {
+		return func(ctx context.Context) bool {
+			if prov.Client.Get(ctx, key, nm) != nil || len(nm.Status.CurrentMapping) != len(want) {
+				return false
+			}
+			for k, v := range want {
+				if nm.Status.CurrentMapping[k] != v {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	accepted := func(remote string) offv1beta1.RemoteNamespaceStatus {
+		return offv1beta1.RemoteNamespaceStatus{RemoteNamespace: remote, Phase: offv1beta1.MappingAccepted}
+	}
+	poll(t, "both namespaces Accepted", statusIs(map[string]offv1beta1.RemoteNamespaceStatus{"demo": accepted("demo-cl-a"), "web": accepted("web")}))
+	for local, remote := range map[string]string{"demo": "demo-cl-a", "web": "web"} {
+		ns := &corev1.Namespace{}
+		if err := prov.Client.Get(ctx, client.ObjectKey{Name: remote}, ns); err != nil {
+			t.Fatal(err)
+		}
+		if ns.Labels[consts.RemoteNamespaceLabel] != "true" || ns.Labels[consts.RemoteClusterIDLabel] != "cl-a" || ns.Annotations[consts.OriginNamespaceAnnotation] != local {
+			t.Errorf("namespace %s: labels %v annotations %v", remote, ns.Labels, ns.Annotations)
+		}
+		rb := &rbacv1.RoleBinding{}
+		if err := prov.Client.Get(ctx, client.ObjectKey{Namespace: remote, Name: namespacemap.RoleBindingName}, rb); err != nil {
+			t.Fatal(err)
+		}
+		if rb.RoleRef.Name != clusteridentity.RemoteWorkloadClusterRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "cl-a" || rb.Subjects[0].Kind != rbacv1.UserKind {
+			t.Errorf("binding in %s: %+v %+v", remote, rb.RoleRef, rb.Subjects)
+		}
+	}
+	if !strings.Contains(strings.Join(nm.Finalizers, ","), namespacemap.Finalizer) {
+		t.Errorf("finalizers %v, want %s", nm.Finalizers, namespacemap.Finalizer)
+	}
+
+	// A deleted binding comes back.
+	if err := prov.Client.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: namespacemap.RoleBindingName}}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the binding restored", func(ctx context.Context) bool {
+		return prov.Client.Get(ctx, client.ObjectKey{Namespace: "web", Name: namespacemap.RoleBindingName}, &rbacv1.RoleBinding{}) == nil
+	})
+
+	// A map in cl-b's tenant namespace claiming to be cl-a's, asking for nothing, deletes
+	// nothing of cl-a's; a consumer's original (replication label) is not acted on.
+	spoof := replicated(tenantB, "cl-a", nil)
+	original := replicated(tenantB, "cl-b", map[string]string{"x": "original-x"})
+	original.Name = "original"
+	original.Labels = map[string]string{consts.ReplicationLabel: "true", consts.RemoteClusterIDLabel: "cl-b"}
+	for _, o := range []client.Object{spoof, original} {
+		if err := prov.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll(t, "an Event on the spoofing map", func(ctx context.Context) bool {
+		evs := &eventsv1.EventList{}
+		if prov.Client.List(ctx, evs, client.InNamespace(tenantB)) != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "WrongTenantNamespace" && e.Regarding.Name == spoof.Name {
+				return true
+			}
+		}
+		return false
+	})
+
+	// Rename one mapping and add an invalid one.
+	if err := prov.Client.Get(ctx, key, nm); err != nil {
+		t.Fatal(err)
+	}
+	nm.Spec.DesiredMapping["web"] = "web-renamed"
+	nm.Spec.DesiredMapping["bad"] = "Not_A_Name"
+	if err := prov.Client.Update(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the renamed namespace Accepted, the invalid one failed", statusIs(map[string]offv1beta1.RemoteNamespaceStatus{
+		"demo": accepted("demo-cl-a"), "web": accepted("web-renamed"),
+		"bad": {RemoteNamespace: "Not_A_Name", Phase: offv1beta1.MappingCreationLoopBackOff}}))
+	poll(t, "the old namespace gone", func(ctx context.Context) bool {
+		return apierrors.IsNotFound(prov.Client.Get(ctx, client.ObjectKey{Name: "web"}, &corev1.Namespace{}))
+	})
+	evs := &eventsv1.EventList{}
+	if err := prov.Client.List(ctx, evs, client.InNamespace(tenantA)); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range evs.Items {
+		found = found || (e.Reason == "NamespaceCreationFailed" && strings.Contains(e.Note, "Not_A_Name"))
+	}
+	if !found {
+		t.Errorf("no NamespaceCreationFailed Event naming Not_A_Name in %s", tenantA)
+	}
+	for _, name := range []string{"demo-cl-a", "original-x"} {
+		err := prov.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+		if name == "demo-cl-a" && err != nil {
+			t.Errorf("cl-a's namespace deleted by another tenant's map: %v", err)
+		}
+		if name == "original-x" && !apierrors.IsNotFound(err) {
+			t.Errorf("namespace created for a consumer's original map: %v", err)
+		}
+	}
+
+	// Deleting the map deletes its namespaces, then the map.
+	if err := prov.Client.Delete(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the namespaces, then the map, gone", func(ctx context.Context) bool {
+		left := &corev1.NamespaceList{}
+		return prov.Client.List(ctx, left, client.MatchingLabels{consts.RemoteClusterIDLabel: "cl-a", consts.RemoteNamespaceLabel: "true"}) == nil &&
+			len(left.Items) == 0 && apierrors.IsNotFound(prov.Client.Get(ctx, key, &offv1beta1.NamespaceMap{}))
+	})
+}
