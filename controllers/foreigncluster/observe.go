@@ -20,7 +20,8 @@ type observation struct {
 	tenantNamespaces []string
 	tenants          []authv1beta1.Tenant
 	identities       []authv1beta1.Identity
-	slices           []authv1beta1.ResourceSlice
+	slices           []authv1beta1.ResourceSlice // asked of the remote cluster (it provides)
+	granted          []authv1beta1.ResourceSlice // asked by the remote cluster (it consumes)
 	configurations   []netv1beta1.Configuration
 	gatewayServers   []netv1beta1.GatewayServer
 	gatewayClients   []netv1beta1.GatewayClient
@@ -31,7 +32,7 @@ type observation struct {
 
 // empty reports whether nothing refers to the remote cluster any more.
 func (o *observation) empty() bool {
-	return len(o.tenantNamespaces)+len(o.tenants)+len(o.identities)+len(o.slices)+len(o.configurations)+
+	return len(o.tenantNamespaces)+len(o.tenants)+len(o.identities)+len(o.slices)+len(o.granted)+len(o.configurations)+
 		len(o.gatewayServers)+len(o.gatewayClients)+len(o.connections)+len(o.virtualNodes)+len(o.nodes) == 0
 }
 
@@ -75,6 +76,9 @@ func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*o
 	for _, s := range slices.Items {
 		if s.Spec.ProviderClusterID != nil && *s.Spec.ProviderClusterID == id {
 			o.slices = append(o.slices, s)
+		}
+		if s.Spec.ConsumerClusterID != nil && *s.Spec.ConsumerClusterID == id {
+			o.granted = append(o.granted, s)
 		}
 	}
 
@@ -206,13 +210,16 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 	st.Modules.Networking = module(net, old.Modules.Networking.Conditions, now)
 	st.Modules.Authentication = module(auth, old.Modules.Authentication.Conditions, now)
 	st.Modules.Offloading = module(off, old.Modules.Offloading.Conditions, now)
+	// A provider offloads for its consumer once it holds its slices (the virtual nodes and
+	// their conditions are on the consumer's side).
+	st.Modules.Offloading.Enabled = st.Modules.Offloading.Enabled || len(o.granted) > 0
 	return st
 }
 
-// role is the remote cluster's role: a Consumer when we keep a Tenant for it, a Provider when
-// we hold an identity or slices from it.
+// role is the remote cluster's role: a Consumer when we keep a Tenant or slices for it, a
+// Provider when we hold an identity or slices from it.
 func (o *observation) role() corev1beta1.RoleType {
-	consumer := len(o.tenants) > 0
+	consumer := len(o.tenants) > 0 || len(o.granted) > 0
 	provider := len(o.identities) > 0 || len(o.slices) > 0 || len(o.virtualNodes) > 0
 	switch {
 	case consumer && provider:

@@ -35,11 +35,17 @@ const (
 type Reconciler struct {
 	// Client reads and writes the local cluster.
 	Client client.Client
+	// LocalClusterID is this cluster's ID: objects name it too (a slice names both its
+	// consumer and its provider), and a cluster is not its own peer.
+	LocalClusterID corev1beta1.ClusterID
 }
 
 // Reconcile brings the ForeignCluster of one remote cluster ID in line with the local objects.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	id := corev1beta1.ClusterID(req.Name)
+	if id == r.LocalClusterID {
+		return reconcile.Result{}, nil
+	}
 	o, err := observe(ctx, r.Client, id)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -94,9 +100,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		case *authv1beta1.Identity:
 			return key(string(v.Spec.ClusterID))
 		case *authv1beta1.ResourceSlice:
+			var out []reconcile.Request
 			if v.Spec.ProviderClusterID != nil {
-				return key(string(*v.Spec.ProviderClusterID))
+				out = append(out, key(string(*v.Spec.ProviderClusterID))...)
 			}
+			if v.Spec.ConsumerClusterID != nil {
+				out = append(out, key(string(*v.Spec.ConsumerClusterID))...)
+			}
+			return out
 		case *offv1beta1.VirtualNode:
 			return key(string(v.Spec.ClusterID))
 		}
