@@ -201,7 +201,7 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&clusteridentity.Reconciler{Client: mgr.GetClient(), Config: o.identity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster identity reconciler: %w", err)
 	}
-	if err := (&foreigncluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&foreigncluster.Reconciler{Client: mgr.GetClient(), LocalClusterID: o.identity.ClusterID}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ForeignCluster reconciler: %w", err)
 	}
 	if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
