@@ -47,7 +47,7 @@ import (
 )
 
 // DefaultSecretName is the default name of the certificate Secret, in consts.LiqoNamespace.
-const DefaultSecretName = "liqo-webhook-certificate"
+const DefaultSecretName = "liqo-webhook-certificate" //nolint:gosec // a Secret's name, not a credential
 
 // DefaultBindAddress is where the webhook server listens by default.
 const DefaultBindAddress = ":9443"
