@@ -162,6 +162,7 @@ func TestNamespaceOffloading(t *testing.T) {
 		{"beta", offv1beta1.DefaultNameMappingStrategyType, "", "beta-cl-consumer"},
 		{"gamma", offv1beta1.SelectedNameMappingStrategyType, "gamma-remote", "gamma-remote"},
 	}
+	began := time.Now()
 	for _, c := range cases {
 		create(t, cons.Client, offloading(c.local, c.strategy, c.selected, selectRegion("eu")))
 	}
@@ -199,6 +200,7 @@ func TestNamespaceOffloading(t *testing.T) {
 			t.Errorf("%s: binding %+v %+v", c.local, rb.RoleRef, rb.Subjects)
 		}
 	}
+	t.Logf("three namespaces offloaded (Ready) %v after their NamespaceOffloadings were created", time.Since(began).Round(time.Millisecond))
 	// The consumer's one NamespaceMap for the provider, and its copy.
 	nm := &offv1beta1.NamespaceMap{}
 	if err := cons.Client.Get(ctx, client.ObjectKey{Namespace: consNS, Name: providerID}, nm); err != nil {
