@@ -26,6 +26,7 @@ func run(ctx context.Context, args []string) error {
 	root, _ := testenv.RepoRoot()
 	state := fs.String("state", filepath.Join(root, ".sandbox"), "folder for kubeconfigs, Terraform CLI config and supervisor files")
 	providerBin := fs.String("provider-bin", filepath.Join(root, "bin"), "folder holding terraform-provider-liqo (for dev_overrides)")
+	managerBin := fs.String("manager-bin", filepath.Join(root, "bin", "liqo-controller-manager"), "the liqo-controller-manager binary run for each cluster")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: liqo-sandbox [flags] up|down|serve\n")
 		fs.PrintDefaults()
@@ -37,14 +38,14 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("resolving -state: %w", err)
 	}
-	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, Out: os.Stdout}
+	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, Out: os.Stdout}
 	switch fs.Arg(0) {
 	case "up":
 		self, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("finding own executable: %w", err)
 		}
-		return sb.Up(ctx, self, "-state", abs, "-provider-bin", *providerBin, "serve")
+		return sb.Up(ctx, self, "-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "serve")
 	case "down":
 		return sb.Down(ctx)
 	case "serve":

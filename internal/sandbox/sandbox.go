@@ -59,6 +59,8 @@ type Sandbox struct {
 	StateDir string
 	// ProviderBinDir is the folder holding terraform-provider-liqo, for dev_overrides.
 	ProviderBinDir string
+	// ManagerBin is the liqo-controller-manager binary run for each cluster.
+	ManagerBin string
 	// Out receives progress and instructions.
 	Out io.Writer
 }
@@ -140,11 +142,17 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 	}
 	defer func() { _ = os.Remove(filepath.Join(s.StateDir, pidFile)) }()
 
-	env, err := testenv.Start(ctx, clusters()...)
+	opts := clusters()
+	env, err := testenv.Start(ctx, opts...)
 	if err != nil {
 		return err
 	}
+	var managers []*manager
 	defer func() {
+		fmt.Fprintln(s.Out, "stopping controller managers")
+		if err := stopManagers(managers); err != nil {
+			fmt.Fprintln(s.Out, err)
+		}
 		fmt.Fprintln(s.Out, "stopping clusters")
 		if err := env.Stop(); err != nil {
 			fmt.Fprintln(s.Out, err)
@@ -158,6 +166,10 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 	}
 	if err := os.WriteFile(filepath.Join(s.StateDir, envDirFile), []byte(env.Dir), 0o600); err != nil {
 		return fmt.Errorf("writing env folder: %w", err)
+	}
+	managers, err = s.startManagers(ctx, env, opts)
+	if err != nil {
+		return err
 	}
 	for _, c := range env.Clusters {
 		data, err := os.ReadFile(c.KubeconfigPath)

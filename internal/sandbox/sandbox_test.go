@@ -19,14 +19,15 @@ func TestSandboxUpDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "liqo-sandbox")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/liqo-sandbox").CombinedOutput(); err != nil {
-		t.Fatalf("building liqo-sandbox: %v\n%s", err, out)
+	bins := t.TempDir()
+	bin, managerBin := filepath.Join(bins, "liqo-sandbox"), filepath.Join(bins, "liqo-controller-manager")
+	if out, err := exec.Command("go", "build", "-o", bins, "../../cmd/liqo-sandbox", "../../cmd/liqo-controller-manager").CombinedOutput(); err != nil {
+		t.Fatalf("building liqo-sandbox and liqo-controller-manager: %v\n%s", err, out)
 	}
 	state := filepath.Join(t.TempDir(), "state")
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(bin, append([]string{"-state", state}, args...)...).CombinedOutput()
+		out, err := exec.Command(bin, append([]string{"-state", state, "-manager-bin", managerBin}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("liqo-sandbox %v: %v\n%s", args, err, out)
 		}
@@ -62,6 +63,13 @@ func TestSandboxUpDown(t *testing.T) {
 	}
 	if got := kubectl("consumer", "get", "crd", "foreignclusters.core.liqo.io", "-o", "name"); !strings.Contains(got, "foreignclusters") {
 		t.Errorf("consumer has no ForeignCluster CRD: %s", got)
+	}
+	// Each cluster runs our controller manager, which recorded the cluster's name as its ID.
+	for _, cluster := range []string{"consumer", "provider"} {
+		got := kubectl(cluster, "get", "configmap", "-n", "liqo", "liqo-clusterid-configmap", "-o", "jsonpath={.data.CLUSTER_ID}")
+		if got != cluster {
+			t.Errorf("cluster ID recorded by the controller manager of %s: %q", cluster, got)
+		}
 	}
 	if rc, err := os.ReadFile(filepath.Join(state, "terraformrc")); err != nil || !strings.Contains(string(rc), "dev_overrides") {
 		t.Errorf("terraformrc: %v\n%s", err, rc)
