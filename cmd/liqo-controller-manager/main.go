@@ -217,10 +217,10 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&identity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the identity reconciler: %w", err)
 	}
-	if err := (&gatewayserver.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage}).SetupWithManager(mgr); err != nil {
+	if err := (&gatewayserver.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage, Recorder: mgr.GetEventRecorder("liqo-gatewayserver")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gateway server reconciler: %w", err)
 	}
-	if err := (&gatewayclient.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage}).SetupWithManager(mgr); err != nil {
+	if err := (&gatewayclient.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage, Recorder: mgr.GetEventRecorder("liqo-gatewayclient")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gateway client reconciler: %w", err)
 	}
 	if err := replication.NewResourceSliceReconciler(mgr.GetClient(), o.identity.ClusterID).SetupWithManager(mgr); err != nil {

@@ -7,6 +7,8 @@ package workload
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	appsv1 "k8s.io/api/apps/v1"
@@ -49,6 +51,8 @@ type Params struct {
 	Image string
 	// Port is the UDP port the server listens on (server only).
 	Port int32
+	// Base is the template the Deployment starts from (Load); nil: the built-in one.
+	Base *Base
 }
 
 // Name is the name of the Deployment, ServiceAccount, Role and RoleBinding of a gateway.
@@ -126,36 +130,94 @@ func Ensure(ctx context.Context, c client.Client, p Params) (*appsv1.Deployment,
 	return dep, nil
 }
 
+// ContainerName is the name of the gateway's container in its pod.
+const ContainerName = "gateway"
+
+// renderDeployment makes dep the template's Deployment (p.Base; empty: the built-in one) with
+// what the gateway needs filled in. The controller owns: the selector and the pod labels it
+// selects on (added to the template's), the ServiceAccount, and in the container named
+// ContainerName (added when the template has none): the arguments that point the gateway at its
+// objects (the template's own are appended after them, so they can add or override flags of
+// liqo-gateway), the NET_ADMIN capability, the /dev/net/tun mount and, for servers, the UDP port.
+// The image is the template's when it sets one, else the controller's. One replica and the
+// Recreate strategy, unless the template says otherwise. Everything else is the template's.
 func renderDeployment(dep *appsv1.Deployment, p Params) {
+	base := p.Base
+	if base == nil {
+		base = &Base{}
+	}
 	image := p.Image
 	if image == "" {
 		image = DefaultImage
 	}
-	labels := Selector(p.Owner, p.Mode)
-	args := []string{"--mode=" + string(p.Mode), "--namespace=" + p.Owner.GetNamespace(), "--gateway=" + p.Owner.GetName(), "--secret=" + p.SecretName}
-	var ports []corev1.ContainerPort
-	if p.Mode == agent.ModeServer {
-		ports = []corev1.ContainerPort{{Name: "wireguard", ContainerPort: p.Port, Protocol: corev1.ProtocolUDP}}
+	selector := Selector(p.Owner, p.Mode)
+	dep.Labels = Merge(base.DeploymentMeta.Labels, selector)
+	if len(base.DeploymentMeta.Annotations) > 0 || dep.Annotations != nil {
+		dep.Annotations = Merge(dep.Annotations, base.DeploymentMeta.Annotations)
 	}
-	dep.Labels = labels
-	dep.Spec.Replicas = ptr.To[int32](1)
-	dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
-	// One gateway at a time: two would fight over the peer's session.
-	dep.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
-	dep.Spec.Template.Labels = labels
-	dep.Spec.Template.Spec.ServiceAccountName = Name(p.Owner)
-	dep.Spec.Template.Spec.Containers = []corev1.Container{{
-		Name:  "gateway",
-		Image: image,
-		Args:  args,
-		Ports: ports,
-		SecurityContext: &corev1.SecurityContext{
-			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}},
-		},
-		VolumeMounts: []corev1.VolumeMount{{Name: "dev-net-tun", MountPath: "/dev/net/tun"}},
-	}}
-	dep.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "dev-net-tun", VolumeSource: corev1.VolumeSource{
-		HostPath: &corev1.HostPathVolumeSource{Path: "/dev/net/tun", Type: ptr.To(corev1.HostPathCharDev)}}}}
+	spec := *base.Deployment.DeepCopy()
+	if spec.Replicas == nil {
+		spec.Replicas = ptr.To[int32](1)
+	}
+	spec.Selector = &metav1.LabelSelector{MatchLabels: selector}
+	if spec.Strategy.Type == "" {
+		// One gateway at a time: two would fight over the peer's session.
+		spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	}
+	spec.Template.Labels = Merge(spec.Template.Labels, selector)
+	spec.Template.Spec.ServiceAccountName = Name(p.Owner)
+	spec.Template.Spec.DeprecatedServiceAccount = ""
+
+	i := slices.IndexFunc(spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == ContainerName })
+	if i < 0 {
+		spec.Template.Spec.Containers = append([]corev1.Container{{Name: ContainerName}}, spec.Template.Spec.Containers...)
+		i = 0
+	}
+	ctr := &spec.Template.Spec.Containers[i]
+	if ctr.Image == "" {
+		ctr.Image = image
+	}
+	ctr.Args = append([]string{"--mode=" + string(p.Mode), "--namespace=" + p.Owner.GetNamespace(), "--gateway=" + p.Owner.GetName(),
+		"--secret=" + p.SecretName}, ctr.Args...)
+	if p.Mode == agent.ModeServer {
+		ctr.Ports = slices.DeleteFunc(ctr.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == PortName || cp.ContainerPort == p.Port })
+		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: PortName, ContainerPort: p.Port, Protocol: corev1.ProtocolUDP})
+	}
+	if ctr.SecurityContext == nil {
+		ctr.SecurityContext = &corev1.SecurityContext{}
+	}
+	if ctr.SecurityContext.Capabilities == nil {
+		ctr.SecurityContext.Capabilities = &corev1.Capabilities{}
+	}
+	if !slices.Contains(ctr.SecurityContext.Capabilities.Add, "NET_ADMIN") {
+		ctr.SecurityContext.Capabilities.Add = append(ctr.SecurityContext.Capabilities.Add, "NET_ADMIN")
+	}
+	if !slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == tunPath }) {
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: tunVolume, MountPath: tunPath})
+	}
+	if !slices.ContainsFunc(spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == tunVolume }) {
+		spec.Template.Spec.Volumes = append(spec.Template.Spec.Volumes, corev1.Volume{Name: tunVolume, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: tunPath, Type: ptr.To(corev1.HostPathCharDev)}}})
+	}
+	dep.Spec = spec
+}
+
+const (
+	tunVolume = "dev-net-tun"
+	tunPath   = "/dev/net/tun"
+	// PortName names the server's WireGuard port in its container and Service.
+	PortName = "wireguard"
+)
+
+// Merge returns a copy of base with over's entries added (over wins); nil when both are empty.
+func Merge(base, over map[string]string) map[string]string {
+	if len(base) == 0 && len(over) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(base)+len(over))
+	maps.Copy(out, base)
+	maps.Copy(out, over)
+	return out
 }
 
 func createOrUpdate(ctx context.Context, c client.Client, owner, obj client.Object, mutate func()) error {
@@ -167,4 +229,52 @@ func createOrUpdate(ctx context.Context, c client.Client, owner, obj client.Obje
 		return fmt.Errorf("writing %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
+}
+
+// InternalEndpoint is where the gateway of owner is reached inside its cluster, as upstream Liqo
+// reports it: the IP of its pod and the node the pod runs on. It picks, among the pods of the
+// gateway's Deployment that are not being deleted and have an IP, a ready one if any (the newest
+// first); nil when there is none.
+func InternalEndpoint(ctx context.Context, c client.Reader, owner client.Object, mode agent.Mode) (*netv1beta1.InternalGatewayEndpoint, error) {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(owner.GetNamespace()), client.MatchingLabels(Selector(owner, mode))); err != nil {
+		return nil, fmt.Errorf("listing the gateway pods of %s/%s: %w", owner.GetNamespace(), owner.GetName(), err)
+	}
+	var best *corev1.Pod
+	score := func(p *corev1.Pod) int {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				return 1
+			}
+		}
+		return 0
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		if best == nil || score(p) > score(best) ||
+			score(p) == score(best) && p.CreationTimestamp.After(best.CreationTimestamp.Time) {
+			best = p
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	ep := &netv1beta1.InternalGatewayEndpoint{IP: ptr.To(netv1beta1.IP(best.Status.PodIP))}
+	if best.Spec.NodeName != "" {
+		ep.Node = ptr.To(best.Spec.NodeName)
+	}
+	return ep, nil
+}
+
+// GatewayOfPod returns the name of the GatewayServer (mode server) or GatewayClient (mode client)
+// whose Deployment pod is, from its labels; "" when pod is no such gateway's.
+func GatewayOfPod(pod client.Object, mode agent.Mode) string {
+	l := pod.GetLabels()
+	if l[ComponentLabel] != "gateway-"+string(mode) {
+		return ""
+	}
+	return l[NameLabel]
 }
