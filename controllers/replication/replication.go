@@ -142,15 +142,16 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if local.GetLabels()[consts.ReplicationLabel] != "true" || providerID == "" {
 		return reconcile.Result{}, nil
 	}
-	if local.GetDeletionTimestamp() != nil && controllerutil.ContainsFinalizer(local, finalizer) {
-		gone, err := peerGone(ctx, r.Client, providerID)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if gone { // nobody to tell: the copy goes with the provider
+	gone, err := peerGone(ctx, r.Client, providerID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if gone { // nobody to reach: the copy goes with the provider
+		if local.GetDeletionTimestamp() != nil && controllerutil.ContainsFinalizer(local, finalizer) {
 			log.FromContext(ctx).Info("provider gone for good: releasing without deleting the copy", "provider", providerID)
 			return reconcile.Result{}, r.release(ctx, local)
 		}
+		return reconcile.Result{}, nil
 	}
 	p, err := r.peerFor(ctx, providerID)
 	if err != nil {
