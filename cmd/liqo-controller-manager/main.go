@@ -36,6 +36,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/negotiation"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
+	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
@@ -237,6 +238,9 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
+	}
+	if err := (&shadowpod.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-shadowpod")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ShadowPod reconciler: %w", err)
 	}
 	if err := (&virtualnode.SliceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the slice virtual-node reconciler: %w", err)

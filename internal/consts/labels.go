@@ -38,6 +38,10 @@ const (
 	ReflectedLabel = "offloading.liqo.io/reflected"
 	// OriginClusterIDLabel names the consumer a reflected object comes from (upstream Liqo's key).
 	OriginClusterIDLabel = "liqo.io/origin-cluster-id"
+	// OriginNodeLabel names, on a ShadowPod and the pod the provider makes of it, the consumer's
+	// virtual node the pod was offloaded through (upstream Liqo's key); with
+	// OriginClusterIDLabel and ReflectedLabel it tells which consumer and node the pod belongs to.
+	OriginNodeLabel = "offloading.liqo.io/nodename"
 	// RootCAConfigMap is the ConfigMap every namespace holds with the cluster's CA.
 	RootCAConfigMap = "kube-root-ca.crt"
 	// ReflectedRootCAConfigMap is the name the consumer's RootCAConfigMap has on the provider

@@ -48,6 +48,9 @@ type ClusterOptions struct {
 	// KWOKConfigs are more kwok configuration files, e.g. ClusterLogs and ClusterExec objects
 	// that simulate logs and exec for KWOK's pods (with KubeletAPI).
 	KWOKConfigs []string
+	// ControllerManagerArgs and SchedulerArgs are appended to kube-controller-manager's and
+	// kube-scheduler's command lines, e.g. --kube-api-qps for benchmarks.
+	ControllerManagerArgs, SchedulerArgs []string
 }
 
 // Cluster is one running control plane.
@@ -160,13 +163,13 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions) 
 	}
 
 	if opts.ControllerManager {
-		if err := c.startControllerManager(ctx, binDir, certDir); err != nil {
+		if err := c.startControllerManager(ctx, binDir, certDir, opts.ControllerManagerArgs); err != nil {
 			return c, err
 		}
 	}
 	if opts.Scheduler {
-		p, err := startProcess("kube-scheduler", filepath.Join(dir, "logs"), filepath.Join(binDir, "kube-scheduler"),
-			"--kubeconfig="+c.KubeconfigPath, "--secure-port=0", "--leader-elect=false")
+		args := append([]string{"--kubeconfig=" + c.KubeconfigPath, "--secure-port=0", "--leader-elect=false"}, opts.SchedulerArgs...)
+		p, err := startProcess("kube-scheduler", filepath.Join(dir, "logs"), filepath.Join(binDir, "kube-scheduler"), args...)
 		if err != nil {
 			return c, err
 		}
@@ -180,23 +183,24 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions) 
 	return c, c.checkProcesses()
 }
 
-func (c *Cluster) startControllerManager(ctx context.Context, binDir, certDir string) error {
+func (c *Cluster) startControllerManager(ctx context.Context, binDir, certDir string, extra []string) error {
 	flexDir := filepath.Join(c.Dir, "flexvolume")
 	if err := os.MkdirAll(flexDir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", flexDir, err)
 	}
-	p, err := startProcess("kube-controller-manager", filepath.Join(c.Dir, "logs"), filepath.Join(binDir, "kube-controller-manager"),
-		"--kubeconfig="+c.KubeconfigPath,
+	args := []string{
+		"--kubeconfig=" + c.KubeconfigPath,
 		"--secure-port=0",
 		"--leader-elect=false",
-		"--cluster-name="+c.Name,
+		"--cluster-name=" + c.Name,
 		"--use-service-account-credentials=false",
-		"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
-		"--root-ca-file="+filepath.Join(certDir, "serving-ca.crt"),
-		"--cluster-signing-cert-file="+filepath.Join(certDir, clientCACertFile),
-		"--cluster-signing-key-file="+filepath.Join(certDir, clientCAKeyFile),
-		"--flex-volume-plugin-dir="+flexDir,
-	)
+		"--service-account-private-key-file=" + filepath.Join(certDir, "sa-signer.key"),
+		"--root-ca-file=" + filepath.Join(certDir, "serving-ca.crt"),
+		"--cluster-signing-cert-file=" + filepath.Join(certDir, clientCACertFile),
+		"--cluster-signing-key-file=" + filepath.Join(certDir, clientCAKeyFile),
+		"--flex-volume-plugin-dir=" + flexDir,
+	}
+	p, err := startProcess("kube-controller-manager", filepath.Join(c.Dir, "logs"), filepath.Join(binDir, "kube-controller-manager"), append(args, extra...)...)
 	if err != nil {
 		return err
 	}

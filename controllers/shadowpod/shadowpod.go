@@ -1,0 +1,222 @@
+// Package shadowpod is the provider's side of pod offloading: every ShadowPod a consumer's
+// virtual kubelet creates in one of its remote namespaces becomes a Pod of the same name that
+// the ShadowPod owns (controller owner reference). The Pod is created with the controller
+// manager's own rights: a consumer may create ShadowPods there, never Pods.
+//
+//   - The Pod's labels and annotations are the ShadowPod's, kept equal (the ShadowPod's are
+//     authoritative); its spec is the ShadowPod's pod spec, of which the mutable fields
+//     (container images, activeDeadlineSeconds) follow later changes.
+//   - A Pod deleted while its ShadowPod is not terminal (status.phase Succeeded or Failed) is
+//     created again, so a workload survives losing the consumer for a while.
+//   - The ShadowPod's status.phase follows the Pod's.
+//   - A deleted ShadowPod takes its Pod with it: garbage collection through the owner
+//     reference, and an explicit delete here for clusters without it.
+//   - As a second line after the consumer's own checks, a ShadowPod asking for the host's
+//     network, PID or IPC namespaces is not run (phase Failed, a Warning Event saying why), and
+//     spec.nodeName is cleared so that the provider's scheduler places the Pod. Everything else
+//     a pod may do is left to the provider's admission (Pod Security on remote namespaces, the
+//     grant webhook on ShadowPods).
+package shadowpod
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+)
+
+// Reconciler turns ShadowPods into Pods.
+type Reconciler struct {
+	// Client reads and writes the provider cluster with the controller manager's rights.
+	Client client.Client
+	// Recorder records why a ShadowPod is not run; optional.
+	Recorder events.EventRecorder
+	// MaxConcurrentReconciles is the number of workers; default 8.
+	MaxConcurrentReconciles int
+}
+
+// Reconcile makes the Pod of one ShadowPod match it.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	sp := &offv1beta1.ShadowPod{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sp); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("reading ShadowPod %s: %w", req, err)
+		}
+		return reconcile.Result{}, r.deleteOrphan(ctx, req)
+	}
+	if sp.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil // garbage collection takes the Pod; deleteOrphan once it is gone
+	}
+	pod := &corev1.Pod{}
+	err := r.Client.Get(ctx, req.NamespacedName, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return reconcile.Result{}, r.create(ctx, sp)
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("reading pod %s: %w", req, err)
+	}
+	if !metav1.IsControlledBy(pod, sp) {
+		if owner := metav1.GetControllerOf(pod); owner != nil && owner.Kind == "ShadowPod" && owner.APIVersion == offv1beta1.GroupVersion.String() {
+			// Left by an earlier ShadowPod of the same name: make room for this one's.
+			log.FromContext(ctx).Info("deleting the pod of an earlier ShadowPod of the same name", "pod", req)
+			return reconcile.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
+		}
+		r.warn(sp, "NameTaken", "a pod named %s that this ShadowPod does not own already exists in %s: delete or rename it", pod.Name, pod.Namespace)
+		return reconcile.Result{}, nil
+	}
+	if pod.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil // created again once gone
+	}
+	if err := r.syncPod(ctx, sp, pod); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.setPhase(ctx, sp, pod.Status.Phase)
+}
+
+// create makes the ShadowPod's Pod, unless the ShadowPod is finished or refused.
+func (r *Reconciler) create(ctx context.Context, sp *offv1beta1.ShadowPod) error {
+	if sp.Status.Phase == corev1.PodSucceeded || sp.Status.Phase == corev1.PodFailed {
+		return nil // its pod ran to the end: nothing to run again
+	}
+	if why := refused(&sp.Spec.Pod); why != "" {
+		r.warn(sp, "HostNamespaces", "%s", why)
+		return r.setPhase(ctx, sp, corev1.PodFailed)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sp.Name, Namespace: sp.Namespace,
+		Labels: copyMap(sp.Labels), Annotations: copyMap(sp.Annotations)}, Spec: *sp.Spec.Pod.DeepCopy()}
+	pod.Spec.NodeName = ""
+	if err := controllerutil.SetControllerReference(sp, pod, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("owner reference of pod %s/%s: %w", sp.Namespace, sp.Name, err)
+	}
+	if err := r.Client.Create(ctx, pod); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // the watch brings it
+		}
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			r.warn(sp, "PodRefused", "the provider refused the pod: %v", err)
+		}
+		return fmt.Errorf("creating pod %s/%s from its ShadowPod: %w", sp.Namespace, sp.Name, err)
+	}
+	log.FromContext(ctx).V(1).Info("created pod", "pod", client.ObjectKeyFromObject(pod))
+	return r.setPhase(ctx, sp, corev1.PodPending)
+}
+
+// syncPod brings the ShadowPod's labels, annotations and mutable spec fields to its Pod.
+func (r *Reconciler) syncPod(ctx context.Context, sp *offv1beta1.ShadowPod, pod *corev1.Pod) error {
+	want := pod.DeepCopy()
+	want.Labels, want.Annotations = copyMap(sp.Labels), copyMap(sp.Annotations)
+	setImages(want.Spec.Containers, sp.Spec.Pod.Containers)
+	setImages(want.Spec.InitContainers, sp.Spec.Pod.InitContainers)
+	if sp.Spec.Pod.ActiveDeadlineSeconds != nil {
+		want.Spec.ActiveDeadlineSeconds = sp.Spec.Pod.ActiveDeadlineSeconds
+	}
+	if equality.Semantic.DeepEqual(want.ObjectMeta, pod.ObjectMeta) && equality.Semantic.DeepEqual(want.Spec, pod.Spec) {
+		return nil
+	}
+	if err := r.Client.Update(ctx, want); err != nil {
+		return fmt.Errorf("updating pod %s/%s from its ShadowPod: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// setImages copies the images of from's containers onto the containers of the same name.
+func setImages(to, from []corev1.Container) {
+	images := make(map[string]string, len(from))
+	for _, c := range from {
+		images[c.Name] = c.Image
+	}
+	for i := range to {
+		if img, ok := images[to[i].Name]; ok && img != "" {
+			to[i].Image = img
+		}
+	}
+}
+
+// setPhase records the pod's phase in the ShadowPod's status.
+func (r *Reconciler) setPhase(ctx context.Context, sp *offv1beta1.ShadowPod, phase corev1.PodPhase) error {
+	if phase == "" {
+		phase = corev1.PodPending
+	}
+	if sp.Status.Phase == phase {
+		return nil
+	}
+	upd := sp.DeepCopy()
+	upd.Status.Phase = phase
+	if err := r.Client.Status().Patch(ctx, upd, client.MergeFrom(sp)); err != nil {
+		return fmt.Errorf("setting status.phase %s of ShadowPod %s/%s: %w", phase, sp.Namespace, sp.Name, err)
+	}
+	return nil
+}
+
+// deleteOrphan deletes the pod a deleted ShadowPod leaves behind, for clusters without
+// garbage collection (or before it runs).
+func (r *Reconciler) deleteOrphan(ctx context.Context, req reconcile.Request) error {
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil || owner.Kind != "ShadowPod" || owner.APIVersion != offv1beta1.GroupVersion.String() || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting pod %s of a deleted ShadowPod: %w", req, err)
+	}
+	return nil
+}
+
+// refused says why a pod spec may not run here, or "".
+func refused(spec *corev1.PodSpec) string {
+	switch {
+	case spec.HostNetwork:
+		return "spec.hostNetwork is true: offloaded pods may not use the provider node's network namespace; set it to false"
+	case spec.HostPID:
+		return "spec.hostPID is true: offloaded pods may not use the provider node's PID namespace; set it to false"
+	case spec.HostIPC:
+		return "spec.hostIPC is true: offloaded pods may not use the provider node's IPC namespace; set it to false"
+	}
+	return ""
+}
+
+func (r *Reconciler) warn(sp *offv1beta1.ShadowPod, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(sp, nil, corev1.EventTypeWarning, reason, "Offload", format, args...)
+	}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// SetupWithManager registers the reconciler: ShadowPods and the Pods they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	n := r.MaxConcurrentReconciles
+	if n == 0 {
+		n = 8
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("shadowpod").
+		For(&offv1beta1.ShadowPod{}).
+		Owns(&corev1.Pod{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: n}).
+		Complete(r)
+}

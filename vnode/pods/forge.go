@@ -1,0 +1,210 @@
+package pods
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/vnode"
+)
+
+// reflectionLabels are the labels every ShadowPod (and so its pod) carries on the provider:
+// reflected, from which consumer, through which virtual node.
+func reflectionLabels(consumer, node string) map[string]string {
+	return map[string]string{consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: consumer, consts.OriginNodeLabel: node}
+}
+
+// refused says why a pod may not be offloaded, or "".
+func refused(spec *corev1.PodSpec) string {
+	switch {
+	case spec.HostNetwork:
+		return "spec.hostNetwork is true: an offloaded pod cannot share a node's network namespace (its node is a virtual node standing for another cluster); set hostNetwork to false or keep the pod off virtual nodes"
+	case spec.HostPID:
+		return "spec.hostPID is true: an offloaded pod cannot share a node's PID namespace (its node is a virtual node standing for another cluster); set hostPID to false or keep the pod off virtual nodes"
+	case spec.HostIPC:
+		return "spec.hostIPC is true: an offloaded pod cannot share a node's IPC namespace (its node is a virtual node standing for another cluster); set hostIPC to false or keep the pod off virtual nodes"
+	}
+	return ""
+}
+
+// shadowFor is the ShadowPod that runs local in remoteNamespace.
+func shadowFor(local *corev1.Pod, remoteNamespace string, labels map[string]string) *offv1beta1.ShadowPod {
+	sp := &offv1beta1.ShadowPod{
+		ObjectMeta: metav1.ObjectMeta{Name: local.Name, Namespace: remoteNamespace},
+		Spec:       offv1beta1.ShadowPodSpec{Pod: *remoteSpec(&local.Spec)},
+	}
+	sp.Labels, sp.Annotations = shadowMeta(local, labels)
+	return sp
+}
+
+// shadowMeta are the labels and annotations of a local pod's ShadowPod: the pod's own, plus
+// the reflection labels.
+func shadowMeta(local *corev1.Pod, reflection map[string]string) (map[string]string, map[string]string) {
+	labels := make(map[string]string, len(local.Labels)+len(reflection))
+	maps.Copy(labels, local.Labels)
+	maps.Copy(labels, reflection)
+	var annotations map[string]string
+	if len(local.Annotations) > 0 {
+		annotations = maps.Clone(local.Annotations)
+	}
+	return labels, annotations
+}
+
+// remoteSpec is the spec a local pod runs with on the provider: what placed it on the virtual
+// node is stripped (the provider's scheduler places it among the provider's nodes), as is what
+// only the local cluster's admission may set; references to reflected objects keep their names
+// but for the root CA ConfigMap, reflected under another name.
+//
+// Service-account token: a projected serviceAccountToken source is kept, so the provider's
+// kubelet requests the token (TokenRequest on the provider, for the service account of the
+// same name in the remote namespace, which the reflector creates when missing), bound to the
+// remote pod and rotated by the kubelet; the CA in that projected volume stays the provider's
+// own kube-root-ca.crt, the one that verifies the API server the token is for. Other
+// references to kube-root-ca.crt (the consumer's CA) become liqo-kube-root-ca.crt.
+func remoteSpec(local *corev1.PodSpec) *corev1.PodSpec {
+	s := local.DeepCopy()
+	s.NodeName = ""
+	s.NodeSelector = nil
+	s.Affinity = nil
+	s.TopologySpreadConstraints = nil
+	s.SchedulerName = ""
+	s.Tolerations = slices.DeleteFunc(s.Tolerations, func(t corev1.Toleration) bool { return t.Key == vnode.Taint.Key })
+	if len(s.Tolerations) == 0 {
+		s.Tolerations = nil
+	}
+	// Set by the local cluster's admission from objects that may not exist on the provider.
+	s.Priority, s.PriorityClassName, s.PreemptionPolicy = nil, "", nil
+	s.Overhead = nil
+	// The local pod already passed its gates; readiness gates name conditions only local
+	// controllers set; ephemeral containers cannot be created with a pod.
+	s.SchedulingGates, s.ReadinessGates, s.EphemeralContainers = nil, nil, nil
+	for i := range s.Volumes {
+		v := &s.Volumes[i]
+		if v.ConfigMap != nil {
+			v.ConfigMap.Name = remoteConfigMap(v.ConfigMap.Name)
+		}
+		if v.Projected != nil && !hasTokenSource(v.Projected) {
+			for j := range v.Projected.Sources {
+				if cm := v.Projected.Sources[j].ConfigMap; cm != nil {
+					cm.Name = remoteConfigMap(cm.Name)
+				}
+			}
+		}
+	}
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			for j := range c.EnvFrom {
+				if ref := c.EnvFrom[j].ConfigMapRef; ref != nil {
+					ref.Name = remoteConfigMap(ref.Name)
+				}
+			}
+			for j := range c.Env {
+				if vf := c.Env[j].ValueFrom; vf != nil && vf.ConfigMapKeyRef != nil {
+					vf.ConfigMapKeyRef.Name = remoteConfigMap(vf.ConfigMapKeyRef.Name)
+				}
+			}
+		}
+	}
+	return s
+}
+
+func hasTokenSource(p *corev1.ProjectedVolumeSource) bool {
+	return slices.ContainsFunc(p.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil })
+}
+
+// remoteConfigMap is the provider-side name of a reflected ConfigMap.
+func remoteConfigMap(name string) string {
+	if name == consts.RootCAConfigMap {
+		return consts.ReflectedRootCAConfigMap
+	}
+	return name
+}
+
+// serviceAccount is the service account a pod runs as.
+func serviceAccount(spec *corev1.PodSpec) string {
+	if spec.ServiceAccountName != "" {
+		return spec.ServiceAccountName
+	}
+	if spec.DeprecatedServiceAccount != "" {
+		return spec.DeprecatedServiceAccount
+	}
+	return "default"
+}
+
+// syncShadow brings the mutable parts of want (labels, annotations, container images,
+// activeDeadlineSeconds) onto a copy of have; it returns nil when nothing differs.
+func syncShadow(have, want *offv1beta1.ShadowPod) *offv1beta1.ShadowPod {
+	out := have.DeepCopy()
+	out.Labels, out.Annotations = want.Labels, want.Annotations
+	setImages(out.Spec.Pod.Containers, want.Spec.Pod.Containers)
+	setImages(out.Spec.Pod.InitContainers, want.Spec.Pod.InitContainers)
+	out.Spec.Pod.ActiveDeadlineSeconds = want.Spec.Pod.ActiveDeadlineSeconds
+	if equality.Semantic.DeepEqual(out.Labels, have.Labels) && equality.Semantic.DeepEqual(out.Annotations, have.Annotations) &&
+		equality.Semantic.DeepEqual(out.Spec, have.Spec) {
+		return nil
+	}
+	return out
+}
+
+func setImages(to, from []corev1.Container) {
+	for i := range to {
+		if j := slices.IndexFunc(from, func(c corev1.Container) bool { return c.Name == to[i].Name }); j >= 0 {
+			to[i].Image = from[j].Image
+		}
+	}
+}
+
+// localStatus is the status of local once its remote pod is reflected: what the provider's
+// kubelet reports (phase, conditions, container statuses with restart counts, IPs, start
+// time), keeping what only the local cluster knows (QoS class, host IPs, conditions of types
+// the remote pod does not report, such as readiness gates set by local controllers).
+func localStatus(local, remote *corev1.Pod) *corev1.PodStatus {
+	st := local.Status.DeepCopy()
+	r := remote.Status.DeepCopy()
+	st.Phase, st.Message, st.Reason = r.Phase, r.Message, r.Reason
+	st.PodIP, st.PodIPs = r.PodIP, r.PodIPs
+	st.StartTime = r.StartTime
+	st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses = r.ContainerStatuses, r.InitContainerStatuses, nil
+	conds := r.Conditions
+	for _, c := range local.Status.Conditions {
+		if !slices.ContainsFunc(conds, func(rc corev1.PodCondition) bool { return rc.Type == c.Type }) {
+			conds = append(conds, c)
+		}
+	}
+	st.Conditions = conds
+	return st
+}
+
+// notReady returns a copy of status with the Ready and ContainersReady conditions False for
+// reason, or nil when they already are.
+func notReady(status *corev1.PodStatus, reason, message string) *corev1.PodStatus {
+	st := status.DeepCopy()
+	changed := false
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if (c.Type == corev1.PodReady || c.Type == corev1.ContainersReady) && c.Status != corev1.ConditionFalse {
+			c.Status, c.Reason, c.Message, c.LastTransitionTime = corev1.ConditionFalse, reason, message, metav1.Now()
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return st
+}
+
+// failed returns status turned Failed for reason, as a kubelet that rejects a pod reports it.
+func failed(status *corev1.PodStatus, reason, message string) *corev1.PodStatus {
+	st := status.DeepCopy()
+	st.Phase, st.Reason, st.Message = corev1.PodFailed, reason, message
+	if ns := notReady(st, reason, message); ns != nil {
+		st = ns
+	}
+	return st
+}

@@ -1,0 +1,341 @@
+package pods_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/vnode"
+	"github.com/peerkit/terraform-provider-liqo/vnode/pods"
+)
+
+func mustScheme() *runtime.Scheme {
+	s, err := api.NewScheme()
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// deployment is a Deployment of the offloaded namespace placed on the virtual node, with
+// references the reflection rewrites or keeps.
+func deployment(name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: "worker",
+					NodeSelector:       map[string]string{consts.TypeLabel: consts.VirtualNodeType},
+					Tolerations: []corev1.Toleration{{Key: vnode.Taint.Key, Operator: corev1.TolerationOpEqual, Value: vnode.Taint.Value, Effect: vnode.Taint.Effect},
+						{Key: "keep-me", Operator: corev1.TolerationOpExists}},
+					Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
+						Env: []corev1.EnvVar{{Name: "CA", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+							LocalObjectReference: corev1.LocalObjectReference{Name: consts.RootCAConfigMap}, Key: "ca.crt"}}}}}},
+					Volumes: []corev1.Volume{
+						{Name: "ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: consts.RootCAConfigMap}}}},
+						{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
+						{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+							{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
+							{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: consts.RootCAConfigMap},
+								Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+						}}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+func (b *bed) localPods(ctx context.Context, app string) ([]corev1.Pod, error) {
+	l := &corev1.PodList{}
+	err := b.cons.Client.List(ctx, l, client.InNamespace(localNs), client.MatchingLabels{"app": app})
+	return l.Items, err
+}
+
+func (b *bed) remotePod(ctx context.Context, name string) (*corev1.Pod, error) {
+	p := &corev1.Pod{}
+	return p, b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: name}, p)
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// inSync reports, for every local pod, whether its status is its remote pod's: Running, Ready,
+// same IPs and start time; the error says which differs.
+func (b *bed) inSync(ctx context.Context, locals []corev1.Pod) error {
+	for _, p := range locals {
+		r, err := b.remotePod(ctx, p.Name)
+		if err != nil {
+			return fmt.Errorf("remote pod %s: %w", p.Name, err)
+		}
+		switch {
+		case p.Status.Phase != corev1.PodRunning || !isReady(&p):
+			return fmt.Errorf("local pod %s is %s, ready %v", p.Name, p.Status.Phase, isReady(&p))
+		case r.Status.PodIP == "" || p.Status.PodIP != r.Status.PodIP || !slices.Equal(p.Status.PodIPs, r.Status.PodIPs):
+			return fmt.Errorf("local pod %s has IP %q %v, remote %q %v", p.Name, p.Status.PodIP, p.Status.PodIPs, r.Status.PodIP, r.Status.PodIPs)
+		case !p.Status.StartTime.Equal(r.Status.StartTime) || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount != r.Status.ContainerStatuses[0].RestartCount:
+			return fmt.Errorf("local pod %s: start time or container statuses differ from the remote pod's", p.Name)
+		}
+	}
+	return nil
+}
+
+// TestOffloading runs the pod reflector and the provider's ShadowPod controller on two real
+// clusters (KWOK nodes make the provider's pods Running), through one scenario.
+func TestOffloading(t *testing.T) {
+	b := newBed(t, bedOptions{log: testr.NewWithOptions(t, testr.Options{Verbosity: 0})})
+	ctx := t.Context()
+
+	dep := deployment("web", 3)
+	create(t, b.cons.Client, dep)
+	poll(t, "the Deployment Available with 3 replicas", time.Minute, func(ctx context.Context) bool {
+		return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == 3
+	})
+	locals, err := b.localPods(ctx, "web")
+	if err != nil || len(locals) != 3 {
+		t.Fatalf("local pods: %d, %v", len(locals), err)
+	}
+	if err := b.inSync(ctx, locals); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("remote objects", func(t *testing.T) {
+		for _, p := range locals {
+			if p.Spec.NodeName != nodeName {
+				t.Errorf("local pod %s on node %q, want %s", p.Name, p.Spec.NodeName, nodeName)
+			}
+			if ip := p.Status.PodIP; len(ip) < 7 || ip[:7] != "10.200." {
+				t.Errorf("local pod %s IP %q, want the provider's pod CIDR 10.200.0.0/16", p.Name, ip)
+			}
+			sp := &offv1beta1.ShadowPod{}
+			if err := b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: p.Name}, sp); err != nil {
+				t.Fatalf("ShadowPod of %s: %v", p.Name, err)
+			}
+			wantLabels := map[string]string{"app": "web", consts.OriginClusterIDLabel: consumerID, consts.OriginNodeLabel: nodeName, consts.ReflectedLabel: "true"}
+			for k, v := range wantLabels {
+				if sp.Labels[k] != v {
+					t.Errorf("ShadowPod %s label %s=%q, want %q", sp.Name, k, sp.Labels[k], v)
+				}
+			}
+			s := sp.Spec.Pod
+			virtualToleration := slices.ContainsFunc(s.Tolerations, func(t corev1.Toleration) bool { return t.Key == vnode.Taint.Key })
+			kept := slices.ContainsFunc(s.Tolerations, func(t corev1.Toleration) bool { return t.Key == "keep-me" })
+			if s.NodeName != "" || s.NodeSelector != nil || s.Affinity != nil || virtualToleration || !kept {
+				t.Errorf("ShadowPod %s keeps local placement: nodeName %q nodeSelector %v affinity %v tolerations %v", sp.Name, s.NodeName, s.NodeSelector, s.Affinity, s.Tolerations)
+			}
+			if got := s.Volumes[0].ConfigMap.Name; got != consts.ReflectedRootCAConfigMap {
+				t.Errorf("ShadowPod %s: root CA volume refers to %q, want %q", sp.Name, got, consts.ReflectedRootCAConfigMap)
+			}
+			if got := s.Containers[0].Env[0].ValueFrom.ConfigMapKeyRef.Name; got != consts.ReflectedRootCAConfigMap {
+				t.Errorf("ShadowPod %s: root CA env refers to %q, want %q", sp.Name, got, consts.ReflectedRootCAConfigMap)
+			}
+			if got := s.Volumes[1].ConfigMap.Name; got != "settings" {
+				t.Errorf("ShadowPod %s: ConfigMap volume refers to %q, want the same name, settings", sp.Name, got)
+			}
+			proj := s.Volumes[2].Projected
+			if proj.Sources[0].ServiceAccountToken == nil || proj.Sources[1].ConfigMap.Name != consts.RootCAConfigMap {
+				t.Errorf("ShadowPod %s: token volume %+v, want the token projection kept with the provider's own CA", sp.Name, proj)
+			}
+			r, err := b.remotePod(ctx, p.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !metav1.IsControlledBy(r, sp) || r.Labels[consts.OriginNodeLabel] != nodeName || r.Spec.NodeName != "provider-node" {
+				t.Errorf("remote pod %s: owners %v labels %v node %q; want controlled by its ShadowPod, labelled, on provider-node", r.Name, r.OwnerReferences, r.Labels, r.Spec.NodeName)
+			}
+		}
+		sa := &corev1.ServiceAccount{}
+		if err := b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: "worker"}, sa); err != nil {
+			t.Errorf("service account worker on the provider: %v", err)
+		}
+		sp := &offv1beta1.ShadowPod{}
+		poll(t, "the ShadowPod's phase to follow its pod", 30*time.Second, func(ctx context.Context) bool {
+			return b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: locals[0].Name}, sp) == nil && sp.Status.Phase == corev1.PodRunning
+		})
+	})
+
+	t.Run("labels and annotations propagate", func(t *testing.T) {
+		name := locals[0].Name
+		patch := []byte(`{"metadata":{"labels":{"tier":"front"},"annotations":{"note":"hello"}}}`)
+		if err := b.cons.Client.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: name}},
+			client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "the label and annotation on the remote pod", 30*time.Second, func(ctx context.Context) bool {
+			r, err := b.remotePod(ctx, name)
+			return err == nil && r.Labels["tier"] == "front" && r.Annotations["note"] == "hello"
+		})
+		patch = []byte(`{"metadata":{"labels":{"tier":null}}}`)
+		if err := b.cons.Client.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: name}},
+			client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "the label removed from the remote pod", 30*time.Second, func(ctx context.Context) bool {
+			r, err := b.remotePod(ctx, name)
+			_, has := r.Labels["tier"]
+			return err == nil && !has && r.Labels["app"] == "web"
+		})
+	})
+
+	t.Run("a pod deleted on the provider comes back", func(t *testing.T) {
+		name := locals[1].Name
+		old, err := b.remotePod(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.prov.Client.Delete(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "a new remote pod, reflected on the same local pod", time.Minute, func(ctx context.Context) bool {
+			r, err := b.remotePod(ctx, name)
+			if err != nil || r.UID == old.UID || r.Status.Phase != corev1.PodRunning {
+				return false
+			}
+			p := &corev1.Pod{}
+			if b.cons.Client.Get(ctx, client.ObjectKey{Namespace: localNs, Name: name}, p) != nil || p.UID != locals[1].UID {
+				return false
+			}
+			return b.inSync(ctx, []corev1.Pod{*p}) == nil
+		})
+	})
+
+	t.Run("host namespaces refused", func(t *testing.T) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: "hostnet"},
+			Spec: corev1.PodSpec{NodeName: nodeName, HostNetwork: true,
+				Tolerations: deployment("x", 1).Spec.Template.Spec.Tolerations,
+				Containers:  []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		create(t, b.cons.Client, p)
+		poll(t, "the pod Failed", 30*time.Second, func(ctx context.Context) bool {
+			return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(p), p) == nil && p.Status.Phase == corev1.PodFailed
+		})
+		if p.Status.Reason != pods.ReasonRefused {
+			t.Errorf("reason %q, want %s", p.Status.Reason, pods.ReasonRefused)
+		}
+		poll(t, "a Warning Event on the pod", 30*time.Second, func(ctx context.Context) bool {
+			evs := &corev1.EventList{}
+			if b.cons.Client.List(ctx, evs, client.InNamespace(localNs)) != nil {
+				return false
+			}
+			return slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
+				return e.InvolvedObject.Name == "hostnet" && e.Reason == pods.ReasonRefused && e.Type == corev1.EventTypeWarning
+			})
+		})
+		err := b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: "hostnet"}, &offv1beta1.ShadowPod{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("ShadowPod of the refused pod: %v, want not found", err)
+		}
+	})
+
+	t.Run("provider API server down and back", func(t *testing.T) {
+		before, err := b.localPods(ctx, "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.prov.StopAPIServer(); err != nil {
+			t.Fatal(err)
+		}
+		b.waitNodeReady(t, corev1.ConditionFalse)
+		// While the provider is away: one replica fewer (its pod must wait for its remote copy
+		// to go) and a label on another pod.
+		if err := b.cons.Client.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: "web"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":2}}`))); err != nil {
+			t.Fatal(err)
+		}
+		var terminating string
+		poll(t, "a local pod terminating", 30*time.Second, func(ctx context.Context) bool {
+			ps, err := b.localPods(ctx, "web")
+			for _, p := range ps {
+				if p.DeletionTimestamp != nil {
+					terminating = p.Name
+				}
+			}
+			return err == nil && terminating != ""
+		})
+		var labelled string
+		for _, p := range before {
+			if p.Name != terminating {
+				labelled = p.Name
+			}
+		}
+		if err := b.cons.Client.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: labelled}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"during":"outage"}}}`))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Second) // the outage lasts: nothing local may be lost meanwhile
+		after, err := b.localPods(ctx, "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) != len(before) {
+			t.Fatalf("%d local pods during the outage, want all %d kept (the terminating one waits for its remote copy)", len(after), len(before))
+		}
+		for _, p := range after {
+			if p.Status.Phase != corev1.PodRunning {
+				t.Errorf("local pod %s turned %s during the outage", p.Name, p.Status.Phase)
+			}
+		}
+
+		if err := b.prov.StartAPIServer(); err != nil {
+			t.Fatal(err)
+		}
+		b.waitNodeReady(t, corev1.ConditionTrue)
+		poll(t, "the terminating pod gone with its remote copy", time.Minute, func(ctx context.Context) bool {
+			err := b.cons.Client.Get(ctx, client.ObjectKey{Namespace: localNs, Name: terminating}, &corev1.Pod{})
+			_, rerr := b.remotePod(ctx, terminating)
+			return apierrors.IsNotFound(err) && apierrors.IsNotFound(rerr)
+		})
+		poll(t, "the label set during the outage on the remote pod", time.Minute, func(ctx context.Context) bool {
+			r, err := b.remotePod(ctx, labelled)
+			return err == nil && r.Labels["during"] == "outage"
+		})
+		poll(t, "2 local pods in sync with their remote pods", time.Minute, func(ctx context.Context) bool {
+			ps, err := b.localPods(ctx, "web")
+			return err == nil && len(ps) == 2 && b.inSync(ctx, ps) == nil
+		})
+		poll(t, "the Deployment Available with 2 replicas", time.Minute, func(ctx context.Context) bool {
+			return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == 2
+		})
+	})
+
+	t.Run("deleting the Deployment removes the remote pods", func(t *testing.T) {
+		if err := b.cons.Client.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "no local pod, ShadowPod or remote pod of the Deployment", time.Minute, func(ctx context.Context) bool {
+			ls, err1 := b.localPods(ctx, "web")
+			rs := &corev1.PodList{}
+			err2 := b.prov.Client.List(ctx, rs, client.InNamespace(remoteNs), client.MatchingLabels{"app": "web"})
+			sps := &offv1beta1.ShadowPodList{}
+			err3 := b.prov.Client.List(ctx, sps, client.InNamespace(remoteNs), client.MatchingLabels{"app": "web"})
+			return err1 == nil && err2 == nil && err3 == nil && len(ls) == 0 && len(rs.Items) == 0 && len(sps.Items) == 0
+		})
+	})
+}
