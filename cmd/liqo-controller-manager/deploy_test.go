@@ -102,7 +102,7 @@ func TestChartRunsTheManager(t *testing.T) {
 			t.Errorf("dry run of %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
-	for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"} {
+	for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service"} {
 		if !kinds[k] {
 			t.Errorf("chart has no %s", k)
 		}
@@ -131,14 +131,16 @@ func TestChartRunsTheManager(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	probe := freeAddr(t)
+	probe, hook := freeAddr(t), freeAddr(t)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	out := &lockedBuffer{}
 	go func() {
 		done <- run(rctx, []string{"--kubeconfig", path, "--cluster-id", "cl-a", "--pod-cidr", "10.244.0.0/16",
-			"--health-probe-bind-address", probe, "--metrics-bind-address", "0"}, out)
+			"--health-probe-bind-address", probe, "--metrics-bind-address", "0",
+			// The webhooks too (at a local URL: the manager runs here, not behind the Service).
+			"--webhook-url", "https://" + hook, "--webhook-bind-address", hook}, out)
 	}()
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {

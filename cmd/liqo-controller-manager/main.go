@@ -68,6 +68,7 @@ type options struct {
 	metricsAddr  string
 	probeAddr    string
 	leaderElect  bool
+	webhooks     webhookOptions
 	zap          zap.Options
 }
 
@@ -89,6 +90,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	var fixed string
 	fs.Int64Var(&o.share.Percent, "share-percent", 50, "percent of the nodes' allocatable resources shared with consumers")
 	fs.StringVar(&fixed, "share", "", "a fixed amount shared with consumers instead, e.g. cpu=8,memory=16Gi,pods=200")
+	o.webhooks.bindFlags(fs)
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("parsing flags: %w", err)
@@ -108,6 +110,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 		o.share.Fixed = list
 	}
 	if err := o.identity.Validate(); err != nil {
+		return nil, err
+	}
+	if err := o.webhooks.validate(); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -263,7 +268,7 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&configuration.Reconciler{Client: mgr.GetClient(), LocalCIDRs: local}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network configuration reconciler: %w", err)
 	}
-	return nil
+	return setupWebhooks(mgr, o.webhooks)
 }
 
 // parseResourceList reads name=quantity pairs separated by commas.

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/grantenforcement"
+	"github.com/peerkit/terraform-provider-liqo/controllers/podplacement"
+	"github.com/peerkit/terraform-provider-liqo/internal/webhookserver"
+)
+
+// webhookOptions say whether and how the admission webhooks are served.
+type webhookOptions struct {
+	service     string
+	url         string
+	bindAddress string
+}
+
+func (w *webhookOptions) bindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&w.service, "webhook-service", "",
+		"namespace/name of the Service (port 443) that routes to the webhook port, for a manager running in the cluster; enables the admission webhooks (pod placement, grant enforcement)")
+	fs.StringVar(&w.url, "webhook-url", "",
+		"https base URL the API server calls the webhooks at instead, e.g. https://127.0.0.1:9443, for a manager running as a local process next to its API server")
+	fs.StringVar(&w.bindAddress, "webhook-bind-address", webhookserver.DefaultBindAddress, "address the webhook server listens on")
+}
+
+func (w *webhookOptions) validate() error {
+	if w.service != "" && w.url != "" {
+		return errors.New("--webhook-service and --webhook-url are exclusive: the API server reaches the webhooks one way")
+	}
+	if w.service != "" {
+		if _, err := webhookserver.ParseService(w.service); err != nil {
+			return fmt.Errorf("--webhook-service: %w", err)
+		}
+	}
+	return nil
+}
+
+// setupWebhooks serves the admission webhooks when --webhook-service or --webhook-url is set:
+// the pod-placement webhook (consumer side) and the grant-enforcement webhook (provider side).
+// Without either, the manager serves none (pods of offloaded namespaces are not shaped, and
+// the consumers' ShadowPods are limited only by RBAC).
+func setupWebhooks(mgr ctrl.Manager, w webhookOptions) error {
+	if w.service == "" && w.url == "" {
+		mgr.GetLogger().Info("admission webhooks disabled: set --webhook-service or --webhook-url to serve them")
+		return nil
+	}
+	opts := webhookserver.Options{URL: w.url, BindAddress: w.bindAddress}
+	if w.service != "" {
+		svc, err := webhookserver.ParseService(w.service)
+		if err != nil {
+			return fmt.Errorf("--webhook-service: %w", err)
+		}
+		opts.Service = svc
+	}
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("creating the webhook server's client: %w", err)
+	}
+	ws, err := webhookserver.New(direct, opts)
+	if err != nil {
+		return err
+	}
+	decoder := admission.NewDecoder(mgr.GetScheme())
+	ws.Register(podplacement.Path, &podplacement.Handler{Client: mgr.GetClient(), Decoder: decoder})
+	ws.AddMutating(podplacement.Configuration, podplacement.Path, podplacement.Webhook())
+	ws.Register(grantenforcement.Path, &grantenforcement.Handler{Client: mgr.GetClient(), Decoder: decoder})
+	for _, wh := range grantenforcement.Webhooks() {
+		ws.AddValidating(grantenforcement.Configuration, grantenforcement.Path, wh)
+	}
+	if err := mgr.Add(ws); err != nil {
+		return fmt.Errorf("adding the webhook server: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("webhooks", ws.StartedChecker()); err != nil {
+		return fmt.Errorf("adding the webhook readiness check: %w", err)
+	}
+	return nil
+}
