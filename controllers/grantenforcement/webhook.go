@@ -44,6 +44,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -161,6 +162,18 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if sp.DeletionTimestamp != nil || terminal(sp) {
 		return admission.Allowed("the ShadowPod is finishing")
 	}
+	var old *offv1beta1.ShadowPod
+	if req.Operation == admissionv1.Update {
+		old = &offv1beta1.ShadowPod{}
+		if err := h.Decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old ShadowPod %s: %w", key, err))
+		}
+		if equality.Semantic.DeepEqual(old.Spec, sp.Spec) {
+			// Labels, annotations, finalizers: never refused, even beyond a grant that shrank
+			// or vanished, so that controllers and teardown are never stuck.
+			return admission.Allowed("the pod spec is unchanged")
+		}
+	}
 
 	lock := h.lock(owner)
 	lock.Lock()
@@ -177,11 +190,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err != nil {
 		return admission.Denied(fmt.Sprintf("ShadowPod %s of cluster %s: %v", key, owner, err))
 	}
-	if req.Operation == admissionv1.Update {
-		old := &offv1beta1.ShadowPod{}
-		if err := h.Decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old ShadowPod %s: %w", key, err))
-		}
+	if old != nil {
 		if before, _ := Usage(&old.Spec.Pod, grant); !terminal(old) && lessOrEqual(want, before) {
 			return admission.Allowed("the update does not ask for more")
 		}

@@ -208,7 +208,7 @@ func (p *provider) waitForWebhook(ns string) {
 // pods, summed over its remote namespaces) are admitted and one beyond it is denied with the
 // consumer, the resource, requested vs granted and the fix; slices that are denied or that
 // are this cluster's own requests do not count; an update asking for more is checked, one
-// that does not is admitted even beyond a grant that shrank; a consumer is refused ShadowPods
+// that does not is admitted even beyond a grant that shrank or vanished; a consumer is refused ShadowPods
 // outside its remote namespaces; a consumer with no accepted slice gets nothing.
 func TestGrantEnforced(t *testing.T) {
 	p := startProvider(t)
@@ -283,6 +283,31 @@ func TestGrantEnforced(t *testing.T) {
 	}
 	if err := c.Delete(ctx, b); err != nil {
 		t.Errorf("deleting a ShadowPod: %v", err)
+	}
+	// The grant vanishes (slice deleted): metadata updates still go through, growth does not.
+	if err := p.cl.Client.Delete(ctx, granted); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "no grant in force", func(ctx context.Context) bool {
+		err := p.cl.Client.Create(ctx, shadowPod("app-cl-consumer", "probe", "", ""), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "no accepted ResourceSlice")
+	})
+	a := &offv1beta1.ShadowPod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "app-cl-consumer", Name: "a"}, a); err != nil {
+		t.Fatal(err)
+	}
+	a.Finalizers = []string{"example.com/cleanup"}
+	if err := c.Update(ctx, a); err != nil {
+		t.Errorf("a finalizer update with no grant left: %v", err)
+	}
+	a.Spec.Pod.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+	wantDenied(t, c.Update(ctx, a), "growing a ShadowPod with no grant left", "no accepted ResourceSlice")
+	if err := c.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
+		t.Fatal(err)
+	}
+	a.Finalizers = nil
+	if err := c.Update(ctx, a); err != nil {
+		t.Errorf("removing the finalizer: %v", err)
 	}
 
 	// Outside its remote namespaces.
