@@ -1,0 +1,259 @@
+package objects
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/vnode"
+	"github.com/peerkit/terraform-provider-liqo/vnode/reflection"
+)
+
+// EndpointSliceManagedBy is the endpointslice.kubernetes.io/managed-by label of reflected
+// EndpointSlices, so that the provider's EndpointSlice controller (which manages only slices
+// labelled endpointslice-controller.k8s.io) leaves them alone.
+const EndpointSliceManagedBy = "endpointslice-reflection.liqo.io"
+
+// noResync: informers hear of changes through their watch only.
+const noResync time.Duration = 0
+
+// resourceServices is the Services' resource name, which EndpointSlices depend on.
+const resourceServices = "services"
+
+// serviceIndex indexes EndpointSlices by the Service they belong to.
+const serviceIndex = "service"
+
+// RemoteConfigMapName returns the provider-side name of a local ConfigMap: kube-root-ca.crt
+// becomes liqo-kube-root-ca.crt (every namespace of the provider has its own kube-root-ca.crt);
+// a local liqo-kube-root-ca.crt is not reflected (""), as its name is taken.
+func RemoteConfigMapName(local string) string {
+	switch local {
+	case consts.RootCAConfigMap:
+		return consts.ReflectedRootCAConfigMap
+	case consts.ReflectedRootCAConfigMap:
+		return ""
+	}
+	return local
+}
+
+// LocalConfigMapName is RemoteConfigMapName's inverse ("" for the provider's own root CA).
+func LocalConfigMapName(remote string) string {
+	switch remote {
+	case consts.ReflectedRootCAConfigMap:
+		return consts.RootCAConfigMap
+	case consts.RootCAConfigMap:
+		return ""
+	}
+	return remote
+}
+
+func configMaps() handler {
+	return &kind[*corev1.ConfigMap]{
+		plural: "configmaps",
+		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredConfigMapInformer(cs, ns, noResync, cache.Indexers{}, tweak)
+		},
+		client:   func(cs kubernetes.Interface, ns string) api[*corev1.ConfigMap] { return cs.CoreV1().ConfigMaps(ns) },
+		toRemote: RemoteConfigMapName,
+		toLocal:  LocalConfigMapName,
+		forge: func(_ *vnode.Env, _ *reflection.Namespace, l *corev1.ConfigMap) *corev1.ConfigMap {
+			l = l.DeepCopy()
+			return &corev1.ConfigMap{Data: l.Data, BinaryData: l.BinaryData, Immutable: l.Immutable}
+		},
+		content: func(next, want *corev1.ConfigMap) bool {
+			if equality.Semantic.DeepEqual(next.Data, want.Data) && equality.Semantic.DeepEqual(next.BinaryData, want.BinaryData) &&
+				equality.Semantic.DeepEqual(next.Immutable, want.Immutable) {
+				return false
+			}
+			next.Data, next.BinaryData, next.Immutable = want.Data, want.BinaryData, want.Immutable
+			return true
+		},
+	}
+}
+
+func secrets() handler {
+	return &kind[*corev1.Secret]{
+		plural: "secrets",
+		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredSecretInformer(cs, ns, noResync, cache.Indexers{}, tweak)
+		},
+		client: func(cs kubernetes.Interface, ns string) api[*corev1.Secret] { return cs.CoreV1().Secrets(ns) },
+		// Service-account tokens are neither cached nor reflected: offloaded pods get tokens
+		// requested on the provider.
+		filter: func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermNotEqualSelector("type", string(corev1.SecretTypeServiceAccountToken)).String()
+		},
+		skip: func(_ *reflection.Namespace, s *corev1.Secret) string {
+			if s.Type == corev1.SecretTypeServiceAccountToken {
+				return "service-account token"
+			}
+			return ""
+		},
+		forge: func(_ *vnode.Env, _ *reflection.Namespace, l *corev1.Secret) *corev1.Secret {
+			l = l.DeepCopy()
+			return &corev1.Secret{Data: l.Data, Type: l.Type, Immutable: l.Immutable}
+		},
+		content: func(next, want *corev1.Secret) bool {
+			if equality.Semantic.DeepEqual(next.Data, want.Data) && next.Type == want.Type &&
+				equality.Semantic.DeepEqual(next.Immutable, want.Immutable) {
+				return false
+			}
+			next.Data, next.Type, next.Immutable = want.Data, want.Type, want.Immutable
+			return true
+		},
+	}
+}
+
+func services() handler {
+	return &kind[*corev1.Service]{
+		plural: resourceServices,
+		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredServiceInformer(cs, ns, noResync, cache.Indexers{}, tweak)
+		},
+		client:  func(cs kubernetes.Interface, ns string) api[*corev1.Service] { return cs.CoreV1().Services(ns) },
+		forge:   func(_ *vnode.Env, _ *reflection.Namespace, l *corev1.Service) *corev1.Service { return forgeService(l) },
+		content: serviceContent,
+	}
+}
+
+// forgeService keeps a Service's spec but what the provider allocates itself (cluster IPs,
+// node ports, health-check node port, IP families) and what would reach into the provider's
+// network (external IPs, a requested load-balancer IP).
+func forgeService(l *corev1.Service) *corev1.Service {
+	spec := *l.Spec.DeepCopy()
+	if spec.ClusterIP != corev1.ClusterIPNone {
+		spec.ClusterIP = ""
+		spec.ClusterIPs = nil
+	} else {
+		spec.ClusterIPs = []string{corev1.ClusterIPNone}
+	}
+	spec.IPFamilies = nil
+	spec.HealthCheckNodePort = 0
+	spec.ExternalIPs = nil
+	spec.LoadBalancerIP = "" // deprecated, still to be cleared: the provider chooses its own
+	for i := range spec.Ports {
+		spec.Ports[i].NodePort = 0
+	}
+	return &corev1.Service{Spec: spec}
+}
+
+// serviceContent fills the wanted spec with what the provider allocated on the current copy,
+// then compares.
+func serviceContent(next, want *corev1.Service) bool {
+	spec := *want.Spec.DeepCopy()
+	cur := next.Spec
+	if spec.Type != corev1.ServiceTypeExternalName && spec.ClusterIP == "" {
+		spec.ClusterIP, spec.ClusterIPs = cur.ClusterIP, cur.ClusterIPs
+	}
+	if spec.Type != corev1.ServiceTypeExternalName {
+		if spec.IPFamilies == nil {
+			spec.IPFamilies = cur.IPFamilies
+		}
+		if spec.IPFamilyPolicy == nil {
+			spec.IPFamilyPolicy = cur.IPFamilyPolicy
+		}
+	}
+	if spec.Type == corev1.ServiceTypeLoadBalancer && spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal &&
+		spec.HealthCheckNodePort == 0 {
+		spec.HealthCheckNodePort = cur.HealthCheckNodePort
+	}
+	if spec.Type == corev1.ServiceTypeNodePort || spec.Type == corev1.ServiceTypeLoadBalancer {
+		for i, p := range spec.Ports {
+			for _, c := range cur.Ports {
+				if p.NodePort == 0 && c.Port == p.Port && c.Protocol == p.Protocol {
+					spec.Ports[i].NodePort = c.NodePort
+				}
+			}
+		}
+	}
+	if equality.Semantic.DeepEqual(cur, spec) {
+		return false
+	}
+	next.Spec = spec
+	return true
+}
+
+func endpointSlices() handler {
+	return &kind[*discoveryv1.EndpointSlice]{
+		plural: "endpointslices",
+		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+			return discoveryinformers.NewFilteredEndpointSliceInformer(cs, ns, noResync,
+				cache.Indexers{serviceIndex: func(obj any) ([]string, error) {
+					if m := reflection.Meta(obj); m != nil && m.GetLabels()[discoveryv1.LabelServiceName] != "" {
+						return []string{m.GetLabels()[discoveryv1.LabelServiceName]}, nil
+					}
+					return nil, nil
+				}}, tweak)
+		},
+		client: func(cs kubernetes.Interface, ns string) api[*discoveryv1.EndpointSlice] {
+			return cs.DiscoveryV1().EndpointSlices(ns)
+		},
+		skip:           skipEndpointSlice,
+		forge:          forgeEndpointSlice,
+		labelOverrides: map[string]string{discoveryv1.LabelManagedBy: EndpointSliceManagedBy},
+		content: func(next, want *discoveryv1.EndpointSlice) bool {
+			if next.AddressType == want.AddressType && equality.Semantic.DeepEqual(next.Ports, want.Ports) &&
+				equality.Semantic.DeepEqual(next.Endpoints, want.Endpoints) {
+				return false
+			}
+			next.AddressType, next.Ports, next.Endpoints = want.AddressType, want.Ports, want.Endpoints
+			return true
+		},
+		dependsOn: resourceServices,
+		dependents: func(ns *reflection.Namespace, obj any) []string {
+			if m := reflection.Meta(obj); m != nil {
+				return reflection.IndexedNames(ns.LocalInf["endpointslices"], serviceIndex, m.GetName())
+			}
+			return nil
+		},
+	}
+}
+
+// skipEndpointSlice reflects the slices of the Services that are reflected.
+func skipEndpointSlice(ns *reflection.Namespace, es *discoveryv1.EndpointSlice) string {
+	name := es.Labels[discoveryv1.LabelServiceName]
+	if name == "" {
+		return "it belongs to no Service"
+	}
+	svc, ok := reflection.Cached[*corev1.Service](ns.LocalInf[resourceServices], ns.Local, name)
+	switch {
+	case !ok:
+		return "its Service is not there"
+	case svc.Annotations[consts.SkipReflectionAnnotation] == "true":
+		return "its Service opted out of reflection"
+	case svc.Labels[consts.ReflectedLabel] == "true":
+		return "its Service is itself a reflected copy"
+	}
+	return ""
+}
+
+// forgeEndpointSlice keeps the endpoints that live in the consumer's cluster. Endpoints on the
+// virtual node itself are dropped: they are the offloaded pods, which run on the provider,
+// where the reflected Service selects them and the provider's own EndpointSlice controller
+// lists them with their real addresses (the consumer sees them under their remapped ones).
+// What points into the consumer's topology (node name, zone, hints, the local pod reference)
+// means nothing on the provider and goes too.
+func forgeEndpointSlice(env *vnode.Env, _ *reflection.Namespace, l *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+	out := &discoveryv1.EndpointSlice{AddressType: l.AddressType, Endpoints: []discoveryv1.Endpoint{}}
+	for _, p := range l.Ports {
+		out.Ports = append(out.Ports, *p.DeepCopy())
+	}
+	for _, ep := range l.Endpoints {
+		if ep.NodeName != nil && *ep.NodeName == env.NodeName {
+			continue
+		}
+		e := *ep.DeepCopy()
+		e.NodeName, e.Zone, e.Hints, e.TargetRef = nil, nil, nil, nil
+		out.Endpoints = append(out.Endpoints, e)
+	}
+	return out
+}

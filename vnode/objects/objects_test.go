@@ -1,0 +1,365 @@
+package objects_test
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
+	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
+	rt "github.com/peerkit/terraform-provider-liqo/vnode/reflection/reflectiontest"
+)
+
+const (
+	localNS  = "app"
+	remoteNS = "app-cl-consumer"
+	timeout  = 20 * time.Second
+)
+
+// TestReflection runs the objects reflector as the consumer's user on the provider (bound to
+// liqo-remote-workload in the remote namespace and nothing else) and checks every behaviour
+// on real API servers.
+func TestReflection(t *testing.T) {
+	b := rt.New(t, testenv.ClusterOptions{}, testenv.ClusterOptions{})
+	b.Namespaces(t, localNS, remoteNS)
+	mapper := namespaces.Static(map[string]string{localNS: remoteNS})
+	top := t // the reflector lives as long as the whole test, not a subtest
+	stop := rt.Start(top, objects.New(), b.Env(top, mapper))
+	ctx := t.Context()
+	lcm, rcm := b.Local.CoreV1().ConfigMaps(localNS), b.Admin.CoreV1().ConfigMaps(remoteNS)
+
+	t.Run("RBAC: the consumer's user may do nothing outside its remote namespaces", func(t *testing.T) {
+		if _, err := b.Remote.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("listing ConfigMaps of default as the consumer: %v, want Forbidden", err)
+		}
+		if _, err := b.Remote.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("listing ConfigMaps cluster-wide as the consumer: %v, want Forbidden", err)
+		}
+	})
+
+	t.Run("ConfigMap created, changed and deleted locally follows remotely", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Labels: map[string]string{"app": "web"},
+			Annotations: map[string]string{"note": "one"}}, Data: map[string]string{"a": "1"}}
+		if _, err := lcm.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := waitConfigMap(t, b, "settings", func(r *corev1.ConfigMap) bool { return r.Data["a"] == "1" })
+		wantLabels := map[string]string{"app": "web", consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: string(rt.ConsumerID)}
+		if !maps.Equal(got.Labels, wantLabels) {
+			t.Errorf("remote labels %v, want %v", got.Labels, wantLabels)
+		}
+		if got.Annotations["note"] != "one" || got.Annotations[consts.OriginNamespaceAnnotation] != localNS {
+			t.Errorf("remote annotations %v", got.Annotations)
+		}
+		cm, err := lcm.Get(ctx, "settings", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{"a": "2", "b": "3"}
+		cm.Labels["tier"] = "front"
+		cm.Annotations["note"] = "two"
+		if _, err := lcm.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitConfigMap(t, b, "settings", func(r *corev1.ConfigMap) bool {
+			return r.Data["a"] == "2" && r.Data["b"] == "3" && r.Labels["tier"] == "front" && r.Annotations["note"] == "two"
+		})
+		if err := lcm.Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, "the remote ConfigMap deleted", func(ctx context.Context) error {
+			_, err := rcm.Get(ctx, "settings", metav1.GetOptions{})
+			return err
+		})
+	})
+
+	t.Run("Secret follows; service-account tokens stay home", func(t *testing.T) {
+		ls, rs := b.Local.CoreV1().Secrets(localNS), b.Admin.CoreV1().Secrets(remoteNS)
+		token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sa-token",
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+			Type: corev1.SecretTypeServiceAccountToken}
+		if _, err := ls.Create(ctx, token, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Type: corev1.SecretTypeBasicAuth,
+			Data: map[string][]byte{"username": []byte("u"), "password": []byte("p1")}}
+		if _, err := ls.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rt.Eventually(t, "the remote Secret", timeout, func(ctx context.Context) (bool, error) {
+			r, err := rs.Get(ctx, "db", metav1.GetOptions{})
+			return err == nil && r.Type == corev1.SecretTypeBasicAuth && string(r.Data["password"]) == "p1", err
+		})
+		s, err := ls.Get(ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Data["password"] = []byte("p2")
+		if _, err := ls.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rt.Eventually(t, "the remote Secret changed", timeout, func(ctx context.Context) (bool, error) {
+			r, err := rs.Get(ctx, "db", metav1.GetOptions{})
+			return err == nil && string(r.Data["password"]) == "p2", err
+		})
+		rt.Never(t, "the service-account token reflected", time.Second, func(ctx context.Context) bool {
+			_, err := rs.Get(ctx, "sa-token", metav1.GetOptions{})
+			return !apierrors.IsNotFound(err)
+		})
+		if err := ls.Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, "the remote Secret deleted", func(ctx context.Context) error {
+			_, err := rs.Get(ctx, "db", metav1.GetOptions{})
+			return err
+		})
+	})
+
+	t.Run("a remote copy edited or deleted on the provider is restored", func(t *testing.T) {
+		if _, err := lcm.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
+			Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r := waitConfigMap(t, b, "guarded", func(r *corev1.ConfigMap) bool { return r.Data["k"] == "v" })
+		r.Data["k"] = "tampered"
+		r.Labels["extra"] = "x"
+		if _, err := rcm.Update(ctx, r, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitConfigMap(t, b, "guarded", func(r *corev1.ConfigMap) bool { return r.Data["k"] == "v" && r.Labels["extra"] == "" })
+		uid := r.UID
+		if err := rcm.Delete(ctx, "guarded", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitConfigMap(t, b, "guarded", func(r *corev1.ConfigMap) bool { return r.UID != uid && r.Data["k"] == "v" })
+	})
+
+	t.Run("opted-out objects are not reflected and lose their remote copy", func(t *testing.T) {
+		if _, err := lcm.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "private",
+			Annotations: map[string]string{consts.SkipReflectionAnnotation: "true"}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lcm.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later-private"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitConfigMap(t, b, "later-private", func(*corev1.ConfigMap) bool { return true })
+		rt.Never(t, "the opted-out ConfigMap reflected", time.Second, func(ctx context.Context) bool {
+			_, err := rcm.Get(ctx, "private", metav1.GetOptions{})
+			return !apierrors.IsNotFound(err)
+		})
+		cm, err := lcm.Get(ctx, "later-private", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Annotations = map[string]string{consts.SkipReflectionAnnotation: "true"}
+		if _, err := lcm.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, "the remote copy of an object that opted out deleted", func(ctx context.Context) error {
+			_, err := rcm.Get(ctx, "later-private", metav1.GetOptions{})
+			return err
+		})
+	})
+
+	t.Run("kube-root-ca.crt lands as liqo-kube-root-ca.crt; the provider's own objects are left alone", func(t *testing.T) {
+		// The provider's own root CA and an unrelated ConfigMap that happens to share a name.
+		for _, name := range []string{consts.RootCAConfigMap, "clash"} {
+			if _, err := rcm.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Data: map[string]string{"owner": "provider"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, name := range []string{consts.RootCAConfigMap, "clash"} {
+			if _, err := lcm.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Data: map[string]string{"owner": "consumer"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+		}
+		// A cluster with a controller manager publishes its own kube-root-ca.crt: make it ours.
+		root, err := lcm.Get(ctx, consts.RootCAConfigMap, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		root.Data = map[string]string{"owner": "consumer"}
+		if _, err := lcm.Update(ctx, root, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitConfigMap(t, b, consts.ReflectedRootCAConfigMap, func(r *corev1.ConfigMap) bool { return r.Data["owner"] == "consumer" })
+		for _, name := range []string{consts.RootCAConfigMap, "clash"} {
+			r, err := rcm.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Data["owner"] != "provider" || r.Labels[consts.ReflectedLabel] != "" {
+				t.Errorf("the provider's own ConfigMap %s was touched: %v %v", name, r.Labels, r.Data)
+			}
+		}
+	})
+
+	t.Run("Service and EndpointSlice reflected; the provider allocates its own cluster IP", func(t *testing.T) {
+		ls, rs := b.Local.CoreV1().Services(localNS), b.Admin.CoreV1().Services(remoteNS)
+		// 10.0.0.123 is taken on the provider, so a copied cluster IP would fail.
+		if _, err := b.Admin.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "squatter"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.123", Ports: []corev1.ServicePort{{Port: 1}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.0.0.123", Selector: map[string]string{"app": "web"},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: 30080}}}}
+		if _, err := ls.Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var remote *corev1.Service
+		rt.Eventually(t, "the remote Service", timeout, func(ctx context.Context) (bool, error) {
+			var err error
+			remote, err = rs.Get(ctx, "web", metav1.GetOptions{})
+			return err == nil, err
+		})
+		if remote.Spec.ClusterIP == "" || remote.Spec.ClusterIP == "10.0.0.123" {
+			t.Errorf("remote cluster IP %q, want one the provider allocated", remote.Spec.ClusterIP)
+		}
+		if remote.Spec.Type != corev1.ServiceTypeNodePort || remote.Spec.Selector["app"] != "web" || len(remote.Spec.Ports) != 1 ||
+			remote.Spec.Ports[0].Port != 80 || remote.Spec.Ports[0].TargetPort.IntVal != 8080 || remote.Spec.Ports[0].NodePort == 0 {
+			t.Errorf("remote spec %+v", remote.Spec)
+		}
+
+		lslices, rslices := b.Local.DiscoveryV1().EndpointSlices(localNS), b.Admin.DiscoveryV1().EndpointSlices(remoteNS)
+		slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-abcde",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+			Endpoints: []discoveryv1.Endpoint{
+				{Addresses: []string{"10.244.1.5"}, NodeName: ptr.To("worker-1"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+					TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: localNS, Name: "web-local"}},
+				{Addresses: []string{"10.99.0.7"}, NodeName: ptr.To(rt.NodeName), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+					TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: localNS, Name: "web-offloaded"}},
+			}}
+		if _, err := lslices.Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var rslice *discoveryv1.EndpointSlice
+		rt.Eventually(t, "the remote EndpointSlice", timeout, func(ctx context.Context) (bool, error) {
+			var err error
+			rslice, err = rslices.Get(ctx, "web-abcde", metav1.GetOptions{})
+			return err == nil, err
+		})
+		if rslice.Labels[discoveryv1.LabelManagedBy] != objects.EndpointSliceManagedBy || rslice.Labels[discoveryv1.LabelServiceName] != "web" {
+			t.Errorf("remote slice labels %v", rslice.Labels)
+		}
+		if len(rslice.Endpoints) != 1 || rslice.Endpoints[0].Addresses[0] != "10.244.1.5" || rslice.Endpoints[0].NodeName != nil ||
+			rslice.Endpoints[0].TargetRef != nil {
+			t.Errorf("remote endpoints %+v, want only the consumer-side one, without node and pod reference", rslice.Endpoints)
+		}
+		slice, err := lslices.Get(ctx, "web-abcde", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.2.9"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+		if _, err := lslices.Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rt.Eventually(t, "the new endpoint remotely", timeout, func(ctx context.Context) (bool, error) {
+			r, err := rslices.Get(ctx, "web-abcde", metav1.GetOptions{})
+			return err == nil && len(r.Endpoints) == 2 && r.Endpoints[1].Addresses[0] == "10.244.2.9", err
+		})
+		// The Service opts out: it and its slices leave the provider.
+		svc, err = ls.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.Annotations = map[string]string{consts.SkipReflectionAnnotation: "true"}
+		if _, err := ls.Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, "the opted-out Service's remote copy deleted", func(ctx context.Context) error {
+			_, err := rs.Get(ctx, "web", metav1.GetOptions{})
+			return err
+		})
+		waitGone(t, "the opted-out Service's remote slice deleted", func(ctx context.Context) error {
+			_, err := rslices.Get(ctx, "web-abcde", metav1.GetOptions{})
+			return err
+		})
+	})
+
+	t.Run("after a restart, changes made meanwhile are reflected", func(t *testing.T) {
+		for _, name := range []string{"kept", "dropped"} {
+			if _, err := lcm.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Data: map[string]string{"v": "1"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitConfigMap(t, b, name, func(*corev1.ConfigMap) bool { return true })
+		}
+		stop()
+		cm, err := lcm.Get(ctx, "kept", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["v"] = "2"
+		if _, err := lcm.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := lcm.Delete(ctx, "dropped", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		stop = rt.Start(top, objects.New(), b.Env(top, mapper))
+		waitConfigMap(t, b, "kept", func(r *corev1.ConfigMap) bool { return r.Data["v"] == "2" })
+		waitGone(t, "the copy of a ConfigMap deleted while the reflector was down", func(ctx context.Context) error {
+			_, err := rcm.Get(ctx, "dropped", metav1.GetOptions{})
+			return err
+		})
+	})
+
+	t.Run("a namespace removed from the mapping stops reflection", func(t *testing.T) {
+		waitConfigMap(t, b, "guarded", func(*corev1.ConfigMap) bool { return true })
+		mapper.Set(localNS, "")
+		if _, err := lcm.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unmapped"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := lcm.Delete(ctx, "guarded", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rt.Never(t, "reflection in an unmapped namespace", 2*time.Second, func(ctx context.Context) bool {
+			_, errNew := rcm.Get(ctx, "unmapped", metav1.GetOptions{})
+			_, errOld := rcm.Get(ctx, "guarded", metav1.GetOptions{})
+			return !apierrors.IsNotFound(errNew) || errOld != nil // created, or the old copy deleted
+		})
+		mapper.Set(localNS, remoteNS)
+		waitConfigMap(t, b, "unmapped", func(*corev1.ConfigMap) bool { return true })
+		waitGone(t, "the copy of a ConfigMap deleted while unmapped", func(ctx context.Context) error {
+			_, err := rcm.Get(ctx, "guarded", metav1.GetOptions{})
+			return err
+		})
+	})
+}
+
+// waitConfigMap waits until the remote copy of a ConfigMap satisfies ok, and returns it.
+func waitConfigMap(t *testing.T, b *rt.Bed, name string, ok func(*corev1.ConfigMap) bool) *corev1.ConfigMap {
+	t.Helper()
+	var got *corev1.ConfigMap
+	rt.Eventually(t, "remote ConfigMap "+name, timeout, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = b.Admin.CoreV1().ConfigMaps(remoteNS).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && ok(got), err
+	})
+	return got
+}
+
+// waitGone waits until get reports NotFound.
+func waitGone(t *testing.T, what string, get func(ctx context.Context) error) {
+	t.Helper()
+	rt.Eventually(t, what, timeout, func(ctx context.Context) (bool, error) {
+		err := get(ctx)
+		return apierrors.IsNotFound(err), err
+	})
+}

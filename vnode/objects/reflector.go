@@ -1,0 +1,142 @@
+// Package objects reflects what offloaded pods need besides themselves: the ConfigMaps,
+// Secrets, Services and EndpointSlices of every namespace a virtual node offloads are copied
+// into the provider's namespace mapped to it, and kept equal to their local originals.
+//
+// One generic implementation serves every kind (kind[T]); a kind only says how its content is
+// forged and compared. For each offloaded namespace the reflector runs two informers per kind
+// (through vnode/reflection): one on the consumer's namespace (every object) and one on the
+// provider's namespace (only the copies this consumer made, selected by consts.ReflectedLabel
+// and consts.OriginClusterIDLabel). Events on either side put the local name of the object into
+// one work queue, whose workers create, update or delete the remote copy; a copy changed or
+// deleted on the provider is put back. Objects on the provider without both labels are never
+// touched. When a namespace stops being offloaded its informers stop; its remote copies are
+// left to the remote namespace's deletion.
+package objects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/vnode"
+	"github.com/peerkit/terraform-provider-liqo/vnode/reflection"
+)
+
+// DefaultWorkers is how many objects a Reflector reconciles in parallel unless told otherwise.
+const DefaultWorkers = 4
+
+// Reflector reflects ConfigMaps, Secrets, Services and EndpointSlices of the offloaded
+// namespaces of one virtual node to the provider. It implements vnode.Reflector.
+type Reflector struct {
+	// Workers reconcile objects in parallel. Default DefaultWorkers.
+	Workers int
+}
+
+var _ vnode.Reflector = (*Reflector)(nil)
+
+// New returns a Reflector for ConfigMaps, Secrets, Services and EndpointSlices.
+func New() *Reflector { return &Reflector{} }
+
+// Name names the reflector in logs.
+func (r *Reflector) Name() string { return "objects" }
+
+// run is one Run of a Reflector.
+type run struct {
+	env   *vnode.Env
+	kinds []handler
+	log   logr.Logger
+}
+
+// Run reflects until ctx ends.
+func (r *Reflector) Run(ctx context.Context, env *vnode.Env) error {
+	if env == nil {
+		return errors.New("objects reflector: no virtual node Env")
+	}
+	rn := &run{env: env, kinds: []handler{configMaps(), secrets(), services(), endpointSlices()},
+		log: env.Log.WithValues("reflector", r.Name())}
+	workers := r.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	loop := &reflection.Loop{Name: r.Name(), Workers: workers, Setup: rn.setup, Resync: rn.resync,
+		Reconcile: func(ctx context.Context, ns *reflection.Namespace, k reflection.Key) error {
+			return rn.kinds[k.Kind].reconcile(ctx, rn, ns, k.Name)
+		}}
+	return loop.Run(ctx, env)
+}
+
+// setup creates, for each kind, an informer on the local namespace and one on the remote
+// namespace's copies of this consumer; both enqueue the local name of what changed.
+func (rn *run) setup(ns *reflection.Namespace, enqueue func(reflection.Key)) error {
+	remoteSelector := labels.SelectorFromSet(labels.Set{consts.ReflectedLabel: "true",
+		consts.OriginClusterIDLabel: string(rn.env.ConsumerID)}).String()
+	for i, k := range rn.kinds {
+		li := k.newInformer(rn.env.Local, ns.Local, k.localFilter)
+		ri := k.newInformer(rn.env.Remote, ns.Remote, func(o *metav1.ListOptions) { o.LabelSelector = remoteSelector })
+		ns.LocalInf[k.resource()], ns.RemoteInf[k.resource()] = li, ri
+		keys := func(rename func(string) string) func(any) []reflection.Key {
+			return func(obj any) []reflection.Key {
+				m := reflection.Meta(obj)
+				if m == nil {
+					return nil
+				}
+				if name := rename(m.GetName()); name != "" {
+					return []reflection.Key{{Kind: i, Namespace: ns.Local, Name: name}}
+				}
+				return nil
+			}
+		}
+		if _, err := li.AddEventHandler(reflection.Handler(enqueue, keys(func(n string) string { return n }))); err != nil {
+			return fmt.Errorf("watching local %s: %w", k.resource(), err)
+		}
+		if _, err := ri.AddEventHandler(reflection.Handler(enqueue, keys(k.localName))); err != nil {
+			return fmt.Errorf("watching remote %s: %w", k.resource(), err)
+		}
+	}
+	// Kinds that depend on objects of another kind (EndpointSlices on their Service) hear of
+	// those changes too.
+	for i, k := range rn.kinds {
+		dep, names := k.related()
+		inf, ok := ns.LocalInf[dep]
+		if !ok || names == nil {
+			continue
+		}
+		h := reflection.Handler(enqueue, func(obj any) []reflection.Key {
+			var out []reflection.Key
+			for _, n := range names(ns, obj) {
+				out = append(out, reflection.Key{Kind: i, Namespace: ns.Local, Name: n})
+			}
+			return out
+		})
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return fmt.Errorf("watching local %s for %s: %w", dep, k.resource(), err)
+		}
+	}
+	return nil
+}
+
+// resync enqueues everything known on either side: local objects to reflect, remote copies
+// whose original may be gone.
+func (rn *run) resync(ns *reflection.Namespace, enqueue func(reflection.Key)) {
+	for i, k := range rn.kinds {
+		for _, name := range reflection.Names(ns.LocalInf[k.resource()]) {
+			enqueue(reflection.Key{Kind: i, Namespace: ns.Local, Name: name})
+		}
+		for _, name := range reflection.Names(ns.RemoteInf[k.resource()]) {
+			if l := k.localName(name); l != "" {
+				enqueue(reflection.Key{Kind: i, Namespace: ns.Local, Name: l})
+			}
+		}
+	}
+}
+
+// errorf wraps an API error with the object it concerns.
+func errorf(err error, format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
