@@ -1,0 +1,136 @@
+package peering
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+)
+
+// ensureAuthentication runs the handshake unless it is done: the provider's nonce, signed by
+// the consumer, verified in the provider's Tenant, whose issued certificate becomes the
+// consumer's Identity.
+func (p *pair) ensureAuthentication(ctx context.Context) error {
+	tenant := &authv1beta1.Tenant{}
+	tenantKey := client.ObjectKey{Namespace: p.providerNS(), Name: string(p.consumerID)}
+	err := p.provider.Client.Get(ctx, tenantKey, tenant)
+	if apierrors.IsNotFound(err) {
+		signed, err := p.signedNonce(ctx)
+		if err != nil {
+			return err
+		}
+		tenant = &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tenantKey.Namespace, Name: tenantKey.Name,
+			Labels: map[string]string{managedByLabel: managedBy}},
+			Spec: authv1beta1.TenantSpec{ClusterID: p.consumerID, AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
+				PublicKey: signed.Data[nonce.PublicKeyKey], Signature: signed.Data[nonce.SignatureKey], CSR: signed.Data[nonce.CSRKey]}}
+		if err := p.provider.Client.Create(ctx, tenant); err != nil {
+			return fmt.Errorf("creating Tenant %s on %s: %w", tenantKey, p.provider.Name, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("reading Tenant %s on %s: %w", tenantKey, p.provider.Name, err)
+	}
+	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("Tenant %s on %s to issue the consumer's certificate", tenantKey, p.provider.Name),
+		func(ctx context.Context) (bool, error) {
+			if err := p.provider.Client.Get(ctx, tenantKey, tenant); err != nil {
+				return false, fmt.Errorf("reading Tenant %s: %w", tenantKey, err)
+			}
+			if tenant.Spec.TenantCondition != "" && tenant.Spec.TenantCondition != authv1beta1.TenantConditionActive {
+				return false, stop("Tenant %s on %s is %s: the provider issues no identity; set it Active", tenantKey, p.provider.Name, tenant.Spec.TenantCondition)
+			}
+			return tenant.Status.AuthParams != nil && len(tenant.Status.AuthParams.SignedCRT) > 0, nil
+		})
+	if err != nil {
+		return err
+	}
+
+	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: IdentityPrefix + string(p.providerID)}}
+	err = p.consumer.Client.Get(ctx, client.ObjectKeyFromObject(id), id)
+	switch {
+	case apierrors.IsNotFound(err):
+		id.Labels = map[string]string{managedByLabel: managedBy}
+		id.Spec = authv1beta1.IdentitySpec{ClusterID: p.providerID, Type: authv1beta1.ControlPlaneIdentityType,
+			Namespace: p.providerNS(), AuthParams: *tenant.Status.AuthParams}
+		if err := p.consumer.Client.Create(ctx, id); err != nil {
+			return fmt.Errorf("creating Identity %s on %s: %w", client.ObjectKeyFromObject(id), p.consumer.Name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading Identity %s on %s: %w", client.ObjectKeyFromObject(id), p.consumer.Name, err)
+	}
+	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("Identity %s on %s to have its kubeconfig", client.ObjectKeyFromObject(id), p.consumer.Name),
+		func(ctx context.Context) (bool, error) {
+			if err := p.consumer.Client.Get(ctx, client.ObjectKeyFromObject(id), id); err != nil {
+				return false, fmt.Errorf("reading Identity: %w", err)
+			}
+			return id.Status.KubeconfigSecretRef != nil && id.Status.KubeconfigSecretRef.Name != "", nil
+		})
+}
+
+// signedNonce returns the consumer's signature of the provider's nonce, asking for it when
+// needed.
+func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
+	n := &corev1.Secret{}
+	nonceKey := client.ObjectKey{Namespace: p.providerNS(), Name: nonce.NonceSecret}
+	err := waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("the nonce %s on %s (made by its controller manager)", nonceKey, p.provider.Name),
+		func(ctx context.Context) (bool, error) {
+			err := p.provider.Client.Get(ctx, nonceKey, n)
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil && len(n.Data[nonce.NonceKey]) > 0, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	signed := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: p.consumerNS(), Name: nonce.SignedNonceSecret}
+	err = p.consumer.Client.Get(ctx, key, signed)
+	switch {
+	case apierrors.IsNotFound(err):
+		signed = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{managedByLabel: managedBy}},
+			Data: map[string][]byte{nonce.NonceKey: n.Data[nonce.NonceKey]}}
+		if err := p.consumer.Client.Create(ctx, signed); err != nil {
+			return nil, fmt.Errorf("asking %s to sign the nonce (Secret %s): %w", p.consumer.Name, key, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("reading %s on %s: %w", key, p.consumer.Name, err)
+	case string(signed.Data[nonce.NonceKey]) != string(n.Data[nonce.NonceKey]):
+		// A stale request (the provider's nonce changed): ask again.
+		if err := p.consumer.Client.Delete(ctx, signed); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("replacing the stale signed nonce %s on %s: %w", key, p.consumer.Name, err)
+		}
+		return p.signedNonce(ctx)
+	}
+	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("%s to sign the nonce (Secret %s)", p.consumer.Name, key),
+		func(ctx context.Context) (bool, error) {
+			if err := p.consumer.Client.Get(ctx, key, signed); err != nil {
+				return false, fmt.Errorf("reading %s: %w", key, err)
+			}
+			return len(signed.Data[nonce.SignatureKey]) > 0, nil
+		})
+	return signed, err
+}
+
+// removeAuthentication deletes the consumer's Identity, the Tenant (which revokes the
+// consumer's access) and the handshake's Secrets.
+func (p *pair) removeAuthentication(ctx context.Context) error {
+	steps := []struct {
+		c   Cluster
+		obj client.Object
+	}{
+		{p.consumer, &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: IdentityPrefix + string(p.providerID)}}},
+		{p.consumer, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: nonce.SignedNonceSecret}}},
+		{p.provider, &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: p.providerNS(), Name: string(p.consumerID)}}},
+	}
+	for _, s := range steps {
+		if err := deleteAndWait(ctx, s.c, s.obj, p.opts.PollInterval); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package peering
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// side is one end of the tunnel.
+type side struct {
+	c      Cluster
+	ns     string                // its tenant namespace
+	remote corev1beta1.ClusterID // the other end's ID
+}
+
+// ensureNetwork connects the two clusters' networks, unless a tunnel between them exists
+// already (made for the peering in the other direction): the provider hosts the server.
+func (p *pair) ensureNetwork(ctx context.Context) error {
+	prov := side{p.provider, p.providerNS(), p.consumerID}
+	cons := side{p.consumer, p.consumerNS(), p.providerID}
+	server, client := prov, cons
+	if reversed, err := p.serverOn(ctx, cons); err != nil {
+		return err
+	} else if reversed {
+		server, client = cons, prov // the other direction's tunnel: reuse it as it is
+	}
+	for _, s := range []struct{ local, remote side }{{prov, cons}, {cons, prov}} {
+		if err := p.ensureConfiguration(ctx, s.local, s.remote); err != nil {
+			return err
+		}
+	}
+	gws, err := p.ensureServer(ctx, server)
+	if err != nil {
+		return err
+	}
+	gwc, err := p.ensureClient(ctx, client, gws)
+	if err != nil {
+		return err
+	}
+	if err := p.exchangeKeys(ctx, server, client, gws.Status.SecretRef.Name, gwc.Status.SecretRef.Name); err != nil {
+		return err
+	}
+	for _, s := range []side{server, client} {
+		if err := p.waitConnected(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serverOn tells whether s hosts a gateway server for its peer.
+func (p *pair) serverOn(ctx context.Context, s side) (bool, error) {
+	err := s.c.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: GatewayServerName}, &netv1beta1.GatewayServer{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading GatewayServer %s/%s on %s: %w", s.ns, GatewayServerName, s.c.Name, err)
+	}
+	return true, nil
+}
+
+// ensureConfiguration writes, in local's tenant namespace, the Configuration of the remote
+// cluster's networks (read from its Network objects).
+func (p *pair) ensureConfiguration(ctx context.Context, local, remote side) error {
+	cidrs := netv1beta1.ClusterConfigCIDR{}
+	for _, n := range []struct {
+		name string
+		dst  *[]netv1beta1.CIDR
+	}{{consts.PodCIDRNetwork, &cidrs.Pod}, {consts.ExternalCIDRNetwork, &cidrs.External}} {
+		nw := &ipamv1alpha1.Network{}
+		if err := remote.c.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: n.name}, nw); err != nil {
+			if apierrors.IsNotFound(err) && n.name == consts.ExternalCIDRNetwork {
+				continue // optional
+			}
+			return fmt.Errorf("reading the %s of %s (Network %s/%s; its controller manager's --%s flag): %w",
+				n.name, remote.c.Name, consts.LiqoNamespace, n.name, n.name, err)
+		}
+		cidr := nw.Status.CIDR
+		if cidr == "" {
+			cidr = nw.Spec.CIDR
+		}
+		*n.dst = []netv1beta1.CIDR{cidr}
+	}
+	conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: local.ns, Name: string(local.remote)}}
+	_, err := controllerutil.CreateOrPatch(ctx, local.c.Client, conf, func() error {
+		setLabels(conf, map[string]string{consts.RemoteClusterIDLabel: string(local.remote), managedByLabel: managedBy})
+		conf.Spec.Remote.CIDR = cidrs
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("writing Configuration %s/%s on %s: %w", conf.Namespace, conf.Name, local.c.Name, err)
+	}
+	return nil
+}
+
+// ensureServer writes the gateway server and waits for its endpoint and key Secret.
+func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewayServer, error) {
+	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: GatewayServerName}}
+	_, err := controllerutil.CreateOrPatch(ctx, s.c.Client, gw, func() error {
+		setLabels(gw, map[string]string{consts.RemoteClusterIDLabel: string(s.remote), managedByLabel: managedBy})
+		g := p.opts.Gateway
+		gw.Spec.MTU = g.MTU
+		gw.Spec.Endpoint.ServiceType = g.ServiceType
+		gw.Spec.Endpoint.Port = g.Port
+		gw.Spec.Endpoint.NodePort = nil
+		if g.NodePort != 0 {
+			np := g.NodePort
+			gw.Spec.Endpoint.NodePort = &np
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("writing GatewayServer %s/%s on %s: %w", s.ns, GatewayServerName, s.c.Name, err)
+	}
+	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("GatewayServer %s/%s on %s to report its endpoint", s.ns, GatewayServerName, s.c.Name),
+		func(ctx context.Context) (bool, error) {
+			if err := s.c.Client.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+				return false, fmt.Errorf("reading GatewayServer: %w", err)
+			}
+			return gw.Status.Endpoint != nil && len(gw.Status.Endpoint.Addresses) > 0 && gw.Status.SecretRef != nil, nil
+		})
+	return gw, err
+}
+
+// ensureClient writes the gateway client towards the server's endpoint and waits for its key
+// Secret.
+func (p *pair) ensureClient(ctx context.Context, s side, server *netv1beta1.GatewayServer) (*netv1beta1.GatewayClient, error) {
+	gw := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: GatewayClientName}}
+	_, err := controllerutil.CreateOrPatch(ctx, s.c.Client, gw, func() error {
+		setLabels(gw, map[string]string{consts.RemoteClusterIDLabel: string(s.remote), managedByLabel: managedBy})
+		gw.Spec.MTU = p.opts.Gateway.MTU
+		gw.Spec.Endpoint = *server.Status.Endpoint.DeepCopy()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("writing GatewayClient %s/%s on %s: %w", s.ns, GatewayClientName, s.c.Name, err)
+	}
+	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("GatewayClient %s/%s on %s to have its keys", s.ns, GatewayClientName, s.c.Name),
+		func(ctx context.Context) (bool, error) {
+			if err := s.c.Client.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+				return false, fmt.Errorf("reading GatewayClient: %w", err)
+			}
+			return gw.Status.SecretRef != nil && gw.Status.SecretRef.Name != "", nil
+		})
+	return gw, err
+}
+
+// exchangeKeys gives each side a PublicKey holding the other gateway's public key.
+func (p *pair) exchangeKeys(ctx context.Context, server, client side, serverSecret, clientSecret string) error {
+	for _, s := range []struct {
+		from       side
+		fromSecret string
+		to         side
+	}{{server, serverSecret, client}, {client, clientSecret, server}} {
+		secret := &corev1.Secret{}
+		if err := s.from.c.Client.Get(ctx, clientKey(s.from.ns, s.fromSecret), secret); err != nil {
+			return fmt.Errorf("reading the gateway keys %s/%s on %s: %w", s.from.ns, s.fromSecret, s.from.c.Name, err)
+		}
+		pub := secret.Data[agent.PublicKeyField]
+		if len(pub) != 32 {
+			return fmt.Errorf("the gateway keys %s/%s on %s have no 32-byte %s", s.from.ns, s.fromSecret, s.from.c.Name, agent.PublicKeyField)
+		}
+		pk := &netv1beta1.PublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: s.to.ns, Name: PublicKeyName}}
+		_, err := controllerutil.CreateOrPatch(ctx, s.to.c.Client, pk, func() error {
+			setLabels(pk, map[string]string{consts.RemoteClusterIDLabel: string(s.to.remote), consts.GatewayResourceLabel: "true", managedByLabel: managedBy})
+			pk.Spec.PublicKey = pub
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("writing PublicKey %s/%s on %s: %w", s.to.ns, PublicKeyName, s.to.c.Name, err)
+		}
+	}
+	return nil
+}
+
+// waitConnected waits for the side's Connection to be Connected.
+func (p *pair) waitConnected(ctx context.Context, s side) error {
+	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("the tunnel's Connection in %s on %s to be Connected (are the gateways running? "+
+		"in the sandbox they run only as root; otherwise set networking = false)", s.ns, s.c.Name),
+		func(ctx context.Context) (bool, error) {
+			conns := &netv1beta1.ConnectionList{}
+			if err := s.c.Client.List(ctx, conns, client.InNamespace(s.ns)); err != nil {
+				return false, fmt.Errorf("listing Connections: %w", err)
+			}
+			for _, c := range conns.Items {
+				if c.Status.Value == netv1beta1.Connected {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+}
+
+// removeNetwork deletes the gateways, public keys and Configurations on both sides.
+func (p *pair) removeNetwork(ctx context.Context) error {
+	for _, s := range []side{{p.provider, p.providerNS(), p.consumerID}, {p.consumer, p.consumerNS(), p.providerID}} {
+		for _, obj := range []client.Object{
+			&netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: GatewayClientName}},
+			&netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: GatewayServerName}},
+			&netv1beta1.PublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: PublicKeyName}},
+			&netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: string(s.remote)}},
+		} {
+			if err := deleteAndWait(ctx, s.c, obj, p.opts.PollInterval); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// setLabels adds labels to an object's own.
+func setLabels(o client.Object, add map[string]string) {
+	l := o.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	for k, v := range add {
+		l[k] = v
+	}
+	o.SetLabels(l)
+}

@@ -1,0 +1,122 @@
+package peering
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// sliceName is the consumer's ResourceSlice of a peering (so its virtual node is named after
+// the provider's cluster ID).
+func (p *pair) sliceName() string { return string(p.providerID) }
+
+// ensureOffloading asks the provider for the resources through a ResourceSlice (replicated to
+// the provider by the consumer's controller manager), waits until the provider grants them and
+// the virtual node standing for them is Ready.
+func (p *pair) ensureOffloading(ctx context.Context) error {
+	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: p.sliceName()}}
+	key := client.ObjectKeyFromObject(slice)
+	err := p.consumer.Client.Get(ctx, key, slice)
+	switch {
+	case apierrors.IsNotFound(err):
+		providerID, consumerID := p.providerID, p.consumerID
+		slice.Labels = map[string]string{consts.ReplicationLabel: "true", consts.RemoteClusterIDLabel: string(p.providerID), managedByLabel: managedBy}
+		slice.Annotations = map[string]string{consts.CreateVirtualNodeAnnotation: "true"}
+		slice.Spec = authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID, ConsumerClusterID: &consumerID, Class: "default",
+			Resources: p.opts.Resources.DeepCopy()}
+		if err := p.consumer.Client.Create(ctx, slice); err != nil {
+			return fmt.Errorf("creating ResourceSlice %s on %s: %w", key, p.consumer.Name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading ResourceSlice %s on %s: %w", key, p.consumer.Name, err)
+	case !sameResources(slice.Spec.Resources, p.opts.Resources):
+		before := slice.DeepCopy()
+		slice.Spec.Resources = p.opts.Resources.DeepCopy()
+		if err := p.consumer.Client.Patch(ctx, slice, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("asking %s for other resources (ResourceSlice %s on %s): %w", p.provider.Name, key, p.consumer.Name, err)
+		}
+	}
+	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("%s to grant ResourceSlice %s", p.provider.Name, key), func(ctx context.Context) (bool, error) {
+		if err := p.consumer.Client.Get(ctx, key, slice); err != nil {
+			return false, fmt.Errorf("reading ResourceSlice %s: %w", key, err)
+		}
+		for _, c := range slice.Status.Conditions {
+			if c.Type != authv1beta1.ResourceSliceConditionTypeResources {
+				continue
+			}
+			if c.Status == authv1beta1.ResourceSliceConditionDenied && sameResources(slice.Spec.Resources, p.opts.Resources) &&
+				!sameResources(slice.Status.Resources, p.opts.Resources) {
+				return false, stop("%s denied ResourceSlice %s: %s (%s); ask for less, or share more on the provider", p.provider.Name, key, c.Message, c.Reason)
+			}
+			return c.Status == authv1beta1.ResourceSliceConditionAccepted && sameResources(slice.Status.Resources, p.opts.Resources), nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	node := &corev1.Node{}
+	name := virtualnode.NameFor(slice)
+	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("virtual node %s on %s to be Ready with the granted resources", name, p.consumer.Name),
+		func(ctx context.Context) (bool, error) {
+			if err := p.consumer.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			for res, q := range slice.Status.Resources {
+				if got, ok := node.Status.Capacity[res]; !ok || got.Cmp(q) != 0 {
+					return false, nil
+				}
+			}
+			return nodeReady(node), nil
+		})
+}
+
+// removeOffloading deletes the ResourceSlice; its virtual node is drained and removed, and
+// its copy on the provider deleted, before the slice goes.
+func (p *pair) removeOffloading(ctx context.Context) error {
+	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: p.sliceName()}}
+	if err := deleteAndWait(ctx, p.consumer, slice, p.opts.PollInterval); err != nil {
+		return err
+	}
+	providerID := p.providerID
+	slice.Spec.ProviderClusterID = &providerID
+	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("virtual node %s on %s to be gone", virtualnode.NameFor(slice), p.consumer.Name),
+		func(ctx context.Context) (bool, error) {
+			err := p.consumer.Client.Get(ctx, client.ObjectKey{Name: virtualnode.NameFor(slice)}, &corev1.Node{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		})
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// sameResources compares two resource lists by quantity.
+func sameResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, q := range a {
+		o, ok := b[k]
+		if !ok || o.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,301 @@
+// Package peering does what the CLI's `peer` and `unpeer` commands do (seed 001), across two
+// clusters reached with admin clients: tenant namespaces on both sides, the network (each
+// side's Configuration of the other, gateway server on the provider and client on the
+// consumer, public keys exchanged, both Connections awaited), the authentication handshake
+// (nonce, signed nonce, Tenant, the consumer's Identity) and the offloading (a ResourceSlice,
+// its virtual node awaited Ready). Each step is idempotent, so Peer converges from any partial
+// state, and Unpeer removes what Peer made in reverse order, keeping the network and tenant
+// namespaces while a peering in the other direction still uses them.
+//
+// The in-cluster controllers do the work behind each object; this package only writes the
+// objects a peering is made of and waits for their results.
+package peering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// Cluster is one side of a peering.
+type Cluster struct {
+	// Name names the cluster in messages (e.g. its key in the Terraform provider's clusters map).
+	Name string
+	// Client reaches the cluster with enough rights to write the peering's objects.
+	Client client.Client
+}
+
+// Gateway are the parameters of the network tunnel.
+type Gateway struct {
+	// ServiceType exposes the gateway server: LoadBalancer, NodePort or ClusterIP.
+	ServiceType corev1.ServiceType
+	// Port is the server's UDP port.
+	Port int32
+	// NodePort fixes the node port when ServiceType is NodePort (0: allocated).
+	NodePort int32
+	// MTU is the tunnel's MTU.
+	MTU int
+}
+
+// Options say what a peering includes.
+type Options struct {
+	// Networking connects the two clusters' pod networks through the gateways.
+	Networking bool
+	// Gateway parameterises the tunnel when Networking is set.
+	Gateway Gateway
+	// Resources are what the consumer asks of the provider.
+	Resources corev1.ResourceList
+	// PollInterval is how often the waits look (default 250ms).
+	PollInterval time.Duration
+}
+
+// State is a peering as it is.
+type State struct {
+	// ConsumerID and ProviderID are the two clusters' IDs.
+	ConsumerID, ProviderID corev1beta1.ClusterID
+	// ConsumerTenantNamespace (on the consumer) and ProviderTenantNamespace (on the provider)
+	// hold the peering's objects.
+	ConsumerTenantNamespace, ProviderTenantNamespace string
+	// VirtualNode is the consumer's Node that stands for the provider ("" before it exists).
+	VirtualNode string
+	// Networking, Authentication and Offloading summarise each module like `liqoctl info peer`:
+	// Disabled, None, Pending, Established/Ready, or Error with a reason.
+	Networking, Authentication, Offloading string
+	// Granted are the resources the provider granted.
+	Granted corev1.ResourceList
+	// Latency is the tunnel's measured latency, when connected.
+	Latency string
+}
+
+// Names of the objects a peering is made of, so that they can be found again (import, drift).
+const (
+	// IdentityPrefix + provider ID is the consumer's control-plane Identity.
+	IdentityPrefix = "controlplane-"
+	// GatewayServerName and GatewayClientName are the gateways in the tenant namespaces.
+	GatewayServerName = "server"
+	// GatewayClientName is the gateway client in the consumer's tenant namespace.
+	GatewayClientName = "client"
+	// PublicKeyName is the PublicKey of the other side's gateway.
+	PublicKeyName = "gw-publickey"
+	// managedByLabel marks what this package created.
+	managedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "liqo-peering"
+)
+
+// TenantNamespace is the tenant namespace a cluster keeps for the peer with the given ID.
+func TenantNamespace(remote corev1beta1.ClusterID) string { return "liqo-tenant-" + string(remote) }
+
+// ClusterID reads a cluster's ID, recorded by its controller manager.
+func ClusterID(ctx context.Context, c Cluster) (corev1beta1.ClusterID, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap}, cm)
+	if apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("cluster %s has no cluster ID (ConfigMap %s/%s): the liqo controller manager has not run there; install it first",
+			c.Name, consts.LiqoNamespace, consts.ClusterIDConfigMap)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the cluster ID of %s: %w", c.Name, err)
+	}
+	id := cm.Data[consts.ClusterIDKey]
+	if id == "" {
+		return "", fmt.Errorf("cluster %s: ConfigMap %s/%s has no %s", c.Name, consts.LiqoNamespace, consts.ClusterIDConfigMap, consts.ClusterIDKey)
+	}
+	return corev1beta1.ClusterID(id), nil
+}
+
+// pair is a peering being worked on.
+type pair struct {
+	consumer, provider     Cluster
+	consumerID, providerID corev1beta1.ClusterID
+	opts                   Options
+}
+
+func (p *pair) consumerNS() string { return TenantNamespace(p.providerID) }
+func (p *pair) providerNS() string { return TenantNamespace(p.consumerID) }
+
+func newPair(ctx context.Context, consumer, provider Cluster, opts Options) (*pair, error) {
+	cid, err := ClusterID(ctx, consumer)
+	if err != nil {
+		return nil, err
+	}
+	pid, err := ClusterID(ctx, provider)
+	if err != nil {
+		return nil, err
+	}
+	if cid == pid {
+		return nil, fmt.Errorf("clusters %s and %s have the same cluster ID %q: a cluster cannot peer with itself", consumer.Name, provider.Name, cid)
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 250 * time.Millisecond
+	}
+	return &pair{consumer: consumer, provider: provider, consumerID: cid, providerID: pid, opts: opts}, nil
+}
+
+// Peer makes the peering of consumer with provider, or brings it in line with opts, and
+// waits until every module is up. It is idempotent; the context's deadline bounds it.
+func Peer(ctx context.Context, consumer, provider Cluster, opts Options) (*State, error) {
+	p, err := newPair(ctx, consumer, provider, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.ensureTenantNamespaces(ctx); err != nil {
+		return nil, err
+	}
+	if opts.Networking {
+		if err := p.ensureNetwork(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.ensureAuthentication(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.ensureOffloading(ctx); err != nil {
+		return nil, err
+	}
+	return p.observe(ctx)
+}
+
+// Observe reports the state of the peering of consumer with provider; found is false when
+// its defining objects (the Tenant and the ResourceSlice) are gone.
+func Observe(ctx context.Context, consumer, provider Cluster, opts Options) (st *State, found bool, err error) {
+	p, err := newPair(ctx, consumer, provider, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	st, err = p.observe(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	return st, p.exists(ctx), nil
+}
+
+// Unpeer removes the peering: the slice (and so the virtual node, drained), the identity and
+// the tenant, then, unless a peering in the other direction still uses them, the network and
+// the tenant namespaces; it waits until they are gone.
+func Unpeer(ctx context.Context, consumer, provider Cluster, opts Options) error {
+	p, err := newPair(ctx, consumer, provider, opts)
+	if err != nil {
+		return err
+	}
+	if err := p.removeOffloading(ctx); err != nil {
+		return err
+	}
+	if err := p.removeAuthentication(ctx); err != nil {
+		return err
+	}
+	reverse, err := p.reverseExists(ctx)
+	if err != nil {
+		return err
+	}
+	if reverse {
+		return nil // the network and the tenant namespaces serve the other direction
+	}
+	if err := p.removeNetwork(ctx); err != nil {
+		return err
+	}
+	return p.removeTenantNamespaces(ctx)
+}
+
+// ensureTenantNamespaces creates the tenant namespace on each side.
+func (p *pair) ensureTenantNamespaces(ctx context.Context) error {
+	for _, side := range []struct {
+		c      Cluster
+		name   string
+		remote corev1beta1.ClusterID
+	}{{p.consumer, p.consumerNS(), p.providerID}, {p.provider, p.providerNS(), p.consumerID}} {
+		ns := &corev1.Namespace{}
+		err := side.c.Client.Get(ctx, client.ObjectKey{Name: side.name}, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: side.name, Labels: map[string]string{
+				consts.RemoteClusterIDLabel: string(side.remote), consts.TenantNamespaceLabel: "true", managedByLabel: managedBy}}}
+			if err := side.c.Client.Create(ctx, ns); err != nil {
+				return fmt.Errorf("creating tenant namespace %s on %s: %w", side.name, side.c.Name, err)
+			}
+		case err != nil:
+			return fmt.Errorf("reading tenant namespace %s on %s: %w", side.name, side.c.Name, err)
+		case ns.DeletionTimestamp != nil:
+			return fmt.Errorf("tenant namespace %s on %s is being deleted (an earlier unpeering); apply again once it is gone", side.name, side.c.Name)
+		case ns.Labels[consts.RemoteClusterIDLabel] != string(side.remote) || ns.Labels[consts.TenantNamespaceLabel] != "true":
+			return fmt.Errorf("namespace %s on %s exists but is not the tenant namespace of %s (labels %s=%s, %s=true): rename or remove it",
+				side.name, side.c.Name, side.remote, consts.RemoteClusterIDLabel, side.remote, consts.TenantNamespaceLabel)
+		}
+	}
+	return nil
+}
+
+// removeTenantNamespaces deletes both tenant namespaces and waits until they are gone.
+func (p *pair) removeTenantNamespaces(ctx context.Context) error {
+	for _, side := range []struct {
+		c    Cluster
+		name string
+	}{{p.consumer, p.consumerNS()}, {p.provider, p.providerNS()}} {
+		if err := deleteAndWait(ctx, side.c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: side.name}}, p.opts.PollInterval); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteAndWait deletes obj (in the background: owned objects go with it) and waits until
+// it is gone.
+func deleteAndWait(ctx context.Context, c Cluster, obj client.Object, interval time.Duration) error {
+	kind := fmt.Sprintf("%T", obj)
+	err := c.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting %s %s on %s: %w", kind, client.ObjectKeyFromObject(obj), c.Name, err)
+	}
+	return waitFor(ctx, interval, fmt.Sprintf("%s %s on %s to be gone", kind, client.ObjectKeyFromObject(obj), c.Name), func(ctx context.Context) (bool, error) {
+		err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+// waitFor polls cond until it holds, failing with what was awaited and the last reason when
+// ctx ends.
+func waitFor(ctx context.Context, interval time.Duration, what string, cond func(ctx context.Context) (bool, error)) error {
+	var last error
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		var stop *stopError
+		if errors.As(err, &stop) {
+			return false, stop.err
+		}
+		last = err
+		return ok, nil
+	})
+	if err == nil {
+		return nil
+	}
+	var stop *stopError
+	if !errors.As(err, &stop) && ctx.Err() != nil {
+		if last != nil {
+			return fmt.Errorf("timed out waiting for %s (last: %w)", what, last)
+		}
+		return fmt.Errorf("timed out waiting for %s", what)
+	}
+	return err
+}
+
+// stopError ends a wait at once: the awaited state will not come (a denial, a refusal).
+type stopError struct{ err error }
+
+func (e *stopError) Error() string { return e.err.Error() }
+
+func stop(format string, args ...any) error { return &stopError{err: fmt.Errorf(format, args...)} }

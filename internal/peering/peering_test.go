@@ -1,0 +1,282 @@
+package peering_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/peering"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+var managerBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "peering-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	managerBin = filepath.Join(dir, "liqo-controller-manager")
+	if out, err := exec.Command("go", "build", "-o", managerBin, "../../cmd/liqo-controller-manager").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the controller manager: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startManager runs the real controller manager binary for a cluster until the test ends.
+func startManager(t *testing.T, cl *testenv.Cluster, args ...string) {
+	t.Helper()
+	probe := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	logf, err := os.Create(filepath.Join(t.TempDir(), cl.Name+"-manager.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(managerBin, append([]string{"--kubeconfig", cl.KubeconfigPath, "--cluster-id", cl.Name,
+		"--health-probe-bind-address", probe, "--metrics-bind-address", "0"}, args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		_ = logf.Close()
+		if t.Failed() {
+			log, _ := os.ReadFile(logf.Name())
+			t.Logf("controller manager of %s:\n%s", cl.Name, tail(string(log), 60))
+		}
+	})
+	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("controller manager of %s not ready: %v", cl.Name, err)
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func resources(cpu, memory, pods string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+		corev1.ResourcePods: resource.MustParse(pods)}
+}
+
+// twoClusters starts a and b, each with a KWOK node to share and our controller manager.
+func twoClusters(t *testing.T) (peering.Cluster, peering.Cluster, *testenv.Env) {
+	t.Helper()
+	env := testenv.New(t,
+		testenv.ClusterOptions{Name: "cl-a", ControllerManager: true, Nodes: []testenv.NodeOptions{{Name: "a-node", CPU: "8", Memory: "16Gi"}}},
+		testenv.ClusterOptions{Name: "cl-b", ControllerManager: true, Nodes: []testenv.NodeOptions{{Name: "b-node", CPU: "8", Memory: "16Gi"}}},
+	)
+	startManager(t, env.Cluster("cl-a"), "--pod-cidr", "10.110.0.0/16")
+	startManager(t, env.Cluster("cl-b"), "--pod-cidr", "10.120.0.0/16")
+	return peering.Cluster{Name: "a", Client: env.Cluster("cl-a").Client}, peering.Cluster{Name: "b", Client: env.Cluster("cl-b").Client}, env
+}
+
+// liqoObjects counts what a peering leaves in a cluster: tenant namespaces and our objects.
+func liqoObjects(t *testing.T, c client.Client) []string {
+	t.Helper()
+	var left []string
+	nss := &corev1.NamespaceList{}
+	if err := c.List(t.Context(), nss); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "liqo-tenant-") {
+			left = append(left, "namespace/"+ns.Name+" ("+string(ns.Status.Phase)+")")
+		}
+	}
+	for _, l := range []client.ObjectList{&authv1beta1.TenantList{}, &authv1beta1.IdentityList{}, &authv1beta1.ResourceSliceList{},
+		&corev1beta1.ForeignClusterList{}} {
+		if err := c.List(t.Context(), l); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(mustItems(l)); n > 0 {
+			left = append(left, fmt.Sprintf("%T: %d", l, n))
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.List(t.Context(), nodes, client.MatchingLabels{"liqo.io/type": "virtual-node"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		left = append(left, "node/"+n.Name)
+	}
+	return left
+}
+
+func mustItems(l client.ObjectList) []any {
+	switch v := l.(type) {
+	case *authv1beta1.TenantList:
+		return anySlice(v.Items)
+	case *authv1beta1.IdentityList:
+		return anySlice(v.Items)
+	case *authv1beta1.ResourceSliceList:
+		return anySlice(v.Items)
+	case *corev1beta1.ForeignClusterList:
+		return anySlice(v.Items)
+	}
+	return nil
+}
+
+func anySlice[T any](in []T) []any {
+	out := make([]any, len(in))
+	for i := range in {
+		out[i] = in[i]
+	}
+	return out
+}
+
+// TestPeerUpdateUnpeer: Peer from nothing to a Ready virtual node with the asked resources;
+// Peer again changes nothing; other resources are re-negotiated in place; an ask above what
+// the provider shares fails with the provider's reason; Unpeer leaves no tenant namespace, no
+// Liqo object and no virtual node on either cluster.
+func TestPeerUpdateUnpeer(t *testing.T) {
+	a, b, _ := twoClusters(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	start := time.Now()
+	st, err := peering.Peer(ctx, a, b, peering.Options{Resources: resources("2", "4Gi", "20")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("peered in %s", time.Since(start).Round(time.Millisecond))
+	if st.VirtualNode != "cl-b" || st.Authentication != peering.StatusEstablished || st.Offloading != peering.StatusReady ||
+		st.Networking != peering.StatusDisabled || st.ConsumerID != "cl-a" || st.ProviderID != "cl-b" {
+		t.Errorf("state after Peer: %+v", st)
+	}
+	if st.Granted.Cpu().String() != "2" || st.Granted.Memory().String() != "4Gi" {
+		t.Errorf("granted %v, want the asked resources", st.Granted)
+	}
+
+	start = time.Now()
+	if _, err := peering.Peer(ctx, a, b, peering.Options{Resources: resources("2", "4Gi", "20")}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("second Peer (no change) in %s", time.Since(start).Round(time.Millisecond))
+
+	st, err = peering.Peer(ctx, a, b, peering.Options{Resources: resources("3", "4Gi", "20")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{}
+	if err := a.Client.Get(ctx, client.ObjectKey{Name: st.VirtualNode}, node); err != nil || node.Status.Capacity.Cpu().String() != "3" {
+		t.Errorf("virtual node after asking for 3 CPUs: capacity %v, %v", node.Status.Capacity, err)
+	}
+
+	// The provider shares half of its node's 8 CPUs by default.
+	_, err = peering.Peer(ctx, a, b, peering.Options{Resources: resources("64", "4Gi", "20")})
+	if err == nil || !strings.Contains(err.Error(), "denied") {
+		t.Errorf("asking for more than is shared: %v, want a denial with the reason", err)
+	}
+
+	start = time.Now()
+	if err := peering.Unpeer(ctx, a, b, peering.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("unpeered in %s", time.Since(start).Round(time.Millisecond))
+	// ForeignClusters go once nothing refers to the peer any more.
+	for _, c := range []peering.Cluster{a, b} {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return len(liqoObjects(t, c.Client)) == 0, nil
+		})
+		if err != nil {
+			t.Errorf("left on %s after Unpeer: %v", c.Name, liqoObjects(t, c.Client))
+		}
+	}
+	if _, found, err := peering.Observe(ctx, a, b, peering.Options{}); err != nil || found {
+		t.Errorf("Observe after Unpeer: found %v, %v", found, err)
+	}
+}
+
+// TestBidirectional: peerings in both directions share the tenant namespaces; removing one
+// leaves the other Ready.
+func TestBidirectional(t *testing.T) {
+	a, b, _ := twoClusters(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	if _, err := peering.Peer(ctx, a, b, peering.Options{Resources: resources("1", "1Gi", "10")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peering.Peer(ctx, b, a, peering.Options{Resources: resources("1", "1Gi", "10")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []peering.Cluster{a, b} {
+		fcs := &corev1beta1.ForeignClusterList{}
+		if err := c.Client.List(ctx, fcs); err != nil || len(fcs.Items) != 1 {
+			t.Fatalf("ForeignClusters on %s: %v %v", c.Name, fcs.Items, err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			fc := &corev1beta1.ForeignCluster{}
+			err := c.Client.Get(ctx, client.ObjectKeyFromObject(&fcs.Items[0]), fc)
+			return err == nil && fc.Status.Role == corev1beta1.ConsumerAndProviderRole, nil
+		})
+		if err != nil {
+			t.Errorf("ForeignCluster on %s is not ConsumerAndProvider: %v", c.Name, err)
+		}
+	}
+
+	if err := peering.Unpeer(ctx, a, b, peering.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	st, found, err := peering.Observe(ctx, b, a, peering.Options{})
+	if err != nil || !found || st.Offloading != peering.StatusReady || st.Authentication != peering.StatusEstablished {
+		t.Errorf("b→a after removing a→b: found %v, %+v, %v", found, st, err)
+	}
+	if _, found, _ := peering.Observe(ctx, a, b, peering.Options{}); found {
+		t.Error("a→b still found after Unpeer")
+	}
+	if err := a.Client.Get(ctx, client.ObjectKey{Name: "cl-b"}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a's virtual node for b after Unpeer: %v", err)
+	}
+	if err := b.Client.Get(ctx, client.ObjectKey{Name: "cl-a"}, &corev1.Node{}); err != nil {
+		t.Errorf("b's virtual node for a after removing a→b: %v", err)
+	}
+	if err := peering.Unpeer(ctx, b, a, peering.Options{}); err != nil {
+		t.Fatal(err)
+	}
+}
