@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/peerkit/terraform-provider-liqo/vnode"
+	"github.com/peerkit/terraform-provider-liqo/vnode/events"
+	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
 	"github.com/peerkit/terraform-provider-liqo/vnode/pods"
 )
 
@@ -10,5 +12,7 @@ import (
 func reflectors() []vnode.Reflector {
 	return []vnode.Reflector{
 		&pods.Reflector{},
+		objects.New(),
+		events.New(),
 	}
 }
