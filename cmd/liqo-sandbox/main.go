@@ -26,6 +26,7 @@ func run(ctx context.Context, args []string) error {
 	root, _ := testenv.RepoRoot()
 	state := fs.String("state", filepath.Join(root, ".sandbox"), "folder for kubeconfigs, Terraform CLI config and supervisor files")
 	providerBin := fs.String("provider-bin", filepath.Join(root, "bin"), "folder holding terraform-provider-liqo (for dev_overrides)")
+	count := fs.Int("clusters", 2, "how many clusters to run: 2 (consumer, provider) or 3 (and provider-2, for the fleet example)")
 	managerBin := fs.String("manager-bin", filepath.Join(root, "bin", "liqo-controller-manager"), "the liqo-controller-manager binary run for each cluster")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: liqo-sandbox [flags] up|down|serve\n")
@@ -34,18 +35,21 @@ func run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("parsing arguments: %w", err)
 	}
+	if *count != 2 && *count != 3 {
+		return fmt.Errorf("-clusters is %d: the sandbox runs 2 or 3 clusters", *count)
+	}
 	abs, err := filepath.Abs(*state)
 	if err != nil {
 		return fmt.Errorf("resolving -state: %w", err)
 	}
-	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, Out: os.Stdout}
+	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, Clusters: *count, Out: os.Stdout}
 	switch fs.Arg(0) {
 	case "up":
 		self, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("finding own executable: %w", err)
 		}
-		return sb.Up(ctx, self, "-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "serve")
+		return sb.Up(ctx, self, "-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "-clusters", fmt.Sprint(*count), "serve")
 	case "down":
 		return sb.Down(ctx)
 	case "serve":

@@ -1,4 +1,4 @@
-// Package sandbox runs two local clusters, consumer and provider, for the demo and the
+// Package sandbox runs local clusters (consumer and provider, and provider-2 on request) for the demo and the
 // end-to-end tests: a supervisor process owns them (their processes die with it), and
 // writes their kubeconfigs and a Terraform CLI configuration into a state folder.
 package sandbox
@@ -36,13 +36,15 @@ const (
 // DemoNamespace is the consumer's namespace that the examples offload.
 const DemoNamespace = "demo"
 
-// ClusterNames are the sandbox's clusters.
-var ClusterNames = []string{"consumer", "provider"}
+// ClusterNames are the sandbox's clusters, in order: a sandbox of N clusters runs the first N
+// (two by default; the fleet example uses three).
+var ClusterNames = []string{"consumer", "provider", "provider-2"}
 
-// clusters says what each sandbox cluster runs: the provider has KWOK nodes to run the pods
-// offloaded to it; both have a scheduler and a controller manager (CSR signer).
-func clusters() []testenv.ClusterOptions {
-	return []testenv.ClusterOptions{
+// clusters says what each of the first n sandbox clusters runs: the providers have KWOK nodes
+// to run the pods offloaded to them; all have a scheduler and a controller manager (CSR
+// signer, garbage collector, namespace deletion). Each has its own pod CIDR.
+func clusters(n int) []testenv.ClusterOptions {
+	all := []testenv.ClusterOptions{
 		{Name: "consumer", Scheduler: true, ControllerManager: true, PodCIDR: "10.200.0.0/16",
 			Nodes: []testenv.NodeOptions{{Name: "consumer-node-1", CPU: "4", Memory: "8Gi"}}},
 		{Name: "provider", Scheduler: true, ControllerManager: true, PodCIDR: "10.201.0.0/16",
@@ -50,7 +52,10 @@ func clusters() []testenv.ClusterOptions {
 				{Name: "provider-node-1", CPU: "8", Memory: "16Gi"},
 				{Name: "provider-node-2", CPU: "8", Memory: "16Gi"},
 			}},
+		{Name: "provider-2", Scheduler: true, ControllerManager: true, PodCIDR: "10.202.0.0/16",
+			Nodes: []testenv.NodeOptions{{Name: "provider-2-node-1", CPU: "8", Memory: "16Gi"}}},
 	}
+	return all[:n]
 }
 
 // Sandbox is a state folder and the programs it uses.
@@ -61,6 +66,8 @@ type Sandbox struct {
 	ProviderBinDir string
 	// ManagerBin is the liqo-controller-manager binary run for each cluster.
 	ManagerBin string
+	// Clusters is how many clusters run (2 or 3; 0 means 2).
+	Clusters int
 	// Out receives progress and instructions.
 	Out io.Writer
 }
@@ -99,7 +106,7 @@ func (s *Sandbox) Up(ctx context.Context, self string, args ...string) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	fmt.Fprintf(s.Out, "starting clusters %s (supervisor pid %d, log %s)...\n",
-		strings.Join(ClusterNames, " and "), cmd.Process.Pid, filepath.Join(s.StateDir, logFile))
+		strings.Join(s.names(), ", "), cmd.Process.Pid, filepath.Join(s.StateDir, logFile))
 	start := time.Now()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -120,9 +127,20 @@ func (s *Sandbox) Up(ctx context.Context, self string, args ...string) error {
 	}
 }
 
+// count is the number of clusters.
+func (s *Sandbox) count() int {
+	if s.Clusters < 2 || s.Clusters > len(ClusterNames) {
+		return 2
+	}
+	return s.Clusters
+}
+
+// names are the running clusters' names.
+func (s *Sandbox) names() []string { return ClusterNames[:s.count()] }
+
 func (s *Sandbox) printUsage() {
 	fmt.Fprintf(s.Out, "\nThe sandbox's clusters:\n")
-	for _, name := range ClusterNames {
+	for _, name := range s.names() {
 		fmt.Fprintf(s.Out, "  %-9s kubectl --kubeconfig %s get nodes\n", name, s.KubeconfigPath(name))
 	}
 	fmt.Fprintf(s.Out, "\nTerraform with the local provider build:\n  export TF_CLI_CONFIG_FILE=%s\n", s.CLIConfigPath())
@@ -142,7 +160,7 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 	}
 	defer func() { _ = os.Remove(filepath.Join(s.StateDir, pidFile)) }()
 
-	opts := clusters()
+	opts := clusters(s.count())
 	env, err := testenv.Start(ctx, opts...)
 	if err != nil {
 		return err
@@ -197,7 +215,7 @@ func (s *Sandbox) removeStateFiles() {
 		_ = os.Remove(filepath.Join(s.StateDir, f))
 	}
 	for _, name := range ClusterNames {
-		_ = os.Remove(s.KubeconfigPath(name))
+		_ = os.Remove(s.KubeconfigPath(name)) // whichever ran
 	}
 }
 
