@@ -129,3 +129,18 @@ func TestExcess(t *testing.T) {
 		t.Errorf("nothing used: %v", ex)
 	}
 }
+
+// BenchmarkUsage: the arithmetic for one ShadowPod with an init container, a sidecar and two
+// containers against a four-key grant.
+func BenchmarkUsage(b *testing.B) {
+	grant := rl("cpu", "10", "memory", "10Gi", "limits.cpu", "10", "pods", "10")
+	spec := corev1.PodSpec{
+		InitContainers: []corev1.Container{sidecar("proxy", rl("cpu", "200m")), ctr("init", rl("cpu", "500m", "memory", "1Gi"), rl("cpu", "1"))},
+		Containers:     []corev1.Container{ctr("a", rl("cpu", "300m", "memory", "1Gi"), rl("cpu", "1")), ctr("b", rl("cpu", "100m"), rl("cpu", "1"))},
+	}
+	for b.Loop() {
+		if _, err := grantenforcement.Usage(&spec, grant); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

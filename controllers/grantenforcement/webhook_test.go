@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -376,4 +377,93 @@ func TestConcurrentAdmissions(t *testing.T) {
 		_ = c.Create(ctx, shadowPod(ns, "probe", "300m", ""), client.DryRunAll)
 		return p.handler.Reserved(consumer) == 0
 	})
+}
+
+// BenchmarkAdmission: one ShadowPod creation (dry run) through the API server and the grant
+// webhook over HTTPS, with 200 ShadowPods of the consumer already in its two remote
+// namespaces; compare with BenchmarkAdmission/no-webhook, the same request in a namespace the
+// webhook does not check.
+func BenchmarkAdmission(b *testing.B) {
+	env := testenv.New(b, testenv.ClusterOptions{Name: "provider"})
+	cl := env.Cluster("provider")
+	ctx := b.Context()
+	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cl.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}); err != nil {
+		b.Fatal(err)
+	}
+	direct, err := client.New(cl.Config, client.Options{Scheme: cl.Client.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	_ = l.Close()
+	ws, err := webhookserver.New(direct, webhookserver.Options{URL: "https://127.0.0.1:" + port, BindAddress: "127.0.0.1:" + port})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws.Register(grantenforcement.Path, &grantenforcement.Handler{Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())})
+	for _, wh := range grantenforcement.Webhooks() {
+		ws.AddValidating(grantenforcement.Configuration, grantenforcement.Path, wh)
+	}
+	if err := mgr.Add(ws); err != nil {
+		b.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+
+	const consumer = "cl-bench"
+	create := func(o client.Object) {
+		if err := cl.Client.Create(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-" + consumer,
+		Labels: map[string]string{consts.TenantNamespaceLabel: "true", consts.RemoteClusterIDLabel: consumer}}})
+	id := corev1beta1.ClusterID(consumer)
+	s := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-" + consumer, Name: "s"},
+		Spec: authv1beta1.ResourceSliceSpec{ConsumerClusterID: &id}}
+	create(s)
+	s.Status.Resources = rl("cpu", "1000", "memory", "1000Gi", "pods", "1000")
+	s.Status.Conditions = []authv1beta1.ResourceSliceCondition{{Type: authv1beta1.ResourceSliceConditionTypeResources, Status: authv1beta1.ResourceSliceConditionAccepted, LastTransitionTime: metav1.Now()}}
+	if err := cl.Client.Status().Update(ctx, s); err != nil {
+		b.Fatal(err)
+	}
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}})
+	for _, ns := range []string{"one-" + consumer, "two-" + consumer} {
+		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{consts.RemoteNamespaceLabel: "true", consts.RemoteClusterIDLabel: consumer}}})
+		for i := range 100 {
+			create(shadowPod(ns, fmt.Sprintf("sp-%d", i), "100m", "128Mi"))
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := cl.Client.Create(ctx, shadowPod("one-"+consumer, "probe", "2000", ""), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "granted"), nil
+	}); err != nil {
+		b.Fatalf("webhook not in force: %v", err)
+	}
+	fast := rest.CopyConfig(cl.Config)
+	fast.QPS, fast.Burst = 10000, 10000 // the client's rate limit would be all the benchmark measures
+	c, err := client.New(fast, client.Options{Scheme: cl.Client.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ name, ns string }{{"webhook", "one-" + consumer}, {"no-webhook", "plain"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := c.Create(ctx, shadowPod(tc.ns, "bench", "100m", "128Mi"), client.DryRunAll); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
