@@ -43,7 +43,7 @@ type Reconciler struct {
 	Client client.Client
 	// Recorder records why a ShadowPod is not run; optional.
 	Recorder events.EventRecorder
-	// MaxConcurrentReconciles is the number of workers; default 8.
+	// MaxConcurrentReconciles is the number of workers; default 32 (they mostly wait for the API server).
 	MaxConcurrentReconciles int
 }
 
@@ -110,7 +110,7 @@ func (r *Reconciler) create(ctx context.Context, sp *offv1beta1.ShadowPod) error
 		return fmt.Errorf("creating pod %s/%s from its ShadowPod: %w", sp.Namespace, sp.Name, err)
 	}
 	log.FromContext(ctx).V(1).Info("created pod", "pod", client.ObjectKeyFromObject(pod))
-	return r.setPhase(ctx, sp, corev1.PodPending)
+	return nil // the pod's events bring its phase
 }
 
 // syncPod brings the ShadowPod's labels, annotations and mutable spec fields to its Pod.
@@ -211,7 +211,7 @@ func copyMap(m map[string]string) map[string]string {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	n := r.MaxConcurrentReconciles
 	if n == 0 {
-		n = 8
+		n = 32
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("shadowpod").

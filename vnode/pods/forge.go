@@ -171,7 +171,15 @@ func localStatus(local, remote *corev1.Pod) *corev1.PodStatus {
 	st.PodIP, st.PodIPs = r.PodIP, r.PodIPs
 	st.StartTime = r.StartTime
 	st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses = r.ContainerStatuses, r.InitContainerStatuses, nil
+	// The local scheduler's PodScheduled stays, unless the provider cannot place the pod: its
+	// own scheduling is a detail (and copying it would cost a status write per pod).
 	conds := r.Conditions
+	if i := slices.IndexFunc(conds, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled }); i >= 0 && conds[i].Status == corev1.ConditionTrue {
+		if j := slices.IndexFunc(local.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled }); j >= 0 &&
+			local.Status.Conditions[j].Status == corev1.ConditionTrue {
+			conds[i] = local.Status.Conditions[j]
+		}
+	}
 	for _, c := range local.Status.Conditions {
 		if !slices.ContainsFunc(conds, func(rc corev1.PodCondition) bool { return rc.Type == c.Type }) {
 			conds = append(conds, c)

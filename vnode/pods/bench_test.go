@@ -1,0 +1,263 @@
+package pods_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+)
+
+// BenchmarkOffload offloads a Deployment scaled at once from 0 to 100 and to 1000 replicas
+// and reports: all-running-s, the time from the scale-up until every local pod is Running
+// (status reflected from the provider); p50-ms and p99-ms, per pod, from the pod's creation
+// (its ADDED event on the consumer) to its Running status (the event that shows it); and, for
+// this process (the consumer side: the virtual node's runner and pod reflector; the provider's
+// ShadowPod controller runs in a child process, the clusters in their own processes):
+// rss-MB once every pod is Running, rss-delta-MB from before the scale-up, and cpu-s (user +
+// system) spent from the scale-up until every pod is Running. Each iteration scales up, waits,
+// scales back to 0 and waits for every pod to be gone.
+func BenchmarkOffload(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) { benchmarkOffload(b, n) })
+	}
+}
+
+func benchmarkOffload(b *testing.B, n int) {
+	qps := []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}
+	bd := newBed(b, bedOptions{nodePods: strconv.Itoa(n + 100), componentArgs: qps, shadowPodsInChild: true, log: logr.Discard()})
+	ctx := b.Context()
+	dep := deployment("bench", 0)
+	create(b, bd.cons.Client, dep)
+
+	var allRunning, p50, p99, rss, rssDelta, cpu float64
+	for i := 0; i < b.N; i++ {
+		r := bd.offloadOnce(b, ctx, n)
+		allRunning += r.allRunning.Seconds()
+		p50 += float64(r.p50.Milliseconds())
+		p99 += float64(r.p99.Milliseconds())
+		rss, rssDelta, cpu = rss+r.rssMB, rssDelta+r.rssDeltaMB, cpu+r.cpu.Seconds()
+	}
+	N := float64(b.N)
+	b.ReportMetric(allRunning/N, "all-running-s")
+	b.ReportMetric(p50/N, "p50-ms")
+	b.ReportMetric(p99/N, "p99-ms")
+	b.ReportMetric(rss/N, "rss-MB")
+	b.ReportMetric(rssDelta/N, "rss-delta-MB")
+	b.ReportMetric(cpu/N, "cpu-s")
+	b.ReportMetric(0, "ns/op")
+}
+
+type offloadResult struct {
+	allRunning, p50, p99 time.Duration
+	rssMB, rssDeltaMB    float64
+	cpu                  time.Duration
+}
+
+// offloadOnce scales the bench Deployment from 0 to n, measures, and scales it back to 0.
+func (bd *bed) offloadOnce(b *testing.B, ctx context.Context, n int) offloadResult {
+	b.Helper()
+	pods := bd.consKube.CoreV1().Pods(localNs)
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
+	if err != nil || len(list.Items) != 0 {
+		b.Fatalf("bench pods before the scale-up: %d, %v", len(list.Items), err)
+	}
+	w, err := retryWatch(ctx, list.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = "app=bench"
+		return pods.Watch(ctx, o)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+
+	// The provider's side of each pod, for a breakdown of the latency.
+	rlist, err := bd.provKube.CoreV1().Pods(remoteNs).List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rw, err := retryWatch(ctx, rlist.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = "app=bench"
+		return bd.provKube.CoreV1().Pods(remoteNs).Watch(ctx, o)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rw.Stop()
+	gvr := offv1beta1.GroupVersion.WithResource("shadowpods")
+	dyn := dynamic.NewForConfigOrDie(bd.prov.Config).Resource(gvr).Namespace(remoteNs)
+	slist, err := dyn.List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sw, err := retryWatch(ctx, slist.GetResourceVersion(), func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = "app=bench"
+		return dyn.Watch(ctx, o)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sw.Stop()
+	var mu sync.Mutex
+	shadowAdded, remoteAdded, remoteRunning := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	go func() {
+		for ev := range sw.ResultChan() {
+			if m, err := meta.Accessor(ev.Object); err == nil {
+				mu.Lock()
+				if _, seen := shadowAdded[m.GetName()]; !seen {
+					shadowAdded[m.GetName()] = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		for ev := range rw.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				now := time.Now()
+				mu.Lock()
+				if _, seen := remoteAdded[p.Name]; !seen {
+					remoteAdded[p.Name] = now
+				}
+				if _, seen := remoteRunning[p.Name]; !seen && p.Status.Phase == corev1.PodRunning {
+					remoteRunning[p.Name] = now
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+
+	rssBefore := rssMB()
+	cpuBefore := cpuTime()
+	start := time.Now()
+	scale(b, bd.cons.Client, n)
+	added := make(map[string]time.Time, n)
+	bound := make(map[string]time.Time, n)
+	running := make(map[string]time.Duration, n)
+	timeout := time.After(5 * time.Minute)
+	for len(running) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				b.Fatalf("watch of the bench pods ended with %d of %d Running", len(running), n)
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || ev.Type == watch.Deleted {
+				continue
+			}
+			now := time.Now()
+			if _, seen := added[p.Name]; !seen {
+				added[p.Name] = now
+			}
+			if _, seen := bound[p.Name]; !seen && p.Spec.NodeName != "" {
+				bound[p.Name] = now
+			}
+			if _, done := running[p.Name]; !done && p.Status.Phase == corev1.PodRunning {
+				running[p.Name] = now.Sub(added[p.Name])
+			}
+		case <-timeout:
+			b.Fatalf("%d of %d pods Running after 5 minutes", len(running), n)
+		}
+	}
+	res := offloadResult{allRunning: time.Since(start), cpu: cpuTime() - cpuBefore}
+	res.rssMB = rssMB()
+	res.rssDeltaMB = res.rssMB - rssBefore
+	lat := make([]time.Duration, 0, n)
+	for _, d := range running {
+		lat = append(lat, d)
+	}
+	slices.Sort(lat)
+	res.p50, res.p99 = lat[len(lat)/2], lat[(len(lat)*99+99)/100-1]
+	b.Logf("%d pods: all Running after %v; creation to Running p50 %v p99 %v; RSS %.0f MB (+%.0f); CPU %v",
+		n, res.allRunning.Round(time.Millisecond), res.p50, res.p99, res.rssMB, res.rssDeltaMB, res.cpu.Round(time.Millisecond))
+
+	rw.Stop()
+	sw.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	var toBound, toShadow, toRemote, remoteRun, back []time.Duration
+	for name, a := range added {
+		ra, rr := remoteAdded[name], remoteRunning[name]
+		if ra.IsZero() || rr.IsZero() {
+			continue
+		}
+		toBound = append(toBound, bound[name].Sub(a))
+		toShadow = append(toShadow, shadowAdded[name].Sub(bound[name]))
+		toRemote, remoteRun, back = append(toRemote, ra.Sub(shadowAdded[name])), append(remoteRun, rr.Sub(ra)), append(back, a.Add(running[name]).Sub(rr))
+	}
+	for _, l := range [][]time.Duration{toBound, toShadow, toRemote, remoteRun, back} {
+		slices.Sort(l)
+	}
+	if len(toRemote) > 0 {
+		m := len(toRemote) / 2
+		b.Logf("medians: local pod added -> bound to the virtual node %v; -> ShadowPod added %v; -> remote pod added %v; -> remote Running %v; -> local Running %v",
+			toBound[m], toShadow[m], toRemote[m], remoteRun[m], back[m])
+	}
+	b.StopTimer()
+	scale(b, bd.cons.Client, 0)
+	poll(b, "every bench pod gone on both sides", 5*time.Minute, func(ctx context.Context) bool {
+		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
+		r, rerr := bd.provKube.CoreV1().Pods(remoteNs).List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
+		return err == nil && rerr == nil && len(l.Items) == 0 && len(r.Items) == 0
+	})
+	b.StartTimer()
+	return res
+}
+
+// retryWatch watches from rv on, watching again from the last event seen when the API server
+// ends a watch.
+func retryWatch(ctx context.Context, rv string, w cache.WatchFuncWithContext) (watch.Interface, error) {
+	return watchtools.NewRetryWatcherWithContext(ctx, rv, &cache.ListWatch{WatchFuncWithContext: w})
+}
+
+func scale(b *testing.B, c client.Client, n int) {
+	b.Helper()
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)
+	if err := c.Patch(b.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: "bench"}},
+		client.RawPatch(types.MergePatchType, patch)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// rssMB is this process's resident set size, in MB.
+func rssMB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// cpuTime is the user and system CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
