@@ -419,7 +419,12 @@ func BenchmarkAdmission(b *testing.B) {
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
-	b.Cleanup(func() { cancel(); <-done })
+	b.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Errorf("manager: %v", err)
+		}
+	})
 
 	const consumer = "cl-bench"
 	create := func(o client.Object) {
