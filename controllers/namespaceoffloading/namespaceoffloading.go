@@ -178,6 +178,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				}
 			}
 		}
+		if err := r.setSchedulingEnabled(ctx, local, false); err != nil {
+			return reconcile.Result{}, err
+		}
 		status := r.status(nsoff, w, nil, "")
 		status.OffloadingPhase = offv1beta1.TerminatingOffloadingPhaseType
 		if err := r.writeStatus(ctx, nsoff, status); err != nil {
@@ -199,6 +202,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
+	if err := r.setSchedulingEnabled(ctx, local, true); err != nil {
+		return reconcile.Result{}, err
+	}
 	selected, selErr := w.selected(nsoff.Spec.ClusterSelector)
 	remote := RemoteName(&nsoff.Spec, local, r.LocalClusterID)
 	for _, id := range sortedIDs(selected) {
@@ -226,6 +232,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Info("the cluster selector has an invalid term, which selects nothing: fix spec.clusterSelector", "error", selErr.Error())
 	}
 	return reconcile.Result{}, r.writeStatus(ctx, nsoff, r.status(nsoff, w, selected, remote))
+}
+
+// setSchedulingEnabled sets or removes the label that submits the namespace's new pods to the
+// pod-placement webhook (consts.SchedulingEnabledLabel).
+func (r *Reconciler) setSchedulingEnabled(ctx context.Context, namespace string, on bool) error {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if (ns.Labels[consts.SchedulingEnabledLabel] == "true") == on {
+		return nil
+	}
+	before := ns.DeepCopy()
+	if on {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[consts.SchedulingEnabledLabel] = "true"
+	} else {
+		delete(ns.Labels, consts.SchedulingEnabledLabel)
+	}
+	if err := r.Client.Patch(ctx, ns, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("labelling namespace %s %s=%t: %w", namespace, consts.SchedulingEnabledLabel, on, err)
+	}
+	return nil
 }
 
 // ensureMap returns the NamespaceMap of a provider, created (named after it) if missing.

@@ -183,6 +183,10 @@ func TestNamespaceOffloading(t *testing.T) {
 		if !slices.Contains(nsoff.Finalizers, namespaceoffloading.Finalizer) {
 			t.Errorf("%s: finalizers %v", c.local, nsoff.Finalizers)
 		}
+		localNS := &corev1.Namespace{}
+		if err := cons.Client.Get(ctx, client.ObjectKey{Name: c.local}, localNS); err != nil || localNS.Labels[consts.SchedulingEnabledLabel] != "true" {
+			t.Errorf("%s: namespace labels %v (%v), want %s=true for the pod-placement webhook", c.local, localNS.Labels, err, consts.SchedulingEnabledLabel)
+		}
 		ns := &corev1.Namespace{}
 		if err := prov.Client.Get(ctx, client.ObjectKey{Name: c.remote}, ns); err != nil {
 			t.Fatalf("%s: remote namespace %s: %v", c.local, c.remote, err)
@@ -322,6 +326,12 @@ func TestNamespaceOffloading(t *testing.T) {
 		list := &offv1beta1.NamespaceOffloadingList{}
 		return cons.Client.List(ctx, list) == nil && len(list.Items) == 0
 	})
+	for _, ns := range []string{"alpha", "beta", "gamma", "delta"} {
+		localNS := &corev1.Namespace{}
+		if err := cons.Client.Get(ctx, client.ObjectKey{Name: ns}, localNS); err != nil || localNS.Labels[consts.SchedulingEnabledLabel] != "" {
+			t.Errorf("%s after its offloading went: labels %v (%v), want no %s", ns, localNS.Labels, err, consts.SchedulingEnabledLabel)
+		}
+	}
 	remotes := &corev1.NamespaceList{}
 	if err := prov.Client.List(ctx, remotes, client.MatchingLabels{consts.RemoteNamespaceLabel: "true"}); err != nil || len(remotes.Items) != 0 {
 		t.Errorf("remote namespaces left: %v %v", remotes.Items, err)
