@@ -27,10 +27,12 @@ type manager struct {
 }
 
 // managerArgs are the flags of a cluster's controller manager in the sandbox: the cluster's
-// name is its ID, its pod CIDR is the one its KWOK nodes use, and virtual nodes run in-process.
-func managerArgs(c *testenv.Cluster, opts testenv.ClusterOptions, probeAddr string) []string {
+// name is its ID, its pod CIDR is the one its KWOK nodes use, virtual nodes run in-process,
+// and the API server calls the admission webhooks at a local address.
+func managerArgs(c *testenv.Cluster, opts testenv.ClusterOptions, probeAddr, webhookAddr string) []string {
 	args := []string{"--kubeconfig", c.KubeconfigPath, "--cluster-id", c.Name,
-		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", "0"}
+		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", "0",
+		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr}
 	if opts.PodCIDR != "" {
 		args = append(args, "--pod-cidr", opts.PodCIDR)
 	}
@@ -55,12 +57,16 @@ func (s *Sandbox) startManagers(ctx context.Context, env *testenv.Env, opts []te
 		if err != nil {
 			return managers, err
 		}
+		webhook, err := freeAddr()
+		if err != nil {
+			return managers, err
+		}
 		logPath := filepath.Join(logDir, c.Name+"-controller-manager.log")
 		logf, err := os.Create(logPath)
 		if err != nil {
 			return managers, fmt.Errorf("creating %s: %w", logPath, err)
 		}
-		cmd := exec.Command(s.ManagerBin, managerArgs(c, o, probe)...)
+		cmd := exec.Command(s.ManagerBin, managerArgs(c, o, probe, webhook)...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		// The manager dies with the supervisor, whatever kills it.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
