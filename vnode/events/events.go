@@ -52,6 +52,10 @@ const (
 type Reflector struct {
 	// Workers mirror Events in parallel. Default DefaultWorkers.
 	Workers int
+	// QPS and Burst limit the reflector's requests to each cluster. Default
+	// reflection.DefaultQPS and reflection.DefaultBurst.
+	QPS   float32
+	Burst int
 }
 
 var _ vnode.Reflector = (*Reflector)(nil)
@@ -72,6 +76,10 @@ type run struct {
 func (r *Reflector) Run(ctx context.Context, env *vnode.Env) error {
 	if env == nil {
 		return errors.New("events reflector: no virtual node Env")
+	}
+	env, err := reflection.Tuned(env, r.QPS, r.Burst)
+	if err != nil {
+		return fmt.Errorf("events reflector: %w", err)
 	}
 	rn := &run{env: env, log: env.Log.WithValues("reflector", r.Name())}
 	workers := r.Workers

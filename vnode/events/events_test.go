@@ -52,7 +52,7 @@ func TestPodEventsMirrored(t *testing.T) {
 	for _, pod := range []string{"elsewhere", "ghost"} {
 		if _, err := remote.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: pod + ".1"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: remoteNS, Name: pod},
-			Reason: "Started", Message: "started", Type: corev1.EventTypeNormal, Count: 1,
+			Reason:         "Started", Message: "started", Type: corev1.EventTypeNormal, Count: 1,
 			Source: corev1.EventSource{Component: "kubelet"}, FirstTimestamp: now, LastTimestamp: now}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestPodEventsMirrored(t *testing.T) {
 		}
 	}
 	rt.Never(t, "an event of a pod on another node mirrored", time.Second, func(ctx context.Context) bool {
-		return len(mirrorsOf(t, b, ctx, "elsewhere")) > 0
+		return len(mirrorsOf(ctx, t, b, "elsewhere")) > 0
 	})
 }
 
@@ -126,7 +126,7 @@ func localPod(t *testing.T, b *rt.Bed, name, node string) *corev1.Pod {
 }
 
 // mirrorsOf lists the local events about a pod.
-func mirrorsOf(t *testing.T, b *rt.Bed, ctx context.Context, pod string) []corev1.Event {
+func mirrorsOf(ctx context.Context, t *testing.T, b *rt.Bed, pod string) []corev1.Event {
 	l, err := b.Local.CoreV1().Events(localNS).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
 	if err != nil {
@@ -143,12 +143,12 @@ func waitMirrors(t *testing.T, b *rt.Bed, pod string, n int, ok func([]corev1.Ev
 	t.Helper()
 	var got []corev1.Event
 	rt.Eventually(t, "the events of pod "+pod+" mirrored", timeout, func(ctx context.Context) (bool, error) {
-		got = mirrorsOf(t, b, ctx, pod)
+		got = mirrorsOf(ctx, t, b, pod)
 		return len(got) == n && ok(got), nil
 	})
 	// Exactly n, and it stays so.
 	rt.Never(t, "more mirrors of pod "+pod, 500*time.Millisecond, func(ctx context.Context) bool {
-		return len(mirrorsOf(t, b, ctx, pod)) > n
+		return len(mirrorsOf(ctx, t, b, pod)) > n
 	})
 	return got
 }

@@ -36,6 +36,10 @@ const DefaultWorkers = 4
 type Reflector struct {
 	// Workers reconcile objects in parallel. Default DefaultWorkers.
 	Workers int
+	// QPS and Burst limit the reflector's requests to each cluster. Default
+	// reflection.DefaultQPS and reflection.DefaultBurst.
+	QPS   float32
+	Burst int
 }
 
 var _ vnode.Reflector = (*Reflector)(nil)
@@ -57,6 +61,10 @@ type run struct {
 func (r *Reflector) Run(ctx context.Context, env *vnode.Env) error {
 	if env == nil {
 		return errors.New("objects reflector: no virtual node Env")
+	}
+	env, err := reflection.Tuned(env, r.QPS, r.Burst)
+	if err != nil {
+		return fmt.Errorf("objects reflector: %w", err)
 	}
 	rn := &run{env: env, kinds: []handler{configMaps(), secrets(), services(), endpointSlices()},
 		log: env.Log.WithValues("reflector", r.Name())}

@@ -9,11 +9,14 @@ package reflection
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -295,4 +298,41 @@ func stripManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// Default request limits of the clients a reflector makes for itself (client-go's own
+// default, 5 per second, would make reflecting a namespace of many objects take minutes).
+const (
+	DefaultQPS   = 200
+	DefaultBurst = 400
+)
+
+// Tuned returns a copy of env whose Local and Remote clients are the reflector's own, built
+// from LocalConfig and RemoteConfig with the given request limits (defaults when zero), so that
+// reflectors do not share one client's rate limit. Without the configs, env's clients stay.
+func Tuned(env *vnode.Env, qps float32, burst int) (*vnode.Env, error) {
+	if qps <= 0 {
+		qps = DefaultQPS
+	}
+	if burst <= 0 {
+		burst = DefaultBurst
+	}
+	out := *env
+	for _, c := range []struct {
+		cfg    *rest.Config
+		client *kubernetes.Interface
+		side   string
+	}{{env.LocalConfig, &out.Local, "consumer"}, {env.RemoteConfig, &out.Remote, "provider"}} {
+		if c.cfg == nil {
+			continue
+		}
+		cfg := rest.CopyConfig(c.cfg)
+		cfg.QPS, cfg.Burst = qps, burst
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("client of the %s cluster: %w", c.side, err)
+		}
+		*c.client = cs
+	}
+	return &out, nil
 }

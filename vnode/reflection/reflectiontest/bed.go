@@ -46,7 +46,7 @@ type Bed struct {
 }
 
 // New starts the two clusters (stopped when t ends) and the provider's ClusterRoles.
-func New(t *testing.T, consumer, provider testenv.ClusterOptions) *Bed {
+func New(t testing.TB, consumer, provider testenv.ClusterOptions) *Bed {
 	t.Helper()
 	consumer.Name, provider.Name = "consumer", "provider"
 	env := testenv.New(t, consumer, provider)
@@ -61,17 +61,21 @@ func New(t *testing.T, consumer, provider testenv.ClusterOptions) *Bed {
 	if b.RemoteConfig, err = clientcmd.RESTConfigFromKubeConfig(kc); err != nil {
 		t.Fatal(err)
 	}
-	b.RemoteConfig.QPS, b.RemoteConfig.Burst = 100, 200
 	b.Remote = kubernetes.NewForConfigOrDie(b.RemoteConfig)
-	b.Local = kubernetes.NewForConfigOrDie(b.Consumer.Config)
-	b.Admin = kubernetes.NewForConfigOrDie(b.Provider.Config)
+	fast := func(c *rest.Config) *rest.Config {
+		c = rest.CopyConfig(c)
+		c.QPS, c.Burst = 500, 1000
+		return c
+	}
+	b.Local = kubernetes.NewForConfigOrDie(fast(b.Consumer.Config))
+	b.Admin = kubernetes.NewForConfigOrDie(fast(b.Provider.Config))
 	return b
 }
 
 // Namespaces creates local on the consumer and remote on the provider, as the provider's
 // namespace-offloading controller would: labelled as a remote namespace of the consumer and
 // with liqo-remote-workload bound to the consumer's user.
-func (b *Bed) Namespaces(t *testing.T, local, remote string) {
+func (b *Bed) Namespaces(t testing.TB, local, remote string) {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := b.Local.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: local}}, metav1.CreateOptions{}); err != nil {
@@ -92,15 +96,15 @@ func (b *Bed) Namespaces(t *testing.T, local, remote string) {
 }
 
 // Env is the virtual node's Env with the given namespace mappings.
-func (b *Bed) Env(t *testing.T, mapper *namespaces.Mapper) *vnode.Env {
+func (b *Bed) Env(t testing.TB, mapper *namespaces.Mapper) *vnode.Env {
 	return &vnode.Env{NodeName: NodeName, ConsumerID: ConsumerID, ProviderID: ProviderID,
 		TenantNamespace: "liqo-tenant-cl-provider", Local: b.Local, LocalConfig: rest.CopyConfig(b.Consumer.Config),
-		Remote: b.Remote, RemoteConfig: rest.CopyConfig(b.RemoteConfig), Namespaces: mapper, Log: testr.NewWithOptions(t, testr.Options{Verbosity: 1})} // V(1): what was reflected
+		Remote: b.Remote, RemoteConfig: rest.CopyConfig(b.RemoteConfig), Namespaces: mapper, Log: testr.NewWithInterface(t, testr.Options{Verbosity: 1})} // V(1): what was reflected
 }
 
 // Start runs r with env until the returned stop is called (or t ends); stop waits for Run to
 // return and fails t if it returned an error.
-func Start(t *testing.T, r vnode.Reflector, env *vnode.Env) (stop func()) {
+func Start(t testing.TB, r vnode.Reflector, env *vnode.Env) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
