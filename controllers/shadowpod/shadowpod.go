@@ -213,10 +213,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if n == 0 {
 		n = 32
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("shadowpod").
 		For(&offv1beta1.ShadowPod{}).
 		Owns(&corev1.Pod{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: n}).
-		Complete(r)
+		Complete(r); err != nil {
+		return fmt.Errorf("setting up the ShadowPod controller: %w", err)
+	}
+	return nil
 }

@@ -51,7 +51,7 @@ func benchmarkOffload(b *testing.B, n int) {
 
 	var allRunning, p50, p99, rss, rssDelta, cpu float64
 	for i := 0; i < b.N; i++ {
-		r := bd.offloadOnce(b, ctx, n)
+		r := bd.offloadOnce(ctx, b, n)
 		allRunning += r.allRunning.Seconds()
 		p50 += float64(r.p50.Milliseconds())
 		p99 += float64(r.p99.Milliseconds())
@@ -74,7 +74,7 @@ type offloadResult struct {
 }
 
 // offloadOnce scales the bench Deployment from 0 to n, measures, and scales it back to 0.
-func (bd *bed) offloadOnce(b *testing.B, ctx context.Context, n int) offloadResult {
+func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResult {
 	b.Helper()
 	pods := bd.consKube.CoreV1().Pods(localNs)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})

@@ -588,5 +588,9 @@ func shadowClient(cfg *rest.Config, scheme *runtime.Scheme) (rest.Interface, err
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	return rest.RESTClientFor(c)
+	rc, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("REST client of %s: %w", gv, err)
+	}
+	return rc, nil
 }

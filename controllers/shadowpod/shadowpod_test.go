@@ -1,0 +1,118 @@
+package shadowpod_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
+		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// TestShadowPodBecomesOwnedPod: on a provider without garbage collection (no controller
+// manager), a ShadowPod becomes a Running pod it controls, with its labels; the pod is
+// re-created when deleted; label and image changes reach it; its phase comes back to the
+// ShadowPod; deleting the ShadowPod deletes the pod; host namespaces are refused.
+func TestShadowPodBecomesOwnedPod(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", Scheduler: true,
+		Nodes: []testenv.NodeOptions{{Name: "node-1"}}})
+	c := env.Cluster("provider")
+	ctx := t.Context()
+
+	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: c.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&shadowpod.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-shadowpod")}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	const ns = "remote"
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	sp := &offv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{"app": "web"},
+		Annotations: map[string]string{"note": "a"}},
+		Spec: offv1beta1.ShadowPodSpec{Pod: corev1.PodSpec{NodeName: "not-a-node", Containers: []corev1.Container{{Name: "c", Image: "nginx:1"}},
+			// Without a controller manager, nothing lifts the not-ready taint new nodes get.
+			Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists}}}}}
+	if err := c.Client.Create(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	key := client.ObjectKeyFromObject(sp)
+	poll(t, "a Running pod and the ShadowPod's phase Running", func(ctx context.Context) bool {
+		return c.Client.Get(ctx, key, pod) == nil && pod.Status.Phase == corev1.PodRunning &&
+			c.Client.Get(ctx, key, sp) == nil && sp.Status.Phase == corev1.PodRunning
+	})
+	if !metav1.IsControlledBy(pod, sp) || pod.Labels["app"] != "web" || pod.Annotations["note"] != "a" || pod.Spec.NodeName != "node-1" {
+		t.Errorf("pod: owners %v labels %v annotations %v node %q; want controlled by the ShadowPod, its labels, scheduled on node-1",
+			pod.OwnerReferences, pod.Labels, pod.Annotations, pod.Spec.NodeName)
+	}
+
+	oldUID := pod.UID
+	if err := c.Client.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the pod re-created", func(ctx context.Context) bool {
+		return c.Client.Get(ctx, key, pod) == nil && pod.UID != oldUID && pod.Status.Phase == corev1.PodRunning
+	})
+
+	if err := c.Client.Patch(ctx, sp, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"tier":"front"},"annotations":{"note":null}},"spec":{"pod":{"containers":[{"name":"c","image":"nginx:2"}]}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the label, annotation and image on the pod", func(ctx context.Context) bool {
+		_, hasNote := pod.Annotations["note"]
+		return c.Client.Get(ctx, key, pod) == nil && pod.Labels["tier"] == "front" && !hasNote && pod.Spec.Containers[0].Image == "nginx:2"
+	})
+
+	if err := c.Client.Delete(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the pod gone with its ShadowPod (no garbage collector runs here)", func(ctx context.Context) bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, key, &corev1.Pod{}))
+	})
+
+	host := &offv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "host"},
+		Spec: offv1beta1.ShadowPodSpec{Pod: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "nginx:1"}}}}}
+	if err := c.Client.Create(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the host-network ShadowPod Failed", func(ctx context.Context) bool {
+		return c.Client.Get(ctx, client.ObjectKeyFromObject(host), host) == nil && host.Status.Phase == corev1.PodFailed
+	})
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(host), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("pod of the host-network ShadowPod: %v, want not found", err)
+	}
+}
