@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
 	rt "github.com/peerkit/terraform-provider-liqo/vnode/reflection/reflectiontest"
@@ -339,6 +342,68 @@ func TestReflection(t *testing.T) {
 		waitGone(t, "the copy of a ConfigMap deleted while unmapped", func(ctx context.Context) error {
 			_, err := rcm.Get(ctx, "guarded", metav1.GetOptions{})
 			return err
+		})
+	})
+	t.Run("in a virtual node's runner, following the NamespaceMap the provider accepted", func(t *testing.T) {
+		const local, remote, tenant = "shop", "shop-cl-consumer", "liqo-tenant-cl-provider"
+		const local2, remote2 = "shop2", "shop2-cl-consumer"
+		b.Namespaces(t, local, remote)
+		b.Namespaces(t, local2, remote2)
+		if _, err := b.Local.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		nm := &offv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: string(rt.ProviderID),
+			Labels: map[string]string{consts.RemoteClusterIDLabel: string(rt.ProviderID), consts.ReplicationLabel: "true"}},
+			Spec: offv1beta1.NamespaceMapSpec{DesiredMapping: map[string]string{local: remote}}}
+		if err := b.Consumer.Client.Create(ctx, nm); err != nil {
+			t.Fatal(err)
+		}
+		runner := vnode.NewRunner(b.Local, vnode.Options{ConsumerID: rt.ConsumerID, LocalConfig: b.Consumer.Config,
+			Reflectors: []vnode.Reflector{objects.New()}}, testr.New(top))
+		vn := &offv1beta1.VirtualNode{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "vk-" + string(rt.ProviderID)},
+			Spec: offv1beta1.VirtualNodeSpec{ClusterID: rt.ProviderID}}
+		if err := runner.Ensure(top.Context(), vn, b.RemoteConfig); err != nil {
+			t.Fatal(err)
+		}
+		top.Cleanup(func() { _ = runner.Stop(context.Background(), vn.Name) })
+		lc, rc := b.Local.CoreV1().ConfigMaps(local), b.Admin.CoreV1().ConfigMaps(remote)
+		for _, ns := range []string{local, local2} {
+			if _, err := b.Local.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "early"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rt.Never(t, "reflection before the provider accepted the mapping", time.Second, func(ctx context.Context) bool {
+			_, err := rc.Get(ctx, "early", metav1.GetOptions{})
+			return !apierrors.IsNotFound(err)
+		})
+		// The provider's answer, as replication brings it back; shop2 is accepted but not
+		// desired (yet).
+		nm.Status.CurrentMapping = map[string]offv1beta1.RemoteNamespaceStatus{
+			local:  {RemoteNamespace: remote, Phase: offv1beta1.MappingAccepted},
+			local2: {RemoteNamespace: remote2, Phase: offv1beta1.MappingAccepted}}
+		if err := b.Consumer.Client.Status().Update(ctx, nm); err != nil {
+			t.Fatal(err)
+		}
+		rt.Eventually(t, "the ConfigMap reflected once the mapping is accepted", timeout, func(ctx context.Context) (bool, error) {
+			_, err := rc.Get(ctx, "early", metav1.GetOptions{})
+			return err == nil, err
+		})
+		// shop withdrawn from the desired mapping and shop2 added, in one change: once shop2 is
+		// reflected, the mapper has handled shop's withdrawal too (ends come first).
+		nm.Spec.DesiredMapping = map[string]string{local2: remote2}
+		if err := b.Consumer.Client.Update(ctx, nm); err != nil {
+			t.Fatal(err)
+		}
+		rt.Eventually(t, "the newly desired namespace reflected", timeout, func(ctx context.Context) (bool, error) {
+			_, err := b.Admin.CoreV1().ConfigMaps(remote2).Get(ctx, "early", metav1.GetOptions{})
+			return err == nil, err
+		})
+		if _, err := lc.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rt.Never(t, "reflection after the mapping was withdrawn", 2*time.Second, func(ctx context.Context) bool {
+			_, err := rc.Get(ctx, "late", metav1.GetOptions{})
+			return !apierrors.IsNotFound(err)
 		})
 	})
 }
