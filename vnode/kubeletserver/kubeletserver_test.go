@@ -1,0 +1,413 @@
+package kubeletserver_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/kubeletcsr"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/vnode"
+	"github.com/peerkit/terraform-provider-liqo/vnode/kubeletserver"
+)
+
+const (
+	nodeName   = "vn-provider"
+	localNs    = "demo"
+	remoteNs   = "demo-consumer"
+	tenantNs   = "liqo-tenant-provider"
+	consumerID = "consumer"
+	providerID = "provider"
+)
+
+func poll(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			last = err
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
+	}
+}
+
+// criLine is one line of a CRI container log, what KWOK's simulated logs read.
+func criLine(msg string) string {
+	return time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + msg + "\n"
+}
+
+// TestLogsAndExecReachTheProvider: a pod on a virtual node, in an offloaded namespace, is
+// served by the node's kubelet endpoint: `kubectl logs` (whole, --tail, --follow) and `kubectl
+// exec` (output, stdin, exit code) on the consumer reach the remote pod on the provider, where
+// KWOK simulates them from a log file and by running the command in a folder of its own. The
+// endpoint's certificate is issued by the consumer's CSR API for the node; callers without a
+// certificate of the cluster's client CA, or not allowed nodes/proxy, are refused; pods not on
+// the node or not offloaded are not found.
+func TestLogsAndExecReachTheProvider(t *testing.T) {
+	dir := t.TempDir()
+	logFile, workDir := filepath.Join(dir, "app.log"), filepath.Join(dir, "container-root")
+	if err := os.Mkdir(workDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	token := fmt.Sprintf("marker-%d", time.Now().UnixNano())
+	if err := os.WriteFile(filepath.Join(workDir, "marker"), []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(logFile, []byte(criLine("line one")+criLine("line two")+criLine("line three")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kwokConfig := filepath.Join(dir, "kwok.yaml")
+	if err := os.WriteFile(kwokConfig, fmt.Appendf(nil, `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: app-logs
+spec:
+  selector:
+    matchNamespaces: [%[1]s]
+  logs:
+  - containers: [app]
+    logsFile: %[2]s
+    follow: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: app-exec
+spec:
+  selector:
+    matchNamespaces: [%[1]s]
+  execs:
+  - containers: [app]
+    local:
+      workDir: %[3]s
+`, remoteNs, logFile, workDir), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	env := testenv.New(t,
+		testenv.ClusterOptions{Name: "consumer", ControllerManager: true, KubeletAPI: true}, // CSR signing
+		testenv.ClusterOptions{Name: "provider", KubeletAPI: true, KWOKConfigs: []string{kwokConfig},
+			Nodes: []testenv.NodeOptions{{Name: "kwok-node"}}},
+	)
+	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	ctx := t.Context()
+
+	// Provider: the peer roles, the remote namespace with the consumer's workload role, the pod.
+	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: providerID}); err != nil {
+		t.Fatal(err)
+	}
+	app := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remoteNs}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNs, Name: "liqo-remote-workload"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusteridentity.RemoteWorkloadClusterRole},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumerID}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNs, Name: "web"}, Spec: withNode(app, "kwok-node")},
+	} {
+		if err := prov.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc, err := prov.UserKubeconfig(consumerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remoteCfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Consumer: the offloaded namespace and its accepted mapping, the VirtualNode, the pods.
+	nm := &offv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNs, Name: providerID,
+		Labels: map[string]string{consts.RemoteClusterIDLabel: providerID}},
+		Spec: offv1beta1.NamespaceMapSpec{DesiredMapping: map[string]string{localNs: remoteNs}}}
+	vn := &offv1beta1.VirtualNode{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNs, Name: nodeName},
+		Spec: offv1beta1.VirtualNodeSpec{ClusterID: providerID, ResourceQuota: corev1.ResourceQuotaSpec{
+			Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")}}}}
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNs}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: localNs}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "not-offloaded"}},
+		nm, vn,
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: "web"}, Spec: withNode(app, nodeName)},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: "elsewhere"}, Spec: withNode(app, "another-node")},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "not-offloaded", Name: "web"}, Spec: withNode(app, nodeName)},
+	} {
+		if err := cons.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nm.Status.CurrentMapping = map[string]offv1beta1.RemoteNamespaceStatus{localNs: {RemoteNamespace: remoteNs, Phase: offv1beta1.MappingAccepted}}
+	if err := cons.Client.Status().Update(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+
+	// The controller manager's part: the approver of virtual nodes' serving certificates.
+	mgr, err := ctrl.NewManager(cons.Config, ctrl.Options{Scheme: cons.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	consKube := kubernetes.NewForConfigOrDie(cons.Config)
+	if err := (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: consKube,
+		Requesters: func(*offv1beta1.VirtualNode) []string { return []string{"testenv-admin"} }}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	runner := vnode.NewRunner(consKube, vnode.Options{ProbeInterval: time.Second, ConsumerID: consumerID, LocalConfig: cons.Config,
+		Reflectors: []vnode.Reflector{kubeletserver.New(kubeletserver.Options{})}, KubeletAddress: "127.0.0.1:0"}, ctrl.Log)
+	if err := runner.Ensure(ctx, vn, remoteCfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = runner.Stop(context.Background(), nodeName) })
+
+	// The Node says where its kubelet endpoint is.
+	node := &corev1.Node{}
+	poll(t, "the node advertising its kubelet endpoint", 30*time.Second, func(ctx context.Context) (bool, error) {
+		if err := cons.Client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+			return false, err
+		}
+		return node.Status.DaemonEndpoints.KubeletEndpoint.Port != 0 && len(node.Status.Addresses) > 0, nil
+	})
+	if a := node.Status.Addresses; len(a) != 1 || a[0].Type != corev1.NodeInternalIP || a[0].Address != "127.0.0.1" {
+		t.Errorf("node addresses %v, want InternalIP 127.0.0.1 only", a)
+	}
+	endpoint := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)))
+
+	kubectl := func(stdin string, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir(t), "kubectl"), append([]string{"--kubeconfig", cons.KubeconfigPath}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		if err != nil {
+			err = fmt.Errorf("kubectl %v: %w: %s", args, err, errOut.String())
+		}
+		return out.String(), err
+	}
+
+	// kubectl logs: the provider's log (first once the serving certificate is issued).
+	var logs string
+	poll(t, "kubectl logs to answer", 60*time.Second, func(context.Context) (bool, error) {
+		out, err := kubectl("", "logs", "-n", localNs, "web", "-c", "app")
+		logs = out
+		return err == nil, err
+	})
+	if logs != "line one\nline two\nline three\n" {
+		t.Errorf("kubectl logs = %q, want the provider's three lines", logs)
+	}
+	if out, err := kubectl("", "logs", "-n", localNs, "web", "-c", "app", "--tail=1"); err != nil || out != "line three\n" {
+		t.Errorf("kubectl logs --tail=1 = %q, %v; want the last line", out, err)
+	}
+	if out, err := kubectl("", "logs", "-n", localNs, "web", "-c", "app", "--timestamps", "--limit-bytes=4"); err != nil || len(out) != 4 {
+		t.Errorf("kubectl logs --limit-bytes=4 = %q, %v; want 4 bytes", out, err)
+	}
+	testFollow(t, cons.KubeconfigPath, logFile)
+
+	// kubectl exec: runs where the provider runs the container (KWOK: in its folder).
+	if out, err := kubectl("", "exec", "-n", localNs, "web", "-c", "app", "--", "cat", "marker"); err != nil || out != token {
+		t.Errorf("kubectl exec cat marker = %q, %v; want %q from the provider's container", out, err, token)
+	}
+	// KWOK's simulated exec never closes the command's stdin: read a fixed length.
+	if out, err := kubectl("ping through stdin", "exec", "-i", "-n", localNs, "web", "-c", "app", "--", "head", "-c", "18"); err != nil || out != "ping through stdin" {
+		t.Errorf("kubectl exec -i cat = %q, %v; want stdin echoed", out, err)
+	}
+	// A failing command: KWOK reports it as an error, not an exit code (its exec wraps the exit
+	// error); the consumer's caller gets the provider's answer.
+	if _, err := kubectl("", "exec", "-n", localNs, "web", "-c", "app", "--", "sh", "-c", "exit 3"); err == nil ||
+		!strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "on cluster "+providerID) {
+		t.Errorf("kubectl exec of a failing command = %v, want the provider's error", err)
+	}
+
+	// The endpoint's certificate: issued by the cluster's CSR signer for the node.
+	ca, err := cons.ClientCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	admin, err := tls.X509KeyPair(cons.Config.CertData, cons.Config.KeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tls.Dial("tcp", endpoint, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{admin}, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatalf("TLS to the kubelet endpoint, verified against the cluster's signer: %v", err)
+	}
+	leaf := conn.ConnectionState().PeerCertificates[0]
+	_ = conn.Close()
+	if leaf.Subject.CommonName != "system:node:"+nodeName || len(leaf.Subject.Organization) != 1 || leaf.Subject.Organization[0] != "system:nodes" {
+		t.Errorf("serving certificate subject %v, want system:node:%s in system:nodes", leaf.Subject, nodeName)
+	}
+
+	// Callers: a certificate of the client CA and the right to nodes/proxy are needed.
+	get := func(cert *tls.Certificate, path string) (int, string, error) {
+		tc := &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+		if cert != nil {
+			tc.Certificates = []tls.Certificate{*cert}
+		}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 10 * time.Second}
+		resp, err := c.Get("https://" + endpoint + path)
+		if err != nil {
+			return 0, "", err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), nil
+	}
+	if code, body, err := get(&admin, "/containerLogs/"+localNs+"/web/app?tailLines=1"); err != nil || code != http.StatusOK ||
+		body != "line four, written while following\n" {
+		t.Errorf("admin GET containerLogs = %d %q %v, want 200 and the last line", code, body, err)
+	}
+	if _, _, err := get(nil, "/containerLogs/"+localNs+"/web/app"); err == nil {
+		t.Error("a caller without a client certificate was served")
+	}
+	foreign := selfSigned(t, "testenv-admin", "system:masters")
+	if _, _, err := get(&foreign, "/containerLogs/"+localNs+"/web/app"); err == nil {
+		t.Error("a caller with a certificate of another CA was served")
+	}
+	nobodyKC, err := cons.UserKubeconfig("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobodyCfg, err := clientcmd.RESTConfigFromKubeConfig(nobodyKC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody, err := tls.X509KeyPair(nobodyCfg.CertData, nobodyCfg.KeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, err := get(&nobody, "/containerLogs/"+localNs+"/web/app"); err != nil || code != http.StatusForbidden {
+		t.Errorf("a user without nodes/proxy: %d %v, want 403", code, err)
+	}
+	for _, path := range []string{"/containerLogs/" + localNs + "/elsewhere/app", "/containerLogs/not-offloaded/web/app", "/containerLogs/" + localNs + "/missing/app"} {
+		if code, body, err := get(&admin, path); err != nil || code != http.StatusNotFound {
+			t.Errorf("GET %s = %d %q %v, want 404", path, code, body, err)
+		}
+	}
+}
+
+// testFollow: kubectl logs --follow --tail=1 prints the last line, then a line written to the
+// provider's log afterwards.
+func testFollow(t *testing.T, kubeconfig, logFile string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir(t), "kubectl"), "--kubeconfig", kubeconfig,
+		"logs", "-f", "--tail=1", "-n", localNs, "web", "-c", "app")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "line three" {
+		t.Fatalf("kubectl logs -f --tail=1: first line %q (%v), want %q; stderr %s", lines.Text(), lines.Err(), "line three", errOut.String())
+	}
+	f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(criLine("line four, written while following")); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	if !lines.Scan() || lines.Text() != "line four, written while following" {
+		t.Fatalf("kubectl logs -f: next line %q (%v), want the one written afterwards; stderr %s", lines.Text(), lines.Err(), errOut.String())
+	}
+}
+
+func withNode(spec corev1.PodSpec, node string) corev1.PodSpec {
+	s := *spec.DeepCopy()
+	s.NodeName = node
+	return s
+}
+
+func binDir(t *testing.T) string {
+	t.Helper()
+	d, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// selfSigned is a client certificate of a CA the cluster does not know.
+func selfSigned(t *testing.T, user, group string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: user, Organization: []string{group}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tls.X509KeyPair(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+
