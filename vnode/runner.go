@@ -2,6 +2,8 @@ package vnode
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -55,6 +57,7 @@ type Runner struct {
 // running is one hosted virtual node.
 type running struct {
 	spec       offv1beta1.VirtualNodeSpec
+	remote     string // fingerprint of the provider's rest config (a renewed identity restarts the node)
 	cancel     context.CancelFunc
 	done       chan struct{}
 	reflectors *sync.WaitGroup
@@ -76,12 +79,12 @@ func NewRunner(local kubernetes.Interface, opts Options, log logr.Logger) *Runne
 }
 
 // Ensure runs the virtual node of vn towards the provider reached with remote, restarting it
-// when its spec changed. ctx bounds its life.
+// when its spec or remote (e.g. a renewed identity) changed. ctx bounds its life.
 func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote *rest.Config) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cur, ok := r.nodes[vn.Name]; ok {
-		if equality.Semantic.DeepEqual(cur.spec, vn.Spec) {
+		if equality.Semantic.DeepEqual(cur.spec, vn.Spec) && cur.remote == fingerprint(remote) {
 			select {
 			case <-cur.done: // ended on its own: start again
 			default:
@@ -121,7 +124,7 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 		return fmt.Errorf("node controller of %s: %w", vn.Name, err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	run := &running{spec: *vn.Spec.DeepCopy(), cancel: cancel, done: make(chan struct{}), reflectors: &sync.WaitGroup{}, kubelet: kubelet}
+	run := &running{spec: *vn.Spec.DeepCopy(), remote: fingerprint(remote), cancel: cancel, done: make(chan struct{}), reflectors: &sync.WaitGroup{}, kubelet: kubelet}
 	r.nodes[vn.Name] = run
 	go p.probe(rctx)
 	if len(r.opts.Reflectors) > 0 {
@@ -170,6 +173,16 @@ func (r *Runner) Running() []string {
 		out = append(out, n)
 	}
 	return out
+}
+
+// fingerprint identifies where and as whom cfg connects.
+func fingerprint(cfg *rest.Config) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(cfg.Host), cfg.CAData, cfg.CertData, cfg.KeyData, []byte(cfg.BearerToken), []byte(cfg.CAFile), []byte(cfg.CertFile)} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func withTimeout(cfg *rest.Config, d time.Duration) *rest.Config {

@@ -2,17 +2,11 @@ package main
 
 import (
 	"github.com/peerkit/terraform-provider-liqo/vnode"
-	"github.com/peerkit/terraform-provider-liqo/vnode/events"
-	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
-	"github.com/peerkit/terraform-provider-liqo/vnode/pods"
+	vreflectors "github.com/peerkit/terraform-provider-liqo/vnode/reflectors"
 )
 
 // reflectors are what every in-process virtual node runs next to its node controller: the
-// same list as cmd/liqo-virtual-kubelet's.
+// same list as cmd/liqo-virtual-kubelet's. Add new reflectors to vnode/reflectors.All.
 func reflectors() []vnode.Reflector {
-	return []vnode.Reflector{
-		&pods.Reflector{},
-		objects.New(),
-		events.New(),
-	}
+	return vreflectors.All()
 }
