@@ -124,6 +124,7 @@ type reflection struct {
 	providerUp atomic.Bool
 
 	mu      sync.Mutex
+	ctx     context.Context             // the reflector's life
 	remotes map[string]*remoteNamespace // by local namespace
 	sas     sync.Map                    // remote namespace/name of service accounts known to exist
 	done    chan struct{}
@@ -190,6 +191,7 @@ func (r *Reflector) start(ctx context.Context, env *vnode.Env) (*reflection, err
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods-" + env.NodeName}),
 		remotes: map[string]*remoteNamespace{},
+		ctx:     ctx,
 		done:    make(chan struct{}),
 	}
 
@@ -284,24 +286,25 @@ func (rf *reflection) namespaceChanged(ctx context.Context, c namespaces.Change)
 		old.cancel()
 		delete(rf.remotes, c.Local)
 	}
-	var n *remoteNamespace
 	if c.Offloaded {
-		n = rf.watchRemote(ctx, c.Local, c.Remote)
-		rf.remotes[c.Local] = n
+		rf.remotes[c.Local] = rf.watchRemote(ctx, c.Local, c.Remote)
 	}
 	rf.mu.Unlock()
 	rf.log.Info("namespace offloading changed", "namespace", c.Local, "remote", c.Remote, "offloaded", c.Offloaded)
-	if n == nil {
+	if !c.Offloaded {
 		rf.enqueueNamespace(c.Local)
-		return
 	}
-	go func() {
-		// Local pods without remote objects have no remote event: reconcile them all once the
-		// remote view is known.
-		if cache.WaitForCacheSync(n.ctx.Done(), n.synced) {
-			rf.enqueueNamespace(c.Local)
-		}
-	}()
+}
+
+// restartRemotes watches every remote namespace afresh: after an outage, the informers would
+// otherwise re-list only at the end of their back-off (up to 30s).
+func (rf *reflection) restartRemotes(ctx context.Context) {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	for local, old := range rf.remotes {
+		old.cancel()
+		rf.remotes[local] = rf.watchRemote(ctx, local, old.remote)
+	}
 }
 
 // nodeChanged follows the node's Ready condition; when it turns Ready again, every pod is
@@ -318,8 +321,8 @@ func (rf *reflection) nodeChanged(obj any) {
 		}
 	}
 	if was := rf.providerUp.Swap(up); up && !was {
-		rf.log.Info("provider reachable again: reconciling every pod")
-		rf.enqueueNamespace(metav1.NamespaceAll)
+		rf.log.Info("provider reachable again: watching it afresh and reconciling every pod")
+		rf.restartRemotes(rf.ctx)
 	}
 }
 
@@ -356,6 +359,13 @@ func (rf *reflection) watchRemote(ctx context.Context, local, remote string) *re
 		}
 		go inf.RunWithContext(nctx)
 	}
+	go func() {
+		// Local pods without remote objects have no remote event: reconcile them all once the
+		// remote view is known.
+		if cache.WaitForCacheSync(nctx.Done(), n.synced) {
+			rf.enqueueNamespace(local)
+		}
+	}()
 	return n
 }
 

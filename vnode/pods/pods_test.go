@@ -303,19 +303,30 @@ func TestOffloading(t *testing.T) {
 			}
 		}
 
+		restart := time.Now()
 		if err := b.prov.StartAPIServer(); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("provider API server restarted in %v", time.Since(restart).Round(time.Millisecond))
 		b.waitNodeReady(t, corev1.ConditionTrue)
+		defer func() { t.Logf("state re-synced %v after the restart", time.Since(restart).Round(time.Millisecond)) }()
+		poll(t, "the consumer's side re-synced: the terminating pod's ShadowPod gone, the label on the other's", time.Minute, func(ctx context.Context) bool {
+			gone := apierrors.IsNotFound(b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: terminating}, &offv1beta1.ShadowPod{}))
+			sp := &offv1beta1.ShadowPod{}
+			return gone && b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: labelled}, sp) == nil && sp.Labels["during"] == "outage"
+		})
+		t.Logf("ShadowPods re-synced %v after the restart", time.Since(restart).Round(time.Millisecond))
 		poll(t, "the terminating pod gone with its remote copy", time.Minute, func(ctx context.Context) bool {
 			err := b.cons.Client.Get(ctx, client.ObjectKey{Namespace: localNs, Name: terminating}, &corev1.Pod{})
 			_, rerr := b.remotePod(ctx, terminating)
 			return apierrors.IsNotFound(err) && apierrors.IsNotFound(rerr)
 		})
+		t.Logf("terminating pod gone %v after the restart", time.Since(restart).Round(time.Millisecond))
 		poll(t, "the label set during the outage on the remote pod", time.Minute, func(ctx context.Context) bool {
 			r, err := b.remotePod(ctx, labelled)
 			return err == nil && r.Labels["during"] == "outage"
 		})
+		t.Logf("label on the remote pod %v after the restart", time.Since(restart).Round(time.Millisecond))
 		poll(t, "2 local pods in sync with their remote pods", time.Minute, func(ctx context.Context) bool {
 			ps, err := b.localPods(ctx, "web")
 			return err == nil && len(ps) == 2 && b.inSync(ctx, ps) == nil
