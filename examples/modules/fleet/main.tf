@@ -1,0 +1,51 @@
+# A fleet of peered clusters: one liqo_peering per (consumer, provider) pair of the topology.
+#
+# A module cannot configure a provider from a map of kubeconfigs it is given (provider blocks
+# in modules break for_each and count on the module), so the caller configures the liqo
+# provider with a `clusters` map and this module names its members by key:
+#
+#   provider "liqo" {
+#     clusters = { for name, path in var.kubeconfigs : name => { config_path = path } }
+#   }
+#   module "fleet" {
+#     source  = "../modules/fleet"
+#     members = keys(var.kubeconfigs)
+#   }
+
+locals {
+  full_mesh = [
+    for pair in setproduct(var.members, var.members) : { consumer = pair[0], provider = pair[1] }
+    if pair[0] != pair[1]
+  ]
+  hub_and_spoke = [
+    for member in var.members : {
+      consumer = var.hub_consumes ? var.hub : member
+      provider = var.hub_consumes ? member : var.hub
+    }
+    if member != var.hub
+  ]
+  pairs = var.topology == "full-mesh" ? local.full_mesh : local.hub_and_spoke
+  # Keyed "<consumer>/<provider>", the peering's own ID.
+  peerings = { for p in local.pairs : "${p.consumer}/${p.provider}" => p }
+}
+
+resource "liqo_peering" "this" {
+  for_each = local.peerings
+
+  consumer_cluster = each.value.consumer
+  provider_cluster = each.value.provider
+  networking       = var.networking
+  gateway          = var.gateway
+
+  cpu               = var.resources.cpu
+  memory            = var.resources.memory
+  pods              = var.resources.pods
+  ephemeral_storage = var.resources.ephemeral_storage
+  resources         = var.resources.others
+
+  timeouts {
+    create = var.timeout
+    update = var.timeout
+    delete = var.timeout
+  }
+}

@@ -1,0 +1,76 @@
+variable "members" {
+  description = "Clusters to peer: keys of the `clusters` map of the liqo provider the caller passes to this module."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.members) >= 2 && length(distinct(var.members)) == length(var.members)
+    error_message = "members must list at least two distinct keys of the provider's clusters map."
+  }
+}
+
+variable "topology" {
+  description = "\"hub-and-spoke\": the hub peers with every other member; \"full-mesh\": every member consumes from every other."
+  type        = string
+  default     = "hub-and-spoke"
+
+  validation {
+    condition     = contains(["hub-and-spoke", "full-mesh"], var.topology)
+    error_message = "topology must be \"hub-and-spoke\" or \"full-mesh\"."
+  }
+}
+
+variable "hub" {
+  description = "The hub of a hub-and-spoke fleet: one of members (ignored in a full mesh)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.topology != "hub-and-spoke" || try(contains(var.members, var.hub), false)
+    error_message = "a hub-and-spoke fleet needs hub set to one of members."
+  }
+}
+
+variable "hub_consumes" {
+  description = "In a hub-and-spoke fleet, true: the hub consumes from each spoke (one virtual node per spoke on the hub); false: each spoke consumes from the hub."
+  type        = bool
+  default     = true
+}
+
+variable "resources" {
+  description = "What each consumer asks of each of its providers (Kubernetes quantities); `others` are further resources by name, e.g. { \"nvidia.com/gpu\" = \"1\" }."
+  type = object({
+    cpu               = string
+    memory            = string
+    pods              = string
+    ephemeral_storage = optional(string)
+    others            = optional(map(string))
+  })
+  default = {
+    cpu    = "1"
+    memory = "2Gi"
+    pods   = "20"
+  }
+}
+
+variable "networking" {
+  description = "Connect the members' pod networks through WireGuard gateways (one tunnel per pair of clusters)."
+  type        = bool
+  default     = true
+}
+
+variable "gateway" {
+  description = "How the tunnels are exposed (see liqo_peering's gateway); null: the defaults."
+  type = object({
+    service_type = optional(string)
+    port         = optional(number)
+    node_port    = optional(number)
+    mtu          = optional(number)
+  })
+  default = null
+}
+
+variable "timeout" {
+  description = "Bound of each peering's create, update and delete."
+  type        = string
+  default     = "5m"
+}

@@ -1,0 +1,14 @@
+output "virtual_node" {
+  description = "The consumer's node standing for the provider."
+  value       = liqo_peering.this.virtual_node_name
+}
+
+output "status" {
+  description = "State of each module, as `liqoctl info peer` shows it."
+  value       = liqo_peering.this.status
+}
+
+output "granted" {
+  description = "What the provider granted."
+  value       = liqo_peering.this.granted
+}

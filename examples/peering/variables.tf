@@ -1,0 +1,35 @@
+variable "consumer_kubeconfig" {
+  description = "Kubeconfig of the consumer cluster (the sandbox's by default)."
+  type        = string
+  default     = "../../.sandbox/consumer.kubeconfig"
+}
+
+variable "provider_kubeconfig" {
+  description = "Kubeconfig of the provider cluster (the sandbox's by default)."
+  type        = string
+  default     = "../../.sandbox/provider.kubeconfig"
+}
+
+variable "networking" {
+  description = "Connect the clusters' pod networks through the gateways; false where the gateways do not run (a sandbox started without root)."
+  type        = bool
+  default     = true
+}
+
+variable "cpu" {
+  description = "CPU asked of the provider."
+  type        = string
+  default     = "2"
+}
+
+variable "memory" {
+  description = "Memory asked of the provider."
+  type        = string
+  default     = "4Gi"
+}
+
+variable "pods" {
+  description = "Pods the virtual node may run."
+  type        = string
+  default     = "50"
+}

@@ -1,0 +1,31 @@
+# The consumer cluster peers with the provider cluster (both keys of the provider block's
+# clusters map) and gets a virtual node with the resources the provider grants.
+resource "liqo_peering" "example" {
+  consumer_cluster = "consumer"
+  provider_cluster = "provider"
+
+  cpu    = "4"
+  memory = "8Gi"
+  pods   = "110"
+  resources = {
+    "nvidia.com/gpu" = "1"
+  }
+
+  # The WireGuard tunnel between the two pod networks (default: on, LoadBalancer on 51840).
+  gateway = {
+    service_type = "NodePort"
+    node_port    = 30051
+  }
+
+  timeouts {
+    create = "5m"
+  }
+}
+
+output "virtual_node" {
+  value = liqo_peering.example.virtual_node_name
+}
+
+output "status" {
+  value = liqo_peering.example.status # { networking, authentication, offloading, latency }
+}
