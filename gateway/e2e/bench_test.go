@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,9 +14,10 @@ import (
 )
 
 // BenchmarkTunnel measures, in one run: iperf3 TCP pod to pod through the tunnel and over the
-// raw underlay veth (and their ratio), the handshake time after both sides are configured (the
-// server first, then the client), and the ping latency both ways. Both gateways and the load
-// share the machine's cores.
+// raw underlay veth (the same iperf3 test, and their ratio), the gateways' CPU time per GB
+// carried, the handshake time after both sides are configured (the server first, then the
+// client), and the ping latency both ways. Both gateways and the load share the machine's cores;
+// the 1-minute load average before the run is reported with the numbers.
 func BenchmarkTunnel(b *testing.B) {
 	requireNetAdmin(b)
 	ctx := b.Context()
@@ -20,6 +25,18 @@ func BenchmarkTunnel(b *testing.B) {
 	sfx := suffix(b)
 	topo := newTopology(b, sfx, topoOptions{})
 	p := newPeering(ctx, b, env, topo, sfx)
+	// Each gateway runs Go code on one thread at a time (GOMAXPROCS=1), as in a gateway pod with
+	// a 1-CPU limit (Go sizes GOMAXPROCS from the cgroup limit): here both gateways and the load
+	// share 2 cores, and more threads per gateway only add cross-CPU wake-ups (measured: about
+	// 20% more CPU per GB carried, and less throughput). LIQO_BENCH_GATEWAY_GOMAXPROCS overrides
+	// it; empty or "default": Go's default (the machine's CPU count).
+	procs := "1"
+	if v, ok := os.LookupEnv("LIQO_BENCH_GATEWAY_GOMAXPROCS"); ok {
+		procs = v
+	}
+	if procs != "" && procs != "default" {
+		p.gatewayEnv = []string{"GOMAXPROCS=" + procs}
+	}
 	srv := p.startServer(b)
 	for deadline := time.Now().Add(20 * time.Second); srv.logEntry("NAT rules written") == nil; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -35,11 +52,16 @@ func BenchmarkTunnel(b *testing.B) {
 	}
 	handshake := hs["afterConfiguredMicroseconds"].(float64) / 1000
 
+	load := loadAvg(b)
 	b.ResetTimer()
-	var raw, tun, pingAB, pingBA float64
+	var raw, tun, pingAB, pingBA, tunBytes, gwCPU float64
 	for range b.N {
 		raw += iperf(b, topo.b.host, topo.a.host, topo.b.underlay, 5).bitsPerSecond
-		tun += iperf(b, topo.b.pod, topo.a.pod, topo.b.podIP, 5).bitsPerSecond
+		before := srv.cpuSeconds(b) + cli.cpuSeconds(b)
+		r := iperf(b, topo.b.pod, topo.a.pod, topo.b.podIP, 5)
+		gwCPU += srv.cpuSeconds(b) + cli.cpuSeconds(b) - before
+		tun += r.bitsPerSecond
+		tunBytes += float64(r.bytes)
 		pingAB += avgPing(b, topo.a.pod, topo.b.podIP)
 		pingBA += avgPing(b, topo.b.pod, topo.a.podIP)
 	}
@@ -47,10 +69,47 @@ func BenchmarkTunnel(b *testing.B) {
 	b.ReportMetric(raw/n/1e9, "raw-Gbit/s")
 	b.ReportMetric(tun/n/1e9, "tunnel-Gbit/s")
 	b.ReportMetric(tun/raw, "tunnel/raw")
+	// CPU time of both gateways per GB carried: what the tunnel costs, less sensitive than the
+	// throughput to what else runs on the machine.
+	b.ReportMetric(gwCPU/(tunBytes/1e9), "gateway-CPU-s/GB")
 	b.ReportMetric(handshake, "handshake-ms")
 	b.ReportMetric(pingAB/n, "ping-a-to-b-ms")
 	b.ReportMetric(pingBA/n, "ping-b-to-a-ms")
+	// The 1-minute load average before the run: the numbers only compare at a similar load.
+	b.ReportMetric(load, "load1")
 	b.ReportMetric(0, "ns/op")
+}
+
+// loadAvg returns the 1-minute load average.
+func loadAvg(tb testing.TB) float64 {
+	tb.Helper()
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, err := strconv.ParseFloat(strings.Fields(string(data))[0], 64)
+	if err != nil {
+		tb.Fatalf("/proc/loadavg %q: %v", data, err)
+	}
+	return v
+}
+
+// cpuSeconds returns the CPU time (user and system) the gateway process used so far.
+func (g *gatewayProc) cpuSeconds(tb testing.TB) float64 {
+	tb.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", g.cmd.Process.Pid))
+	if err != nil {
+		tb.Fatalf("gateway CPU time: %v", err)
+	}
+	// The fields after the command name (which is in parentheses): utime and stime are the
+	// 14th and 15th fields of the line, in clock ticks (100 per second on Linux).
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		tb.Fatalf("parsing /proc/%d/stat: %q", g.cmd.Process.Pid, data)
+	}
+	return (utime + stime) / 100
 }
 
 var pingTime = regexp.MustCompile(`time=(\S+)`)

@@ -173,6 +173,8 @@ type peering struct {
 	serverKeys, clientKs keyPair
 	serverIf, clientIf   string
 	serverGw, clientGw   *gatewayProc
+	// gatewayEnv is added to the gateways' environment (e.g. GOMAXPROCS).
+	gatewayEnv []string
 }
 
 const (
@@ -244,13 +246,13 @@ func newPeering(ctx context.Context, tb testing.TB, env *testenv.Env, topo *topo
 // startServer and startClient run the gateways as processes in the gateway hosts.
 func (p *peering) startServer(tb testing.TB) *gatewayProc {
 	tb.Helper()
-	p.serverGw = startGateway(tb, p.topo.a.host, "server", p.server.KubeconfigPath, p.serverNS, serverName, p.serverIf)
+	p.serverGw = startGateway(tb, p.topo.a.host, "server", p.server.KubeconfigPath, p.serverNS, serverName, p.serverIf, p.gatewayEnv)
 	return p.serverGw
 }
 
 func (p *peering) startClient(tb testing.TB) *gatewayProc {
 	tb.Helper()
-	p.clientGw = startGateway(tb, p.topo.b.host, "client", p.client.KubeconfigPath, p.clientNS, clientName, p.clientIf)
+	p.clientGw = startGateway(tb, p.topo.b.host, "client", p.client.KubeconfigPath, p.clientNS, clientName, p.clientIf, p.gatewayEnv)
 	return p.clientGw
 }
 
@@ -264,12 +266,16 @@ type gatewayProc struct {
 	err   error
 }
 
-// startGateway runs liqo-gateway in netns ns; the test's end stops it (SIGTERM, then SIGKILL).
-func startGateway(tb testing.TB, ns, mode, kubeconfig, namespace, gateway, ifc string) *gatewayProc {
+// startGateway runs liqo-gateway in netns ns, with env added to its environment; the test's end
+// stops it (SIGTERM, then SIGKILL).
+func startGateway(tb testing.TB, ns, mode, kubeconfig, namespace, gateway, ifc string, env []string) *gatewayProc {
 	tb.Helper()
 	g := &gatewayProc{ifc: ifc, done: make(chan struct{})}
 	g.cmd = inNS(ns, gatewayBin, "--mode="+mode, "--kubeconfig="+kubeconfig, "--namespace="+namespace,
 		"--gateway="+gateway, "--interface="+ifc, fmt.Sprintf("--api-netns=/proc/%d/ns/net", os.Getpid()))
+	if len(env) > 0 {
+		g.cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := g.cmd.StderrPipe()
 	if err != nil {
 		tb.Fatal(err)
