@@ -127,6 +127,7 @@ type reflection struct {
 	ctx     context.Context             // the reflector's life
 	remotes map[string]*remoteNamespace // by local namespace
 	sas     sync.Map                    // remote namespace/name of service accounts known to exist
+	saMu    sync.Mutex                  // serialises their creation
 	done    chan struct{}
 }
 
@@ -509,6 +510,12 @@ func (rf *reflection) createShadow(ctx context.Context, pod *corev1.Pod, remoteN
 // ensureServiceAccount creates the remote service account a pod runs as, when missing.
 func (rf *reflection) ensureServiceAccount(ctx context.Context, ns, name string) error {
 	key := ns + "/" + name
+	if _, ok := rf.sas.Load(key); ok {
+		return nil
+	}
+	// Once per service account, not once per worker that meets it first.
+	rf.saMu.Lock()
+	defer rf.saMu.Unlock()
 	if _, ok := rf.sas.Load(key); ok {
 		return nil
 	}
