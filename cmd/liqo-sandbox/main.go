@@ -28,6 +28,7 @@ func run(ctx context.Context, args []string) error {
 	providerBin := fs.String("provider-bin", filepath.Join(root, "bin"), "folder holding terraform-provider-liqo (for dev_overrides)")
 	count := fs.Int("clusters", 2, "how many clusters to run: 2 (consumer, provider) or 3 (and provider-2, for the fleet example)")
 	managerBin := fs.String("manager-bin", filepath.Join(root, "bin", "liqo-controller-manager"), "the liqo-controller-manager binary run for each cluster")
+	gatewayBin := fs.String("gateway-bin", filepath.Join(root, "bin", "liqo-gateway"), "the liqo-gateway binary run for each gateway (as root; otherwise networking is disabled)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: liqo-sandbox [flags] up|down|serve\n")
 		fs.PrintDefaults()
@@ -42,14 +43,14 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("resolving -state: %w", err)
 	}
-	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, Clusters: *count, Out: os.Stdout}
+	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, GatewayBin: *gatewayBin, Clusters: *count, Out: os.Stdout}
 	switch fs.Arg(0) {
 	case "up":
 		self, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("finding own executable: %w", err)
 		}
-		return sb.Up(ctx, self, "-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "-clusters", fmt.Sprint(*count), "serve")
+		return sb.Up(ctx, self, "-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "-gateway-bin", *gatewayBin, "-clusters", fmt.Sprint(*count), "serve")
 	case "down":
 		return sb.Down(ctx)
 	case "serve":

@@ -66,6 +66,9 @@ type Sandbox struct {
 	ProviderBinDir string
 	// ManagerBin is the liqo-controller-manager binary run for each cluster.
 	ManagerBin string
+	// GatewayBin is the liqo-gateway binary run for each gateway when the supervisor is root
+	// (gateways.go); without it, networking is disabled.
+	GatewayBin string
 	// Clusters is how many clusters run (2 or 3; 0 means 2).
 	Clusters int
 	// Out receives progress and instructions.
@@ -144,6 +147,7 @@ func (s *Sandbox) printUsage() {
 		fmt.Fprintf(s.Out, "  %-9s kubectl --kubeconfig %s get nodes\n", name, s.KubeconfigPath(name))
 	}
 	fmt.Fprintf(s.Out, "\nTerraform with the local provider build:\n  export TF_CLI_CONFIG_FILE=%s\n", s.CLIConfigPath())
+	s.printNetworkUsage()
 	fmt.Fprintf(s.Out, "\nStop everything with: make sandbox-down\n")
 }
 
@@ -166,7 +170,11 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 		return err
 	}
 	var managers []*manager
+	var nw *network
 	defer func() {
+		if err := nw.stop(); err != nil {
+			fmt.Fprintln(s.Out, err)
+		}
 		fmt.Fprintln(s.Out, "stopping controller managers")
 		if err := stopManagers(managers); err != nil {
 			fmt.Fprintln(s.Out, err)
@@ -187,6 +195,9 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 	}
 	managers, err = s.startManagers(ctx, env, opts)
 	if err != nil {
+		return err
+	}
+	if nw, err = s.startNetwork(ctx, env); err != nil {
 		return err
 	}
 	for _, c := range env.Clusters {
@@ -211,7 +222,7 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 }
 
 func (s *Sandbox) removeStateFiles() {
-	for _, f := range []string{readyFile, envDirFile, cliConfig} {
+	for _, f := range []string{readyFile, envDirFile, cliConfig, networkingFile} {
 		_ = os.Remove(filepath.Join(s.StateDir, f))
 	}
 	for _, name := range ClusterNames {
@@ -255,6 +266,9 @@ func (s *Sandbox) Down(ctx context.Context) error {
 		}
 	} else {
 		fmt.Fprintln(s.Out, "sandbox not running")
+	}
+	if err := sweepNetwork(s.Out); err != nil {
+		return err
 	}
 	if dir := strings.TrimSpace(string(envDir)); dir != "" {
 		if left := testenv.ProcessesUsing(dir); len(left) > 0 {
