@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -455,6 +457,7 @@ type clusterWatch struct {
 	reader     client.Reader
 	writer     client.Client
 	trigger    chan struct{}
+	clashes    map[gatewayKey]bool // servers reported as unable to run (port in use); loop only
 }
 
 // poke asks for a sync of the cluster.
@@ -480,7 +483,8 @@ func (r *gatewayRunner) watch(ctx context.Context, c *testenv.Cluster) error {
 	if err != nil {
 		return fmt.Errorf("creating a client of cluster %s: %w", c.Name, err)
 	}
-	w := &clusterWatch{r: r, name: c.Name, kubeconfig: c.KubeconfigPath, reader: ca, writer: writer, trigger: make(chan struct{}, 1)}
+	w := &clusterWatch{r: r, name: c.Name, kubeconfig: c.KubeconfigPath, reader: ca, writer: writer, trigger: make(chan struct{}, 1),
+		clashes: map[gatewayKey]bool{}}
 	handler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { w.poke() },
 		UpdateFunc: func(any, any) { w.poke() },
@@ -538,10 +542,28 @@ func (w *clusterWatch) sync(ctx context.Context) error {
 	if err := w.reader.List(ctx, servers); err != nil {
 		return errors.Join(errLB, fmt.Errorf("listing GatewayServers: %w", err))
 	}
-	for _, g := range servers.Items {
-		if g.DeletionTimestamp.IsZero() {
-			want[gatewayKey{w.name, "server", g.Namespace, g.Name}] = true
+	// A cluster's servers share its gateway host: one server per UDP port, the oldest first.
+	slices.SortFunc(servers.Items, func(a, b netv1beta1.GatewayServer) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
 		}
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	ports := map[int32]string{}
+	for i := range servers.Items {
+		g := &servers.Items[i]
+		if !g.DeletionTimestamp.IsZero() {
+			continue
+		}
+		k := gatewayKey{w.name, "server", g.Namespace, g.Name}
+		port := serverPort(g)
+		if other, taken := ports[port]; taken {
+			w.portClash(ctx, g, port, other)
+			continue
+		}
+		ports[port] = g.Namespace + "/" + g.Name
+		want[k] = true
+		delete(w.clashes, k)
 	}
 	clients := &netv1beta1.GatewayClientList{}
 	if err := w.reader.List(ctx, clients); err != nil {
@@ -569,6 +591,41 @@ func (w *clusterWatch) sync(ctx context.Context) error {
 		}
 	}
 	return errors.Join(append(errs, errLB)...)
+}
+
+// serverPort is the UDP port a GatewayServer's gateway listens on.
+func serverPort(g *netv1beta1.GatewayServer) int32 {
+	if g.Spec.Endpoint.Port != 0 {
+		return g.Spec.Endpoint.Port
+	}
+	if len(g.Spec.Endpoint.Ports) > 0 {
+		return g.Spec.Endpoint.Ports[0]
+	}
+	return agent.DefaultPort
+}
+
+// portClash reports, once, that GatewayServer g cannot run because the server other in the same
+// cluster listens on its port already: in the supervisor's log and as a Warning Event on g.
+func (w *clusterWatch) portClash(ctx context.Context, g *netv1beta1.GatewayServer, port int32, other string) {
+	k := gatewayKey{w.name, "server", g.Namespace, g.Name}
+	if w.clashes[k] {
+		return
+	}
+	msg := fmt.Sprintf("the sandbox runs all gateway servers of cluster %s in one network namespace, and GatewayServer %s uses UDP port %d already: "+
+		"give this peering's gateway another port", w.name, other, port)
+	fmt.Fprintf(w.r.out, "gateway %s not started: %s\n", k, msg)
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: g.Name + ".", Namespace: g.Namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: netv1beta1.GroupVersion.String(), Kind: "GatewayServer",
+			Namespace: g.Namespace, Name: g.Name, UID: g.UID},
+		Reason: "PortInUse", Message: msg, Type: corev1.EventTypeWarning, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "liqo-sandbox"},
+	}
+	if err := w.writer.Create(ctx, ev); err != nil {
+		fmt.Fprintf(w.r.out, "recording the port clash on GatewayServer %s/%s: %v\n", g.Namespace, g.Name, err)
+	}
+	w.clashes[k] = true
 }
 
 // syncLoadBalancers sets the ingress of every LoadBalancer Service a GatewayServer controls to

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -171,6 +172,9 @@ func TestSandboxGateways(t *testing.T) {
 		t.Logf("ping %s pod -> %s pod (%s) through the tunnel: average RTT %s over 10", dir[0], dir[1], sandbox.PodAddress(dir[1]), rtt)
 	}
 
+	// A second server on the provider's port is refused with a Warning Event; on another port it runs.
+	checkPortClash(ctx, t, provider, gatewayBin)
+
 	// A gateway that dies is restarted, and the tunnel comes back.
 	var serverPID int
 	for pid, cmdline := range gateways {
@@ -225,6 +229,64 @@ func TestSandboxGateways(t *testing.T) {
 	for _, p := range []string{state, string(envDir)} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left after down (stat: %v)", p, err)
+		}
+	}
+}
+
+// checkPortClash adds a GatewayServer on the port of the running one and checks it is refused
+// with a PortInUse Event, then moves it to another port and checks its gateway runs, then
+// deletes it and checks its gateway stops.
+func checkPortClash(ctx context.Context, t *testing.T, provider peering.Cluster, gatewayBin string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clash"}}
+	if err := provider.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "other"},
+		Spec: netv1beta1.GatewayServerSpec{Endpoint: netv1beta1.Endpoint{Port: 51840, ServiceType: corev1.ServiceTypeLoadBalancer}}}
+	if err := provider.Client.Create(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "a PortInUse Event on the clashing GatewayServer", func() bool {
+		evs := &corev1.EventList{}
+		if err := provider.Client.List(ctx, evs, client.InNamespace(ns.Name)); err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "PortInUse" && e.InvolvedObject.Name == gw.Name && strings.Contains(e.Message, "another port") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(gatewayPIDs(gatewayBin)); n != 2 {
+		t.Errorf("%d gateway processes with a clashing server, want 2", n)
+	}
+	patch := client.MergeFrom(gw.DeepCopy())
+	gw.Spec.Endpoint.Port = 51841
+	if err := provider.Client.Patch(ctx, gw, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "the gateway of the server on port 51841", func() bool {
+		for _, cmdline := range gatewayPIDs(gatewayBin) {
+			if strings.Contains(cmdline, "-namespace clash -gateway other") {
+				return true
+			}
+		}
+		return false
+	})
+	if err := provider.Client.Delete(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "the gateway of the deleted server to stop", func() bool { return len(gatewayPIDs(gatewayBin)) == 2 })
+}
+
+// waitUntil fails the test unless cond holds within timeout.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
 }
