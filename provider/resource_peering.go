@@ -128,7 +128,7 @@ func (r *peeringResource) Configure(_ context.Context, req resource.ConfigureReq
 
 func peeringClusterAttribute(role string) schema.StringAttribute {
 	return schema.StringAttribute{
-		Required: true,
+		Required:            true,
 		MarkdownDescription: "Key of the provider's `clusters` map naming the " + role + " cluster. Changing it replaces the peering.",
 		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 		Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
@@ -170,7 +170,9 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"A refresh reads the peering back: when its defining objects (the Tenant on the provider, the slice on the " +
 			"consumer) are gone it leaves the state and the next apply peers again; the requested resources are read " +
 			"from what the provider granted, so a denied or changed grant shows as a difference; and when a module is " +
-			"not up (see `status`) the plan shows an in-place update that runs the peering again to repair it.",
+			"not up (see `status`) the plan shows an in-place update that runs the peering again to repair it.\n\n" +
+			"Create, update and delete wait for the clusters' controllers, each within its `timeouts` (default 2m). A " +
+			"create that fails half-way leaves the peering in the state, tainted: the next apply removes it and peers again.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed:            true,
@@ -217,7 +219,7 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			},
 			"cpu":               peeringQuantityAttribute("CPU (e.g. `4` or `500m`)", true),
 			"memory":            peeringQuantityAttribute("memory (e.g. `8Gi`)", true),
-			"pods":              peeringQuantityAttribute("pods (e.g. `110`): the virtual node schedules no more", true),
+			"pods":              peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once)", true),
 			"ephemeral_storage": peeringQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)", false),
 			"resources": schema.MapAttribute{
 				Optional: true, ElementType: types.StringType,
@@ -243,7 +245,7 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "Resources the provider granted, by resource name: what the virtual node offers.",
 			},
 			"status": schema.SingleNestedAttribute{
-				Computed: true,
+				Computed:            true,
 				MarkdownDescription: "State of each module, as `liqoctl info peer` shows it.",
 				Attributes: map[string]schema.Attribute{
 					"networking": schema.StringAttribute{Computed: true,
@@ -332,7 +334,7 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if err1 == nil && err2 == nil && plan.requestedKnown() && sameQuantities(want, had) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("granted"), state.Granted)...)
 	}
-	if reason := state.unhealthy(ctx); reason != "" && resp.Plan.Raw.Equal(req.State.Raw) {
+	if reason := state.unhealthy(); reason != "" && resp.Plan.Raw.Equal(req.State.Raw) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.ObjectUnknown(peeringStatusAttrTypes))...)
 		resp.Diagnostics.AddWarning("Peering not up: apply repairs it",
 			fmt.Sprintf("liqo_peering %s: %s at the last refresh; applying runs the peering again, which recreates what is missing "+
@@ -341,7 +343,7 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 }
 
 // unhealthy says which module of the recorded status is not up, or "".
-func (m *peeringModel) unhealthy(ctx context.Context) string {
+func (m *peeringModel) unhealthy() string {
 	if m.Status.IsNull() || m.Status.IsUnknown() {
 		return ""
 	}
@@ -396,7 +398,7 @@ func (m *peeringModel) requested(ctx context.Context) (corev1.ResourceList, erro
 	if !m.Resources.IsNull() && !m.Resources.IsUnknown() {
 		extra := map[string]types.String{}
 		if d := m.Resources.ElementsAs(ctx, &extra, false); d.HasError() {
-			return nil, fmt.Errorf("reading resources: %s", diagsError(d))
+			return nil, fmt.Errorf("reading resources: %w", diagsError(d))
 		}
 		for k, v := range extra {
 			if err := add(fmt.Sprintf("resources[%q]", k), k, v); err != nil {

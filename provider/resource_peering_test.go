@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -65,14 +66,19 @@ func managerBinary(t *testing.T) string {
 }
 
 // peeringEnv starts clusters named by the given IDs, each with a KWOK node to share (8 CPUs,
-// 16Gi: half of it is shared) and our controller manager, for the length of the test.
+// 16Gi, 200 pods: half of it is shared) and our controller manager, for the length of the test.
+//
+// 200 pods rather than the usual 110: the provider's negotiation counts the consumer-side copies
+// of the cluster's own accepted slices against what it shares (controllers/negotiation lists
+// every Accepted slice of the cluster), so in the full-mesh fleet each cluster sees four slices
+// of 20 pods against its share.
 func peeringEnv(t *testing.T, ids ...string) *testenv.Env {
 	t.Helper()
 	bin := managerBinary(t)
 	opts := make([]testenv.ClusterOptions, len(ids))
 	for i, id := range ids {
 		opts[i] = testenv.ClusterOptions{Name: id, ControllerManager: true, PodCIDR: fmt.Sprintf("10.%d.0.0/16", 130+i),
-			Nodes: []testenv.NodeOptions{{Name: id + "-node", CPU: "8", Memory: "16Gi", Pods: "110"}}}
+			Nodes: []testenv.NodeOptions{{Name: id + "-node", CPU: "8", Memory: "16Gi", Pods: "200"}}}
 	}
 	e := testenv.New(t, opts...)
 	for i, id := range ids {
@@ -459,8 +465,11 @@ func TestAccPeeringBidirectional(t *testing.T) {
 					func(*terraform.State) error { return checkVirtualNode(e, b, a, caps) },
 					func(*terraform.State) error {
 						err := e.Cluster(a).Client.Get(context.Background(), client.ObjectKey{Name: b}, &corev1.Node{})
-						if !apierrors.IsNotFound(err) {
-							return fmt.Errorf("virtual node %s on %s after removing that direction: %v", b, a, err)
+						switch {
+						case err == nil:
+							return fmt.Errorf("virtual node %s is still on %s after removing that direction", b, a)
+						case !apierrors.IsNotFound(err):
+							return fmt.Errorf("reading virtual node %s on %s: %w", b, a, err)
 						}
 						for _, c := range []struct{ on, ns string }{{a, "liqo-tenant-" + b}, {b, "liqo-tenant-" + a}} {
 							if err := e.Cluster(c.on).Client.Get(context.Background(), client.ObjectKey{Name: c.ns}, &corev1.Namespace{}); err != nil {
@@ -580,7 +589,8 @@ func tfIn(t *testing.T, dir string, env []string, args ...string) (string, time.
 	out, err := cmd.CombinedOutput()
 	took := time.Since(start)
 	if err != nil {
-		if exit, ok := err.(*exec.ExitError); ok {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
 			return string(out), took, exit.ExitCode()
 		}
 		t.Fatalf("terraform %s: %v", args[0], err)

@@ -1,0 +1,119 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+	kresource "k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/peering"
+)
+
+// TestPeeringLockPair: the two directions of a pair share one lock (a second holder waits
+// until the first lets go, or until its context ends); other pairs do not wait.
+func TestPeeringLockPair(t *testing.T) {
+	set := &clusterSet{}
+	unlock, err := lockPair(t.Context(), set, "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := lockPair(ctx, set, "b", "a"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the other direction while a→b is held: %v, want a deadline error", err)
+	}
+	other, err := lockPair(t.Context(), set, "a", "c")
+	if err != nil {
+		t.Fatalf("another pair: %v", err)
+	}
+	other()
+	if _, err := lockPair(t.Context(), &clusterSet{}, "a", "b"); err != nil {
+		t.Fatalf("the same keys of another provider configuration: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		u, err := lockPair(t.Context(), set, "b", "a")
+		if err == nil {
+			u()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("b→a got the lock while a→b held it: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	unlock()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("b→a did not get the lock once a→b let go")
+	}
+}
+
+// TestPeeringRefresh: the requested resources are read from the grant, keeping the configured
+// spelling of equal quantities; what was not granted becomes null (a difference in the plan).
+func TestPeeringRefresh(t *testing.T) {
+	ctx := t.Context()
+	m := peeringModel{
+		ConsumerCluster: types.StringValue("c"), ProviderCluster: types.StringValue("p"),
+		CPU: types.StringValue("2000m"), Memory: types.StringValue("1024Mi"), Pods: types.StringValue("20"),
+		Resources:  types.MapValueMust(types.StringType, map[string]attr.Value{"nvidia.com/gpu": types.StringValue("1")}),
+		Networking: types.BoolValue(false), Gateway: types.ObjectNull(peeringGatewayAttrTypes),
+	}
+	st := &peering.State{ConsumerID: "cl-c", ProviderID: "cl-p", ConsumerTenantNamespace: "liqo-tenant-cl-p",
+		ProviderTenantNamespace: "liqo-tenant-cl-c", VirtualNode: "cl-p",
+		Networking: peering.StatusDisabled, Authentication: peering.StatusEstablished, Offloading: peering.StatusReady,
+		Granted: corev1.ResourceList{corev1.ResourceCPU: kresource.MustParse("2"), corev1.ResourceMemory: kresource.MustParse("1Gi"),
+			corev1.ResourcePods: kresource.MustParse("10")}}
+	if err := m.refresh(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if m.ID.ValueString() != "c/p" || m.CPU.ValueString() != "2000m" || m.Memory.ValueString() != "1024Mi" ||
+		m.Pods.ValueString() != "10" || !m.EphemeralStorage.IsNull() {
+		t.Errorf("after refresh: id %s cpu %s memory %s pods %s ephemeral %s", m.ID, m.CPU, m.Memory, m.Pods, m.EphemeralStorage)
+	}
+	if len(m.Resources.Elements()) != 0 || m.Resources.IsNull() {
+		t.Errorf("resources after a grant without the GPU: %v, want an empty map (configured, not granted)", m.Resources)
+	}
+	if !m.Gateway.Equal(peeringDefaultGateway()) {
+		t.Errorf("gateway after refresh of a null one: %v, want the defaults", m.Gateway)
+	}
+	if r := m.unhealthy(); r != "" {
+		t.Errorf("unhealthy(%v) = %q, want healthy", m.Status, r)
+	}
+	st.Authentication, st.Offloading = peering.StatusPending, peering.StatusNotReady
+	if err := m.refresh(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.unhealthy(); r != "authentication is Pending, offloading is NotReady" {
+		t.Errorf("unhealthy = %q", r)
+	}
+}
+
+// TestPeeringOptions: the model's attributes become the library's options.
+func TestPeeringOptions(t *testing.T) {
+	m := peeringModel{
+		CPU: types.StringValue("1"), Memory: types.StringValue("2Gi"), Pods: types.StringValue("20"), EphemeralStorage: types.StringNull(),
+		Resources:  types.MapNull(types.StringType),
+		Networking: types.BoolValue(true),
+		Gateway: types.ObjectValueMust(peeringGatewayAttrTypes, map[string]attr.Value{"service_type": types.StringValue("NodePort"),
+			"port": types.Int64Value(51000), "node_port": types.Int64Value(30100), "mtu": types.Int64Value(1400)}),
+	}
+	opts, err := m.options(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := peering.Gateway{ServiceType: corev1.ServiceTypeNodePort, Port: 51000, NodePort: 30100, MTU: 1400}
+	if !opts.Networking || opts.Gateway != want || len(opts.Resources) != 3 || opts.Resources.Memory().String() != "2Gi" {
+		t.Errorf("options: %+v", opts)
+	}
+}
