@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,11 +29,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/provider"
 )
@@ -192,13 +196,22 @@ func peeringLeftovers(ctx context.Context, c client.Client) ([]string, error) {
 // checkNothingLeft waits (ForeignClusters go once nothing refers to the peer any more) until
 // the clusters hold nothing of a peering.
 func checkNothingLeft(e *testenv.Env, ids ...string) error {
+	clients := map[string]client.Client{}
+	for _, id := range ids {
+		clients[id] = e.Cluster(id).Client
+	}
+	return nothingLeft(clients)
+}
+
+// nothingLeft is checkNothingLeft for clients by cluster name.
+func nothingLeft(clients map[string]client.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, id := range ids {
+	for id, c := range clients {
 		var left []string
 		err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			var err error
-			left, err = peeringLeftovers(ctx, e.Cluster(id).Client)
+			left, err = peeringLeftovers(ctx, c)
 			return err == nil && len(left) == 0, nil
 		})
 		if err != nil {
@@ -707,4 +720,95 @@ func TestPeeringExamplesCLI(t *testing.T) {
 				tc.topology, n, apply.Round(time.Millisecond), plan.Round(time.Millisecond), destroy.Round(time.Millisecond))
 		})
 	}
+}
+
+// TestPeeringExampleSandboxNetworking applies examples/peering as written (networking on, a
+// LoadBalancer gateway) with the real terraform CLI against the sandbox, which runs the gateways
+// in network namespaces when it is root: the tunnel is Established with a latency, the virtual
+// node Ready, a second plan is empty, and destroy leaves nothing. It logs the times of apply,
+// no-change plan and destroy.
+func TestPeeringExampleSandboxNetworking(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the sandbox runs the gateways in network namespaces only as root")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		t.Skip("needs /dev/net/tun")
+	}
+	for _, bin := range []string{"ip", "iptables"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("needs %s on PATH", bin)
+		}
+	}
+	if _, err := net.InterfaceByName(sandbox.BridgeName); err == nil {
+		t.Skipf("a sandbox is running on this machine (bridge %s exists): its network names are fixed", sandbox.BridgeName)
+	}
+	bins := providerBinary(t)
+	manager := managerBinary(t)
+	if out, err := exec.Command("go", "build", "-o", bins+"/", "../cmd/liqo-sandbox", "../cmd/liqo-gateway").CombinedOutput(); err != nil {
+		t.Fatalf("building liqo-sandbox and liqo-gateway: %v\n%s", err, out)
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	sb := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(bins, "liqo-sandbox"), append([]string{"-state", state, "-provider-bin", bins,
+			"-manager-bin", manager, "-gateway-bin", filepath.Join(bins, "liqo-gateway")}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() {
+		if out, err := sb("down"); err != nil {
+			t.Errorf("liqo-sandbox down: %v\n%s", err, out)
+		}
+	})
+	out, err := sb("up")
+	if err != nil {
+		t.Fatalf("liqo-sandbox up: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "held by another running sandbox") {
+		t.Skip("another sandbox started meanwhile and holds the network's fixed names")
+	}
+	if !strings.Contains(out, "Networking enabled") {
+		t.Fatalf("the sandbox runs without gateways:\n%s", out)
+	}
+	clients := map[string]client.Client{}
+	for _, name := range []string{"consumer", "provider"} {
+		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, name+".kubeconfig"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheme, err := api.NewScheme()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if clients[name], err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	root, env := examplesTree(t)
+	d := filepath.Join(root, "peering")
+	args := []string{"-input=false", "-no-color", "-var", "consumer_kubeconfig=" + filepath.Join(state, "consumer.kubeconfig"),
+		"-var", "provider_kubeconfig=" + filepath.Join(state, "provider.kubeconfig")}
+	_, apply := mustTF(t, d, env, append([]string{"apply", "-auto-approve"}, args...)...)
+	status, _ := mustTF(t, d, env, "output", "-json", "status")
+	var st struct{ Networking, Authentication, Offloading, Latency string }
+	if err := json.Unmarshal([]byte(status), &st); err != nil {
+		t.Fatalf("decoding the status output: %v\n%s", err, status)
+	}
+	if st.Networking != "Established" || st.Latency == "" || st.Authentication != "Established" || st.Offloading != "Ready" {
+		t.Errorf("status after apply: %+v, want every module up and a tunnel latency", st)
+	}
+	node := &corev1.Node{}
+	if err := clients["consumer"].Get(t.Context(), client.ObjectKey{Name: "provider"}, node); err != nil {
+		t.Errorf("virtual node on the consumer: %v", err)
+	}
+	out, plan, code := tfIn(t, d, env, append([]string{"plan", "-detailed-exitcode"}, args...)...)
+	if code != 0 {
+		t.Errorf("second plan: exit %d, want 0 (no changes):\n%s", code, out)
+	}
+	_, destroy := mustTF(t, d, env, append([]string{"destroy", "-auto-approve"}, args...)...)
+	if err := nothingLeft(clients); err != nil {
+		t.Error(err)
+	}
+	t.Logf("examples/peering with networking on the sandbox (terraform CLI): apply to a Ready virtual node and Established tunnel "+
+		"(latency %s) %s, no-change plan %s, destroy %s", st.Latency, apply.Round(time.Millisecond), plan.Round(time.Millisecond),
+		destroy.Round(time.Millisecond))
 }
