@@ -173,9 +173,16 @@ func (s *Sandbox) startNetwork(ctx context.Context, env *testenv.Env) (*network,
 		fmt.Fprintf(s.Out, "networking disabled: %s; the gateways do not run, so peerings must set networking = false\n", why)
 		return nil, record("disabled: " + why)
 	}
+	// What a killed supervisor left goes; a running sandbox's network stays, and this one runs
+	// without networking (the network's names are fixed).
+	if err := sweepNetwork(s.Out); err != nil {
+		return nil, err
+	}
 	if _, err := net.InterfaceByName(BridgeName); err == nil {
-		return nil, fmt.Errorf("the bridge %s exists: another sandbox is running, or a killed one left it behind "+
-			"(`liqo-sandbox down` removes it, or `ip link del %s` and `ip netns del` the %s* namespaces)", BridgeName, BridgeName, NetPrefix)
+		pid, _ := bridgeOwner()
+		why := fmt.Sprintf("the network (%s*) is held by another running sandbox (supervisor pid %d)", NetPrefix, pid)
+		fmt.Fprintf(s.Out, "networking disabled: %s; the gateways do not run, so peerings must set networking = false\n", why)
+		return nil, record("disabled: " + why)
 	}
 	n := &network{out: s.Out}
 	for _, c := range env.Clusters {

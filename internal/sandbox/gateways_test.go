@@ -90,6 +90,11 @@ func TestSandboxGateways(t *testing.T) {
 	})
 
 	out := run("up")
+	if strings.Contains(out, "held by another running sandbox") {
+		run("down")
+		downDone = true
+		t.Skip("another sandbox started meanwhile and holds the network's fixed names")
+	}
 	if !strings.Contains(out, "Networking enabled") || !strings.Contains(out, sandbox.PodNetns("consumer")) {
 		t.Errorf("up does not tell about the network:\n%s", out)
 	}
@@ -147,7 +152,8 @@ func TestSandboxGateways(t *testing.T) {
 		t.Errorf("GatewayServer endpoint %+v, want %s:51840", gws.Status.Endpoint, sandbox.HostAddress("provider"))
 	}
 
-	// One gateway process per gateway object, each in its cluster's gateway host.
+	// One gateway process per gateway object, its tunnel in its cluster's gateway host (the
+	// process's own namespace is no proof: its API dialer visits the supervisor's with a thread).
 	gateways := gatewayPIDs(gatewayBin)
 	if len(gateways) != 2 {
 		t.Fatalf("gateway processes: %v, want a server and a client", gateways)
@@ -158,8 +164,10 @@ func TestSandboxGateways(t *testing.T) {
 			mode = "server"
 		}
 		host := map[string]string{"server": sandbox.HostNetns("provider"), "client": sandbox.HostNetns("consumer")}[mode]
-		if !sameNetns(t, pid, host) {
-			t.Errorf("the %s gateway (pid %d) does not run in network namespace %s", mode, pid, host)
+		_, rest, _ := strings.Cut(cmdline, "-interface ")
+		ifc, _, _ := strings.Cut(rest, " ")
+		if out, err := exec.Command("ip", "-n", host, "link", "show", ifc, "type", "tun").CombinedOutput(); err != nil || len(out) == 0 {
+			t.Errorf("the %s gateway (pid %d) has no tunnel %q in network namespace %s: %v %s", mode, pid, ifc, host, err, out)
 		}
 	}
 
@@ -447,19 +455,6 @@ func gatewayPIDs(gatewayBin string) map[int]string {
 		}
 	}
 	return pids
-}
-
-// sameNetns tells whether process pid runs in the named network namespace.
-func sameNetns(t *testing.T, pid int, ns string) bool {
-	t.Helper()
-	var a, b unix.Stat_t
-	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &a); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Stat(filepath.Join("/var/run/netns", ns), &b); err != nil {
-		t.Fatal(err)
-	}
-	return a.Ino == b.Ino && a.Dev == b.Dev
 }
 
 // pingFrom sends count ICMP echoes to dst from network namespace ns, one every 100 ms, and
