@@ -268,9 +268,10 @@ func stringValues(m map[string]string) map[string]knownvalue.Check {
 
 // TestAccPeering drives liqo_peering (examples/peering) through the real terraform binary
 // against two clusters running the real controller manager, without networking (the test bed
-// runs no gateways): bad input fails at plan; create ends with a Ready virtual node offering the
-// requested resources; a second plan is empty; a new cpu is an in-place update re-negotiated
-// with the provider; import reads back the same state; a ResourceSlice deleted out of band is
+// runs no gateways): bad input fails at plan; a create the provider denies fails with its reason
+// and leaves the peering tainted, replaced by the next apply; create ends with a Ready virtual
+// node offering the requested resources; a second plan is empty; a new cpu is an in-place update
+// re-negotiated with the provider; import reads back the same state; a ResourceSlice deleted out of band is
 // planned for re-creation; a deleted Identity (authentication not up) is planned as an in-place
 // repair; destroy leaves nothing on either cluster.
 func TestAccPeering(t *testing.T) {
@@ -357,12 +358,20 @@ func TestAccPeering(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)Missing required argument.*"cpu" is required`),
 			},
 			{
+				// More than the provider shares (half of its node's 8 CPUs): the create fails with
+				// the provider's reason, and what was made stays in the state, tainted.
+				Config:          example,
+				ConfigVariables: vars("64"),
+				ExpectError:     regexp.MustCompile(`(?s)denied ResourceSlice.*cpu:\s+asked\s+64,\s+available\s+4.*saved\s+in\s+the\s+state,\s+tainted`),
+			},
+			{
+				// The tainted peering is replaced; the new one ends Ready.
 				Config:            example,
 				ConfigVariables:   vars("2"),
 				ConfigStateChecks: readyChecks("2"),
 				Check:             nodeCheck("2"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply:             []plancheck.PlanCheck{plancheck.ExpectResourceAction(res, plancheck.ResourceActionCreate)},
+					PreApply:             []plancheck.PlanCheck{plancheck.ExpectResourceAction(res, plancheck.ResourceActionReplace)},
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 				},
 			},
@@ -419,6 +428,59 @@ func TestAccPeering(t *testing.T) {
 						plancheck.ExpectResourceAction(res, plancheck.ResourceActionUpdate),
 						plancheck.ExpectUnknownValue(res, at("status")),
 					},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+			},
+		},
+	})
+}
+
+// TestAccPeeringDeniedUpdate: a re-negotiation the provider denies fails the update with the
+// provider's reason; the state then holds what is granted (nothing), so asking for what fits
+// again is an update that brings the virtual node back.
+func TestAccPeeringDeniedUpdate(t *testing.T) {
+	t.Skip("internal/peering takes the Denied condition of the previous request for the answer to the new one " +
+		"(ensureOffloading polls right after patching the slice, and the conditions carry no generation), so the " +
+		"apply after a denial fails with the stale reason; unskip once the library waits for the provider's new decision")
+	const cid, pid = "cl-consumer", "cl-provider"
+	e := peeringEnv(t, cid, pid)
+	example := exampleSource(t, "peering", "main.tf", "variables.tf", "outputs.tf")
+	vars := func(cpu string) config.Variables {
+		return config.Variables{
+			"consumer_kubeconfig": config.StringVariable(e.Cluster(cid).KubeconfigPath),
+			"provider_kubeconfig": config.StringVariable(e.Cluster(pid).KubeconfigPath),
+			"networking":          config.BoolVariable(false),
+			"cpu":                 config.StringVariable(cpu),
+			"memory":              config.StringVariable("4Gi"),
+			"pods":                config.StringVariable("20"),
+		}
+	}
+	res := "liqo_peering.this"
+	nodeCheck := func(cpu string) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			return checkVirtualNode(e, cid, pid, map[corev1.ResourceName]string{"cpu": cpu, "memory": "4Gi", "pods": "20"})
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Providers,
+		CheckDestroy:             func(*terraform.State) error { return checkNothingLeft(e, cid, pid) },
+		Steps: []resource.TestStep{
+			{Config: example, ConfigVariables: vars("2"), Check: nodeCheck("2")},
+			{
+				// A re-negotiation the provider denies fails the update with its reason.
+				Config:          example,
+				ConfigVariables: vars("64"),
+				ExpectError:     regexp.MustCompile(`(?s)denied ResourceSlice.*cpu:\s+asked\s+64,\s+available\s+4`),
+			},
+			{
+				// The state holds what was granted (nothing, after the denial), so asking for
+				// what fits again is an update, and the virtual node comes back with it.
+				Config:            example,
+				ConfigVariables:   vars("3"),
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(res, tfjsonpath.New("granted").AtMapKey("cpu"), knownvalue.StringExact("3"))},
+				Check:             nodeCheck("3"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply:             []plancheck.PlanCheck{plancheck.ExpectResourceAction(res, plancheck.ResourceActionUpdate)},
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 				},
 			},
