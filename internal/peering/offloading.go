@@ -3,6 +3,8 @@ package peering
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
@@ -25,6 +28,7 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: p.sliceName()}}
 	key := client.ObjectKeyFromObject(slice)
 	err := p.consumer.Client.Get(ctx, key, slice)
+	var previous corev1.ResourceList // the grant in force before a re-negotiation
 	switch {
 	case apierrors.IsNotFound(err):
 		providerID, consumerID := p.providerID, p.consumerID
@@ -38,6 +42,9 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("reading ResourceSlice %s on %s: %w", key, p.consumer.Name, err)
 	case !sameResources(slice.Spec.Resources, p.opts.Resources):
+		if granted(slice) {
+			previous = slice.Spec.Resources.DeepCopy()
+		}
 		before := slice.DeepCopy()
 		slice.Spec.Resources = p.opts.Resources.DeepCopy()
 		if err := p.consumer.Client.Patch(ctx, slice, client.MergeFrom(before)); err != nil {
@@ -61,6 +68,9 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 		return false, nil
 	})
 	if err != nil {
+		if previous != nil {
+			return p.restoreGrant(ctx, slice, previous, err)
+		}
 		return err
 	}
 	node := &corev1.Node{}
@@ -79,8 +89,10 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 		})
 }
 
-// removeOffloading deletes the ResourceSlice; its virtual node is drained and removed, and
-// its copy on the provider deleted, before the slice goes.
+// removeOffloading deletes the ResourceSlice (its virtual node is drained and removed, and
+// its copy on the provider deleted, before the slice goes), then the namespace maps of the
+// namespaces offloaded to the provider, so that the provider deletes their remote namespaces
+// while the consumer's identity can still reach it.
 func (p *pair) removeOffloading(ctx context.Context) error {
 	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: p.sliceName()}}
 	if err := deleteAndWait(ctx, p.consumer, slice, p.opts.PollInterval); err != nil {
@@ -88,7 +100,7 @@ func (p *pair) removeOffloading(ctx context.Context) error {
 	}
 	providerID := p.providerID
 	slice.Spec.ProviderClusterID = &providerID
-	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("virtual node %s on %s to be gone", virtualnode.NameFor(slice), p.consumer.Name),
+	err := waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("virtual node %s on %s to be gone", virtualnode.NameFor(slice), p.consumer.Name),
 		func(ctx context.Context) (bool, error) {
 			err := p.consumer.Client.Get(ctx, client.ObjectKey{Name: virtualnode.NameFor(slice)}, &corev1.Node{})
 			if apierrors.IsNotFound(err) {
@@ -96,6 +108,58 @@ func (p *pair) removeOffloading(ctx context.Context) error {
 			}
 			return false, err
 		})
+	if err != nil {
+		return err
+	}
+	// With the virtual node gone no NamespaceOffloading selects the provider any more, so the
+	// maps are not written again.
+	maps := &offv1beta1.NamespaceMapList{}
+	if err := p.consumer.Client.List(ctx, maps, client.InNamespace(p.consumerNS()),
+		client.MatchingLabels{consts.RemoteClusterIDLabel: string(p.providerID), consts.ReplicationLabel: "true"}); err != nil {
+		return fmt.Errorf("listing the namespace maps of %s on %s: %w", p.provider.Name, p.consumer.Name, err)
+	}
+	for i := range maps.Items {
+		if err := deleteAndWait(ctx, p.consumer, &maps.Items[i], p.opts.PollInterval); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// granted tells whether a slice's current request is granted.
+func granted(s *authv1beta1.ResourceSlice) bool {
+	for _, c := range s.Status.Conditions {
+		if c.Type == authv1beta1.ResourceSliceConditionTypeResources {
+			return c.Status == authv1beta1.ResourceSliceConditionAccepted && sameResources(s.Status.Resources, s.Spec.Resources)
+		}
+	}
+	return false
+}
+
+// restoreGrant puts back the request that was granted before a re-negotiation failed, so that
+// the virtual node keeps running with it, and returns the failure.
+func (p *pair) restoreGrant(ctx context.Context, slice *authv1beta1.ResourceSlice, previous corev1.ResourceList, failure error) error {
+	before := slice.DeepCopy()
+	slice.Spec.Resources = previous
+	if err := p.consumer.Client.Patch(ctx, slice, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("%w; putting back the previous request also failed: %w", failure, err)
+	}
+	return fmt.Errorf("%w; the previous request (%s) was put back, so the virtual node keeps it", failure, describe(previous))
+}
+
+// describe prints a resource list in a stable order.
+func describe(l corev1.ResourceList) string {
+	names := make([]string, 0, len(l))
+	for n := range l {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		q := l[corev1.ResourceName(n)]
+		out = append(out, n+"="+q.String())
+	}
+	return strings.Join(out, ",")
 }
 
 func nodeReady(n *corev1.Node) bool {

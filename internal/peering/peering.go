@@ -234,17 +234,23 @@ func (p *pair) ensureTenantNamespaces(ctx context.Context) error {
 	return nil
 }
 
-// removeTenantNamespaces deletes both tenant namespaces and waits until they are gone.
+// removeTenantNamespaces deletes both tenant namespaces at once and waits until they are gone.
 func (p *pair) removeTenantNamespaces(ctx context.Context) error {
-	for _, side := range []struct {
+	sides := []struct {
 		c    Cluster
 		name string
-	}{{p.consumer, p.consumerNS()}, {p.provider, p.providerNS()}} {
-		if err := deleteAndWait(ctx, side.c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: side.name}}, p.opts.PollInterval); err != nil {
-			return err
-		}
+	}{{p.consumer, p.consumerNS()}, {p.provider, p.providerNS()}}
+	errs := make(chan error, len(sides))
+	for _, side := range sides {
+		go func() {
+			errs <- deleteAndWait(ctx, side.c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: side.name}}, p.opts.PollInterval)
+		}()
 	}
-	return nil
+	var all []error
+	for range sides {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
 }
 
 // deleteAndWait deletes obj (in the background: owned objects go with it) and waits until

@@ -16,11 +16,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -210,8 +212,31 @@ func TestPeerUpdateUnpeer(t *testing.T) {
 
 	// The provider shares half of its node's 8 CPUs by default.
 	_, err = peering.Peer(ctx, a, b, peering.Options{Resources: resources("64", "4Gi", "20")})
-	if err == nil || !strings.Contains(err.Error(), "denied") {
-		t.Errorf("asking for more than is shared: %v, want a denial with the reason", err)
+	if err == nil || !strings.Contains(err.Error(), "denied") || !strings.Contains(err.Error(), "put back") {
+		t.Errorf("asking for more than is shared: %v, want a denial with the reason and the previous request put back", err)
+	}
+	// The previous grant is back: the virtual node is Ready with it again.
+	st, err = peering.Peer(ctx, a, b, peering.Options{Resources: resources("3", "4Gi", "20")})
+	if err != nil || st.Offloading != peering.StatusReady {
+		t.Fatalf("after a denied re-negotiation: %+v, %v", st, err)
+	}
+
+	// A namespace offloaded through the peering: unpeering removes its remote namespace too.
+	work := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "work"}}
+	if err := a.Client.Create(ctx, work); err != nil {
+		t.Fatal(err)
+	}
+	nsoff := &offv1beta1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: "offloading"},
+		Spec: offv1beta1.NamespaceOffloadingSpec{NamespaceMappingStrategy: offv1beta1.EnforceSameNameMappingStrategyType,
+			PodOffloadingStrategy: offv1beta1.RemotePodOffloadingStrategyType}}
+	if err := a.Client.Create(ctx, nsoff); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return b.Client.Get(ctx, client.ObjectKey{Name: "work"}, &corev1.Namespace{}) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the offloaded namespace on the provider: %v", err)
 	}
 
 	start = time.Now()
@@ -219,6 +244,9 @@ func TestPeerUpdateUnpeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("unpeered in %s", time.Since(start).Round(time.Millisecond))
+	if err := b.Client.Get(ctx, client.ObjectKey{Name: "work"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the offloaded namespace is still on the provider after Unpeer: %v", err)
+	}
 	// ForeignClusters go once nothing refers to the peer any more.
 	for _, c := range []peering.Cluster{a, b} {
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {

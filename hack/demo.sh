@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The main job on the sandbox: peer its two clusters with `terraform apply` (examples/peering),
+# offload the consumer's "demo" namespace, run a Deployment there, and show where it runs.
+# Run through `make demo`, which starts the sandbox first.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+STATE=$ROOT/.sandbox
+KUBECTL=${KUBECTL:-$ROOT/bin/testbed/kubectl}
+export TF_CLI_CONFIG_FILE=$STATE/terraformrc
+export TF_IN_AUTOMATION=1
+step() { printf '\n==> %s\n' "$*"; }
+kc() { local cluster=$1; shift; "$KUBECTL" --kubeconfig "$STATE/$cluster.kubeconfig" --cache-dir "$ROOT/.cache/kube" "$@"; }
+
+if [[ ! -f $STATE/ready ]]; then
+  echo "the sandbox is not running: run 'make demo' (or 'make sandbox' first)" >&2
+  exit 1
+fi
+networking=false
+if [[ $(cat "$STATE/networking" 2>/dev/null) == enabled ]]; then
+  networking=true
+else
+  echo "note: the sandbox's networking is $(cat "$STATE/networking" 2>/dev/null || echo disabled): peering with networking = false"
+fi
+
+step "terraform apply examples/peering (networking = $networking)"
+start=$(date +%s%N)
+terraform -chdir="$ROOT/examples/peering" apply -auto-approve -input=false -state="$STATE/peering.tfstate" \
+  -var "networking=$networking"
+echo "applied in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+
+step "offload the consumer's namespace demo and run a 3-replica Deployment there"
+kc consumer apply -f - <<'YAML'
+apiVersion: offloading.liqo.io/v1beta1
+kind: NamespaceOffloading
+metadata:
+  name: offloading
+  namespace: demo
+spec:
+  namespaceMappingStrategy: DefaultName
+  podOffloadingStrategy: Remote
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: hello
+  namespace: demo
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: hello}
+  template:
+    metadata:
+      labels: {app: hello}
+    spec:
+      containers:
+        - name: hello
+          image: registry.k8s.io/pause:3.10
+          resources:
+            requests: {cpu: 100m, memory: 64Mi}
+YAML
+kc consumer -n demo wait namespaceoffloading/offloading --for=jsonpath='{.status.offloadingPhase}'=Ready --timeout=60s
+kc consumer -n demo rollout status deployment/hello --timeout=120s
+
+step "kubectl get foreignclusters (consumer, then provider)"
+kc consumer get foreignclusters
+kc provider get foreignclusters
+step "the consumer's nodes: the virtual node stands for the provider"
+kc consumer get nodes -o wide
+step "the Deployment's pods on the consumer, bound to the virtual node"
+kc consumer -n demo get pods -o wide
+remote=$(kc consumer -n demo get namespaceoffloading offloading -o jsonpath='{.status.remoteNamespaceName}')
+step "the same pods running on the provider, in namespace $remote"
+kc provider -n "$remote" get pods -o wide
+if [[ $networking == true ]]; then
+  # The sandbox's stand-in pods: a network namespace per cluster with an address in its pod CIDR.
+  step "pod-to-pod traffic through the tunnel: consumer's stand-in pod (10.200.0.10) to the provider's (10.201.0.10)"
+  kc consumer get connections -A
+  if command -v ping >/dev/null; then
+    ip netns exec lqsb-consumer-pod ping -c 3 -W 2 10.201.0.10
+  else
+    echo "(install ping, e.g. apt-get install iputils-ping, to send it through the tunnel:"
+    echo " ip netns exec lqsb-consumer-pod ping 10.201.0.10)"
+  fi
+fi
+
+cat <<MSG
+
+Done. Try: terraform -chdir=examples/peering plan -state=$STATE/peering.tfstate -var networking=$networking
+(no changes), change -var cpu=3 to re-negotiate in place, and 'make sandbox-down' to stop everything.
+MSG
