@@ -42,7 +42,6 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/vnode"
 )
 
 func main() {
@@ -69,6 +68,7 @@ type options struct {
 	probeAddr    string
 	leaderElect  bool
 	webhooks     webhookOptions
+	vk           virtualKubeletOptions
 	zap          zap.Options
 }
 
@@ -91,6 +91,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.Int64Var(&o.share.Percent, "share-percent", 50, "percent of the nodes' allocatable resources shared with consumers")
 	fs.StringVar(&fixed, "share", "", "a fixed amount shared with consumers instead, e.g. cpu=8,memory=16Gi,pods=200")
 	o.webhooks.bindFlags(fs)
+	o.vk.bindFlags(fs)
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("parsing flags: %w", err)
@@ -113,6 +114,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 		return nil, err
 	}
 	if err := o.webhooks.validate(); err != nil {
+		return nil, err
+	}
+	if err := o.vk.validate(); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -254,10 +258,8 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err != nil {
 		return fmt.Errorf("creating clientset: %w", err)
 	}
-	runner := vnode.NewRunner(kube, vnode.Options{ConsumerID: o.identity.ClusterID, LocalConfig: mgr.GetConfig(),
-		Reflectors: reflectors()}, mgr.GetLogger().WithName("vnode"))
-	if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Runner: runner}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the virtual-node reconciler: %w", err)
+	if err := setupVirtualNodes(mgr, o, kube); err != nil {
+		return err
 	}
 	var local []string
 	for _, c := range []string{o.identity.PodCIDR, o.identity.ServiceCIDR, o.identity.ExternalCIDR} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -33,6 +34,9 @@ type Reconciler struct {
 	// DrainGrace is how long after a pod's deletion deadline a drain removes the pod itself
 	// when the virtual kubelet did not (default 30s).
 	DrainGrace time.Duration
+	// Deployments, when set, runs each virtual kubelet as a Deployment (cmd/liqo-virtual-kubelet)
+	// instead of in Runner (deployment.go).
+	Deployments *Deployments
 }
 
 // Reconcile starts, updates or stops one virtual node.
@@ -47,8 +51,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil || !drained {
 			return reconcile.Result{RequeueAfter: again}, err
 		}
-		if err := r.Runner.Stop(ctx, vn.Name); err != nil {
-			return reconcile.Result{}, err
+		if stopped, err := r.stopKubelet(ctx, vn); err != nil || !stopped {
+			return reconcile.Result{RequeueAfter: time.Second}, err
 		}
 		if controllerutil.RemoveFinalizer(vn, finalizer) {
 			if err := r.Client.Update(ctx, vn); err != nil {
@@ -64,6 +68,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if vn.Spec.KubeconfigSecretRef == nil {
 		return reconcile.Result{}, r.setStatus(ctx, vn, offv1beta1.NoneConditionStatusType, "no kubeconfigSecretRef")
+	}
+	if r.Deployments != nil {
+		return r.runDeployment(ctx, vn)
 	}
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: vn.Namespace, Name: vn.Spec.KubeconfigSecretRef.Name}, secret); err != nil {
@@ -99,11 +106,14 @@ func (r *Reconciler) setStatus(ctx context.Context, vn *offv1beta1.VirtualNode, 
 	return nil
 }
 
-// SetupWithManager watches VirtualNodes.
+// SetupWithManager watches VirtualNodes (and, with the Deployment runner, their Deployments).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	err := ctrl.NewControllerManagedBy(mgr).Named("virtualnode").
-		For(&offv1beta1.VirtualNode{}).
-		Complete(r)
+	b := ctrl.NewControllerManagedBy(mgr).Named("virtualnode").
+		For(&offv1beta1.VirtualNode{})
+	if r.Deployments != nil {
+		b = b.Owns(&appsv1.Deployment{})
+	}
+	err := b.Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the virtual-node controller: %w", err)
 	}

@@ -2,8 +2,8 @@ package kubeletserver
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -33,17 +33,17 @@ type forwarder struct {
 func (f *forwarder) remoteNamespace(ctx context.Context, namespace, name string) (string, error) {
 	pod, err := f.env.Local.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return "", errdefs.NotFoundf("pod %s/%s not found", namespace, name)
+		return "", errdefs.NotFoundf("pod %s/%s not found", namespace, name) //nolint:wrapcheck // virtual-kubelet answers 404 for this type
 	}
 	if err != nil {
 		return "", fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
 	}
 	if pod.Spec.NodeName != f.env.NodeName {
-		return "", errdefs.NotFoundf("pod %s/%s is not on virtual node %s", namespace, name, f.env.NodeName)
+		return "", errdefs.NotFoundf("pod %s/%s is not on virtual node %s", namespace, name, f.env.NodeName) //nolint:wrapcheck // virtual-kubelet answers 404 for this type
 	}
 	remote, ok := f.env.Namespaces.Remote(namespace)
 	if !ok {
-		return "", errdefs.NotFoundf("namespace %s is not offloaded to cluster %s", namespace, f.env.ProviderID)
+		return "", errdefs.NotFoundf("namespace %s is not offloaded to cluster %s", namespace, f.env.ProviderID) //nolint:wrapcheck // virtual-kubelet answers 404 for this type
 	}
 	return remote, nil
 }
@@ -165,9 +165,9 @@ func remoteError(err error, what, namespace, pod string, env *vnode.Env) error {
 	wrapped := fmt.Errorf("%s of pod %s/%s on cluster %s: %w", what, namespace, pod, env.ProviderID, err)
 	switch {
 	case apierrors.IsNotFound(err):
-		return errdefs.AsNotFound(wrapped)
+		return errdefs.AsNotFound(wrapped) //nolint:wrapcheck // wrapped above; the type makes a 404
 	case apierrors.IsBadRequest(err):
-		return errdefs.AsInvalidInput(wrapped)
+		return errdefs.AsInvalidInput(wrapped) //nolint:wrapcheck // wrapped above; the type makes a 400
 	}
 	return wrapped
 }

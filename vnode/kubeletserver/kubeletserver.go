@@ -25,8 +25,8 @@ import (
 	"fmt"
 	stdlog "log"
 	"net"
-	"strings"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -82,18 +82,24 @@ func (s *Server) Run(ctx context.Context, env *vnode.Env) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
+	// Take the port first, and give it up on failure: callers are refused, not left hanging
+	// in the listener's backlog, until this starts again.
+	ln, err := env.Kubelet.Listen()
+	if err != nil {
+		return err
+	}
+	served := false
+	defer func() {
+		if !served {
+			_ = ln.Close()
+		}
+	}()
 	certs, err := startCertificates(ctx, env, s.opts.CertificateLifetime)
 	if err != nil {
 		return err
 	}
 	defer certs.Stop()
 	cas, err := startClientCA(ctx, env.Local, s.opts.ClientCARefresh, env.Log)
-	if err != nil {
-		return err
-	}
-
-	ln, err := env.Kubelet.Listen()
 	if err != nil {
 		return err
 	}
@@ -135,6 +141,7 @@ func (s *Server) Run(ctx context.Context, env *vnode.Env) error {
 	}
 	env.Log.Info("serving the kubelet endpoint", "address", ln.Addr().String(), "advertised", net.JoinHostPort(env.Kubelet.IP, fmt.Sprint(env.Kubelet.Port)))
 	errc := make(chan error, 1)
+	served = true // ServeTLS closes ln
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	select {
 	case err := <-errc:
@@ -146,7 +153,9 @@ func (s *Server) Run(ctx context.Context, env *vnode.Env) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close() // streams still open: cut them
 	}
-	<-errc
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("virtual node %s: stopping the kubelet endpoint: %w", env.NodeName, err)
+	}
 	return nil
 }
 

@@ -133,7 +133,9 @@ spec:
 	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: providerID}); err != nil {
 		t.Fatal(err)
 	}
-	app := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}
+	app := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}},
+		// Offloaded pods tolerate the virtual node's taint (kube-controller-manager evicts the others).
+		Tolerations: []corev1.Toleration{{Key: vnode.Taint.Key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}}
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remoteNs}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNs, Name: "liqo-remote-workload"},
@@ -277,7 +279,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := tls.Dial("tcp", endpoint, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{admin}, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", endpoint, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{admin}, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
 	if err != nil {
 		t.Fatalf("TLS to the kubelet endpoint, verified against the cluster's signer: %v", err)
 	}
@@ -409,5 +411,3 @@ func selfSigned(t *testing.T, user, group string) tls.Certificate {
 	}
 	return c
 }
-
-

@@ -1,0 +1,251 @@
+// Command liqo-virtual-kubelet runs one virtual node out of the controller manager: the same
+// vnode.Runner and reflectors (vnode/reflectors.All) as the in-process runner, for the
+// VirtualNode named by --virtual-node, with the identity Secret the VirtualNode points at. The
+// controller manager's Deployment runner starts it (--virtual-kubelet=deployment); it serves
+// the node's kubelet endpoint on --listen and advertises --node-ip. Health and readiness
+// probes (ready once the node runs) and Prometheus metrics as the controller manager's.
+//
+// Stopping it never deletes the Node (a restarted virtual kubelet takes it over): removing the
+// node is the controller manager's job, after the Deployment is gone.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/vnode"
+	"github.com/peerkit/terraform-provider-liqo/vnode/reflectors"
+)
+
+func main() {
+	ctx := ctrl.SetupSignalHandler()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "liqo-virtual-kubelet:", err)
+		os.Exit(1)
+	}
+}
+
+// controllerOptions are the manager's controller options; tests that run the command more
+// than once in one process turn off the process-wide check of unique controller names.
+var controllerOptions config.Controller
+
+// options are the command's flags.
+type options struct {
+	kubeconfig    string
+	virtualNode   types.NamespacedName
+	consumerID    corev1beta1.ClusterID
+	listen        string
+	nodeIP        string
+	probeInterval time.Duration
+	resync        time.Duration
+	metricsAddr   string
+	probeAddr     string
+	leaderElect   bool
+	zap           zap.Options
+}
+
+func parse(args []string, out io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("liqo-virtual-kubelet", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the consumer cluster (default: in-cluster configuration)")
+	var vn, consumer string
+	fs.StringVar(&vn, "virtual-node", "", "the VirtualNode to run, namespace/name (required)")
+	fs.StringVar(&consumer, "consumer-cluster-id", "", "this cluster's ID (default: read from the liqo/"+consts.ClusterIDConfigMap+" ConfigMap)")
+	fs.StringVar(&o.listen, "listen", "0.0.0.0:10250", "address of the node's kubelet endpoint (logs, exec), host:port; port 0 picks a free one")
+	fs.StringVar(&o.nodeIP, "node-ip", "", "the IP the Node advertises for its kubelet endpoint (default: $POD_IP, else --listen's host)")
+	fs.DurationVar(&o.probeInterval, "probe-interval", 5*time.Second, "how often the provider's API server is checked")
+	fs.DurationVar(&o.resync, "resync", time.Minute, "how often the VirtualNode and its identity Secret are read again")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, for running several replicas")
+	o.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("parsing flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	ns, name, ok := strings.Cut(vn, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("--virtual-node %q is not namespace/name", vn)
+	}
+	o.virtualNode = types.NamespacedName{Namespace: ns, Name: name}
+	o.consumerID = corev1beta1.ClusterID(consumer)
+	if o.nodeIP == "" {
+		o.nodeIP = os.Getenv("POD_IP")
+	}
+	return o, nil
+}
+
+func (o *options) restConfig() (*rest.Config, error) {
+	if o.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", o.kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+	}
+	return cfg, nil
+}
+
+// run parses args and runs the virtual node until ctx ends.
+func run(ctx context.Context, args []string, out io.Writer) error {
+	o, err := parse(args, out)
+	if err != nil {
+		return err
+	}
+	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(out)).WithValues("virtualNode", o.virtualNode.String())
+	ctrl.SetLogger(log)
+	cfg, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	scheme, err := api.NewScheme()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating clientset: %w", err)
+	}
+	if o.consumerID == "" {
+		cm, err := kube.CoreV1().ConfigMaps(consts.LiqoNamespace).Get(ctx, consts.ClusterIDConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("no --consumer-cluster-id and reading ConfigMap %s/%s failed: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+		}
+		o.consumerID = corev1beta1.ClusterID(cm.Data[consts.ClusterIDKey])
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "liqo-vk-" + o.virtualNode.Name,
+		LeaderElectionNamespace: o.virtualNode.Namespace,
+		Logger:                  log,
+		Controller:              controllerOptions,
+		// Only its VirtualNode is cached: Secrets are read directly (no cluster-wide watch).
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&offv1beta1.VirtualNode{}: {
+				Namespaces: map[string]cache.Config{o.virtualNode.Namespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", o.virtualNode.Name),
+			},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	runner := vnode.NewRunner(kube, vnode.Options{
+		ProbeInterval:      o.probeInterval,
+		ConsumerID:         o.consumerID,
+		LocalConfig:        cfg,
+		Reflectors:         reflectors.All(),
+		KubeletAddress:     o.listen,
+		KubeletAdvertiseIP: o.nodeIP,
+	}, log.WithName("vnode"))
+	f := &follower{client: mgr.GetClient(), reader: mgr.GetAPIReader(), runner: runner, key: o.virtualNode, resync: o.resync}
+	if err := f.setup(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", func(*http.Request) error {
+		for _, n := range runner.Running() {
+			if n == o.virtualNode.Name {
+				return nil
+			}
+		}
+		return fmt.Errorf("virtual node %s is not running", o.virtualNode)
+	}); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+	log.Info("starting", "consumerID", o.consumerID, "listen", o.listen, "nodeIP", o.nodeIP)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// follower runs the one VirtualNode as its spec and identity Secret say.
+type follower struct {
+	client client.Client
+	reader client.Reader
+	runner *vnode.Runner
+	key    types.NamespacedName
+	resync time.Duration
+}
+
+// Reconcile starts or updates the virtual node. A VirtualNode being deleted, or gone, keeps
+// running: the controller manager drains the node with it, then stops the Deployment.
+func (f *follower) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	vn := &offv1beta1.VirtualNode{}
+	if err := f.client.Get(ctx, f.key, vn); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if vn.DeletionTimestamp != nil || vn.Spec.CreateNode != nil && !*vn.Spec.CreateNode {
+		return reconcile.Result{}, nil
+	}
+	if vn.Spec.KubeconfigSecretRef == nil {
+		return reconcile.Result{}, fmt.Errorf("virtual node %s has no kubeconfigSecretRef", f.key)
+	}
+	secret := &corev1.Secret{}
+	if err := f.reader.Get(ctx, client.ObjectKey{Namespace: vn.Namespace, Name: vn.Spec.KubeconfigSecretRef.Name}, secret); err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading the kubeconfig Secret %s/%s of virtual node %s: %w", vn.Namespace, vn.Spec.KubeconfigSecretRef.Name, f.key, err)
+	}
+	remote, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[consts.KubeconfigSecretKey])
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("kubeconfig Secret %s/%s of virtual node %s, key %s: %w", vn.Namespace, secret.Name, f.key, consts.KubeconfigSecretKey, err)
+	}
+	// The reconcile context is the controller's: the node runs until the command stops.
+	if err := f.runner.Ensure(ctx, vn, remote); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: f.resync}, nil
+}
+
+func (f *follower) setup(mgr ctrl.Manager) error {
+	only := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == f.key.Namespace && o.GetName() == f.key.Name
+	})
+	err := ctrl.NewControllerManagedBy(mgr).Named("virtualkubelet").
+		For(&offv1beta1.VirtualNode{}, builder.WithPredicates(only)).
+		Complete(f)
+	if err != nil {
+		return fmt.Errorf("building the virtual node follower: %w", err)
+	}
+	return nil
+}
