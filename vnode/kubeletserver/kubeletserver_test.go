@@ -31,8 +31,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
@@ -410,4 +412,106 @@ func selfSigned(t *testing.T, user, group string) tls.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestServingCertificateRenewed: with a signer issuing 3-minute certificates (5 minutes
+// backdated), the kubelet endpoint serves a new certificate before the first one expires.
+// About 3 minutes; skipped with -short.
+func TestServingCertificateRenewed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a certificate renewal (about 3 minutes)")
+	}
+	env := testenv.New(t,
+		testenv.ClusterOptions{Name: "consumer", ControllerManager: true, ControllerManagerArgs: []string{"--cluster-signing-duration=3m"}},
+		testenv.ClusterOptions{Name: "provider"})
+	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	ctx := t.Context()
+	kc, err := prov.UserKubeconfig(consumerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remoteCfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vn := &offv1beta1.VirtualNode{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNs, Name: nodeName},
+		Spec: offv1beta1.VirtualNodeSpec{ClusterID: providerID, ResourceQuota: corev1.ResourceQuotaSpec{
+			Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
+	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNs}}, vn} {
+		if err := cons.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mgr, err := ctrl.NewManager(cons.Config, ctrl.Options{Scheme: cons.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	consKube := kubernetes.NewForConfigOrDie(cons.Config)
+	if err := (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: consKube,
+		Requesters: func(*offv1beta1.VirtualNode) []string { return []string{"testenv-admin"} }}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	runner := vnode.NewRunner(consKube, vnode.Options{ProbeInterval: time.Second, ConsumerID: consumerID, LocalConfig: cons.Config,
+		Reflectors: []vnode.Reflector{kubeletserver.New(kubeletserver.Options{})}, KubeletAddress: "127.0.0.1:0"}, ctrl.Log)
+	if err := runner.Ensure(ctx, vn, remoteCfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = runner.Stop(context.Background(), nodeName) })
+
+	ca, err := cons.ClientCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	admin, err := tls.X509KeyPair(cons.Config.CertData, cons.Config.KeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := func(ctx context.Context) (*x509.Certificate, error) {
+		node := &corev1.Node{}
+		if err := cons.Client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+			return nil, err
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)))
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+			&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{admin}, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = conn.Close() }()
+		return conn.ConnectionState().PeerCertificates[0], nil
+	}
+	var first *x509.Certificate
+	poll(t, "a first serving certificate", 60*time.Second, func(ctx context.Context) (bool, error) {
+		c, err := served(ctx)
+		first = c
+		return err == nil, err
+	})
+	if life := time.Until(first.NotAfter); life > 4*time.Minute {
+		t.Fatalf("first certificate valid for %v more: the signer did not shorten it", life)
+	}
+	var next *x509.Certificate
+	poll(t, "a renewed serving certificate", time.Until(first.NotAfter)+time.Minute, func(ctx context.Context) (bool, error) {
+		c, err := served(ctx)
+		next = c
+		return err == nil && c.SerialNumber.Cmp(first.SerialNumber) != 0, err
+	})
+	if !time.Now().Before(first.NotAfter) {
+		t.Errorf("renewed at %v, after the first certificate expired (%v)", time.Now(), first.NotAfter)
+	}
+	if !next.NotAfter.After(first.NotAfter) {
+		t.Errorf("renewed certificate expires %v, not after the first (%v)", next.NotAfter, first.NotAfter)
+	}
+	t.Logf("first certificate %v-%v, renewed one served %v before it expired", first.NotBefore, first.NotAfter, time.Until(first.NotAfter).Round(time.Second))
 }
