@@ -148,8 +148,31 @@ func peeringQuantityAttribute(what string, required bool) schema.StringAttribute
 func peeringComputedString(desc string) schema.StringAttribute {
 	return schema.StringAttribute{
 		Computed: true, MarkdownDescription: desc,
-		PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+		PlanModifiers: []planmodifier.String{peeringKeepKnownState{}},
 	}
+}
+
+// peeringKeepKnownState plans a computed string as its prior value when that value is known
+// and not null; otherwise it stays unknown. (UseStateForUnknown would also carry a null over,
+// e.g. a virtual node's name after an update failed while the node was being re-created, and
+// the apply that sets it would then be an inconsistent result.)
+type peeringKeepKnownState struct{}
+
+// Description says what the modifier does.
+func (peeringKeepKnownState) Description(context.Context) string {
+	return "the prior value, when known and not null"
+}
+
+// MarkdownDescription says what the modifier does.
+func (m peeringKeepKnownState) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
+
+// PlanModifyString keeps a known, non-null prior value for an unknown planned one.
+func (peeringKeepKnownState) PlanModifyString(_ context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	if req.State.Raw.IsNull() || !req.PlanValue.IsUnknown() || req.ConfigValue.IsUnknown() ||
+		req.StateValue.IsNull() || req.StateValue.IsUnknown() {
+		return
+	}
+	resp.PlanValue = req.StateValue
 }
 
 // Schema describes liqo_peering.

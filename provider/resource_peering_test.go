@@ -436,12 +436,9 @@ func TestAccPeering(t *testing.T) {
 }
 
 // TestAccPeeringDeniedUpdate: a re-negotiation the provider denies fails the update with the
-// provider's reason; the state then holds what is granted (nothing), so asking for what fits
-// again is an update that brings the virtual node back.
+// provider's reason and puts the previous request back (the virtual node keeps it); the state
+// holds what is granted, so asking for what fits again is an update that applies.
 func TestAccPeeringDeniedUpdate(t *testing.T) {
-	t.Skip("internal/peering takes the Denied condition of the previous request for the answer to the new one " +
-		"(ensureOffloading polls right after patching the slice, and the conditions carry no generation), so the " +
-		"apply after a denial fails with the stale reason; unskip once the library waits for the provider's new decision")
 	const cid, pid = "cl-consumer", "cl-provider"
 	e := peeringEnv(t, cid, pid)
 	example := exampleSource(t, "peering", "main.tf", "variables.tf", "outputs.tf")
@@ -473,8 +470,8 @@ func TestAccPeeringDeniedUpdate(t *testing.T) {
 				ExpectError:     regexp.MustCompile(`(?s)denied ResourceSlice.*cpu:\s+asked\s+64,\s+available\s+4`),
 			},
 			{
-				// The state holds what was granted (nothing, after the denial), so asking for
-				// what fits again is an update, and the virtual node comes back with it.
+				// The state holds what is granted (the previous request, put back), so asking
+				// for what fits again is an update, and the virtual node takes it.
 				Config:            example,
 				ConfigVariables:   vars("3"),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(res, tfjsonpath.New("granted").AtMapKey("cpu"), knownvalue.StringExact("3"))},

@@ -127,6 +127,9 @@ func (r *Reconciler) available(ctx context.Context, self *authv1beta1.ResourceSl
 		if s.UID == self.UID || condition(&s, authv1beta1.ResourceSliceConditionTypeResources) != authv1beta1.ResourceSliceConditionAccepted {
 			continue
 		}
+		if s.Labels[consts.ReplicationLabel] == "true" {
+			continue // this cluster's own request to another provider: granted by that one, not from here
+		}
 		for name, q := range s.Status.Resources {
 			if left, ok := shared[name]; ok {
 				left.Sub(q)

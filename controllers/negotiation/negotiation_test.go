@@ -17,6 +17,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/negotiation"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -76,7 +77,7 @@ func TestNegotiation(t *testing.T) {
 		}
 	})
 
-	for _, ns := range []string{"t-a", "t-none"} {
+	for _, ns := range []string{"t-a", "t-none", "t-own"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
@@ -84,6 +85,20 @@ func TestNegotiation(t *testing.T) {
 	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-a", Name: "cl-a"},
 		Spec: authv1beta1.TenantSpec{ClusterID: "cl-a", TenantCondition: authv1beta1.TenantConditionActive}}
 	if err := c.Create(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+
+	// This cluster's own request to another provider, granted there: it takes nothing from what
+	// this cluster shares.
+	own := slice("t-own", "own", "4")
+	own.Labels = map[string]string{consts.ReplicationLabel: "true"}
+	if err := c.Create(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	own.Status.Resources = own.Spec.Resources.DeepCopy()
+	own.Status.Conditions = []authv1beta1.ResourceSliceCondition{{Type: authv1beta1.ResourceSliceConditionTypeResources,
+		Status: authv1beta1.ResourceSliceConditionAccepted, LastTransitionTime: metav1.Now()}}
+	if err := c.Status().Update(ctx, own); err != nil {
 		t.Fatal(err)
 	}
 

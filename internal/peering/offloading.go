@@ -29,6 +29,10 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 	key := client.ObjectKeyFromObject(slice)
 	err := p.consumer.Client.Get(ctx, key, slice)
 	var previous corev1.ResourceList // the grant in force before a re-negotiation
+	// A denial counts only once the provider answered the current request: the conditions
+	// carry no generation, so a status written before our patch (same resourceVersion) may
+	// still hold the previous request's denial.
+	asked := ""
 	switch {
 	case apierrors.IsNotFound(err):
 		providerID, consumerID := p.providerID, p.consumerID
@@ -50,6 +54,7 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 		if err := p.consumer.Client.Patch(ctx, slice, client.MergeFrom(before)); err != nil {
 			return fmt.Errorf("asking %s for other resources (ResourceSlice %s on %s): %w", p.provider.Name, key, p.consumer.Name, err)
 		}
+		asked = slice.ResourceVersion
 	}
 	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("%s to grant ResourceSlice %s", p.provider.Name, key), func(ctx context.Context) (bool, error) {
 		if err := p.consumer.Client.Get(ctx, key, slice); err != nil {
@@ -60,7 +65,7 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 				continue
 			}
 			if c.Status == authv1beta1.ResourceSliceConditionDenied && sameResources(slice.Spec.Resources, p.opts.Resources) &&
-				!sameResources(slice.Status.Resources, p.opts.Resources) {
+				!sameResources(slice.Status.Resources, p.opts.Resources) && slice.ResourceVersion != asked {
 				return false, stop("%s denied ResourceSlice %s: %s (%s); ask for less, or share more on the provider", p.provider.Name, key, c.Message, c.Reason)
 			}
 			return c.Status == authv1beta1.ResourceSliceConditionAccepted && sameResources(slice.Status.Resources, p.opts.Resources), nil

@@ -219,7 +219,7 @@ func (p *pair) ensureTenantNamespaces(ctx context.Context) error {
 		case apierrors.IsNotFound(err):
 			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: side.name, Labels: map[string]string{
 				consts.RemoteClusterIDLabel: string(side.remote), consts.TenantNamespaceLabel: "true", managedByLabel: managedBy}}}
-			if err := side.c.Client.Create(ctx, ns); err != nil {
+			if err := side.c.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) { // made meanwhile: fine
 				return fmt.Errorf("creating tenant namespace %s on %s: %w", side.name, side.c.Name, err)
 			}
 		case err != nil:
