@@ -164,7 +164,9 @@ func (peeringKeepKnownState) Description(context.Context) string {
 }
 
 // MarkdownDescription says what the modifier does.
-func (m peeringKeepKnownState) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
+func (m peeringKeepKnownState) MarkdownDescription(ctx context.Context) string {
+	return m.Description(ctx)
+}
 
 // PlanModifyString keeps a known, non-null prior value for an unknown planned one.
 func (peeringKeepKnownState) PlanModifyString(_ context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
