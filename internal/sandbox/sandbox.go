@@ -45,14 +45,14 @@ var ClusterNames = []string{"consumer", "provider", "provider-2"}
 // signer, garbage collector, namespace deletion). Each has its own pod CIDR.
 func clusters(n int) []testenv.ClusterOptions {
 	all := []testenv.ClusterOptions{
-		{Name: "consumer", Scheduler: true, ControllerManager: true, PodCIDR: "10.200.0.0/16",
+		{Name: "consumer", Scheduler: true, ControllerManager: true, KubeletAPI: true, PodCIDR: "10.200.0.0/16",
 			Nodes: []testenv.NodeOptions{{Name: "consumer-node-1", CPU: "4", Memory: "8Gi"}}},
-		{Name: "provider", Scheduler: true, ControllerManager: true, PodCIDR: "10.201.0.0/16",
+		{Name: "provider", Scheduler: true, ControllerManager: true, KubeletAPI: true, PodCIDR: "10.201.0.0/16",
 			Nodes: []testenv.NodeOptions{
 				{Name: "provider-node-1", CPU: "8", Memory: "16Gi"},
 				{Name: "provider-node-2", CPU: "8", Memory: "16Gi"},
 			}},
-		{Name: "provider-2", Scheduler: true, ControllerManager: true, PodCIDR: "10.202.0.0/16",
+		{Name: "provider-2", Scheduler: true, ControllerManager: true, KubeletAPI: true, PodCIDR: "10.202.0.0/16",
 			Nodes: []testenv.NodeOptions{{Name: "provider-2-node-1", CPU: "8", Memory: "16Gi"}}},
 	}
 	return all[:n]
