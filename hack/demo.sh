@@ -5,7 +5,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-STATE=$ROOT/.sandbox
+STATE=${SANDBOX_STATE:-$ROOT/.sandbox}
 KUBECTL=${KUBECTL:-$ROOT/bin/testbed/kubectl}
 export TF_CLI_CONFIG_FILE=$STATE/terraformrc
 export TF_IN_AUTOMATION=1

@@ -71,11 +71,6 @@ func managerBinary(t *testing.T) string {
 
 // peeringEnv starts clusters named by the given IDs, each with a KWOK node to share (8 CPUs,
 // 16Gi, 200 pods: half of it is shared) and our controller manager, for the length of the test.
-//
-// 200 pods rather than the usual 110: the provider's negotiation counts the consumer-side copies
-// of the cluster's own accepted slices against what it shares (controllers/negotiation lists
-// every Accepted slice of the cluster), so in the full-mesh fleet each cluster sees four slices
-// of 20 pods against its share.
 func peeringEnv(t *testing.T, ids ...string) *testenv.Env {
 	t.Helper()
 	bin := managerBinary(t)
