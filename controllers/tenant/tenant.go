@@ -125,15 +125,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.warn(t, reasonCSRInvalid, "spec.csr refused: %v", err)
 		return reconcile.Result{}, nil
 	}
-	name, renewIn, err := r.certificateToIssue(t)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+	name, renewIn := r.certificateToIssue(t)
 	var cert []byte
 	if name == "" { // the issued certificate is current
 		cert = t.Status.AuthParams.SignedCRT
 	} else {
 		var wait bool
+		var err error
 		cert, wait, err = r.issue(ctx, t, name)
 		if err != nil || wait {
 			return reconcile.Result{RequeueAfter: time.Second}, err
@@ -151,19 +149,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // certificateToIssue returns the CSR object to issue the tenant's certificate through, or ""
 // when the certificate in status is for the requested key and not due for renewal; renewIn is
 // then when it will be.
-func (r *Reconciler) certificateToIssue(t *authv1beta1.Tenant) (name string, renewIn time.Duration, err error) {
+func (r *Reconciler) certificateToIssue(t *authv1beta1.Tenant) (name string, renewIn time.Duration) {
 	if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
-		return csrName(t, nil), 0, nil
+		return csrName(t, nil), 0
 	}
 	cert, err := signing.ParseCertificate(t.Status.AuthParams.SignedCRT)
 	if err != nil || !signing.CertificateMatchesCSR(cert, t.Spec.CSR) {
-		return csrName(t, nil), 0, nil //nolint:nilerr // an unusable certificate is replaced
+		return csrName(t, nil), 0 // an unusable certificate is replaced
 	}
 	renewIn = time.Until(cert.NotAfter) - r.renewBefore()
 	if renewIn > 0 {
-		return "", renewIn, nil
+		return "", renewIn
 	}
-	return csrName(t, cert.SerialNumber.Bytes()), 0, nil
+	return csrName(t, cert.SerialNumber.Bytes()), 0
 }
 
 // renewalDue returns how long until a certificate is due for renewal (at least a second).

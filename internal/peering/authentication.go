@@ -82,7 +82,10 @@ func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
 			if apierrors.IsNotFound(err) {
 				return false, nil
 			}
-			return err == nil && len(n.Data[nonce.NonceKey]) > 0, err
+			if err != nil {
+				return false, fmt.Errorf("reading %s: %w", nonceKey, err)
+			}
+			return len(n.Data[nonce.NonceKey]) > 0, nil
 		})
 	if err != nil {
 		return nil, err

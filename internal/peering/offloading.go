@@ -111,7 +111,10 @@ func (p *pair) removeOffloading(ctx context.Context) error {
 			if apierrors.IsNotFound(err) {
 				return true, nil
 			}
-			return false, err
+			if err != nil {
+				return false, fmt.Errorf("reading node %s: %w", virtualnode.NameFor(slice), err)
+			}
+			return false, nil
 		})
 	if err != nil {
 		return err

@@ -269,7 +269,10 @@ func deleteAndWait(ctx context.Context, c Cluster, obj client.Object, interval t
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
-		return false, err
+		if err != nil {
+			return false, fmt.Errorf("reading it: %w", err)
+		}
+		return false, nil
 	})
 }
 
@@ -296,7 +299,7 @@ func waitFor(ctx context.Context, interval time.Duration, what string, cond func
 		}
 		return fmt.Errorf("timed out waiting for %s", what)
 	}
-	return err
+	return err //nolint:wrapcheck // a stopError's own message, or the context's end, already says what was awaited
 }
 
 // stopError ends a wait at once: the awaited state will not come (a denial, a refusal).
