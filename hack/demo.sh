@@ -26,7 +26,8 @@ fi
 step "terraform apply examples/peering (networking = $networking)"
 start=$(date +%s%N)
 terraform -chdir="$ROOT/examples/peering" apply -auto-approve -input=false -state="$STATE/peering.tfstate" \
-  -var "networking=$networking"
+  -var "networking=$networking" -var "consumer_kubeconfig=$STATE/consumer.kubeconfig" \
+  -var "provider_kubeconfig=$STATE/provider.kubeconfig"
 echo "applied in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
 step "offload the consumer's namespace demo and run a 3-replica Deployment there"
@@ -87,5 +88,6 @@ fi
 cat <<MSG
 
 Done. Try: terraform -chdir=examples/peering plan -state=$STATE/peering.tfstate -var networking=$networking
-(no changes), change -var cpu=3 to re-negotiate in place, and 'make sandbox-down' to stop everything.
+(no changes; with TF_CLI_CONFIG_FILE=$STATE/terraformrc), add -var cpu=3 to re-negotiate in place,
+and 'make sandbox-down' to stop everything.
 MSG

@@ -128,6 +128,27 @@ func tunnelInterface(k gatewayKey) string {
 	return fmt.Sprintf("%s%c%08x", tunnelIfPrefix, k.mode[0], h.Sum32())
 }
 
+// tunnelCIDR gives each pair of sandbox clusters its own tunnel network, so that a cluster's
+// gateway host can hold several tunnels (a hub peered with two providers): both ends of a
+// tunnel compute the same one from the pair of names (the tenant namespace names the remote
+// cluster). "" (the gateway's default) when the remote cluster is not a sandbox cluster.
+func tunnelCIDR(k gatewayKey) string {
+	local, remote := -1, -1
+	for i, name := range ClusterNames {
+		switch {
+		case name == k.cluster:
+			local = i
+		case "liqo-tenant-"+name == k.namespace:
+			remote = i
+		}
+	}
+	if local < 0 || remote < 0 {
+		return ""
+	}
+	lo, hi := min(local, remote), max(local, remote)
+	return fmt.Sprintf("169.254.%d.0/30", 20+lo*len(ClusterNames)+hi)
+}
+
 // networkUnsupported says why the gateways cannot run here, or "" when they can.
 func (s *Sandbox) networkUnsupported() string {
 	if os.Geteuid() != 0 {
@@ -682,9 +703,13 @@ func (r *gatewayRunner) startLocked(ctx context.Context, w *clusterWatch, k gate
 		return fmt.Errorf("opening the log of gateway %s: %w", k, err)
 	}
 	ifc := tunnelInterface(k)
-	cmd := exec.Command("ip", "netns", "exec", HostNetns(k.cluster), r.bin,
+	args := []string{"netns", "exec", HostNetns(k.cluster), r.bin,
 		"-mode", k.mode, "-kubeconfig", w.kubeconfig, "-namespace", k.namespace, "-gateway", k.name,
-		"-interface", ifc, "-api-netns", r.apiNetns)
+		"-interface", ifc, "-api-netns", r.apiNetns}
+	if cidr := tunnelCIDR(k); cidr != "" {
+		args = append(args, "-tunnel-cidr", cidr)
+	}
+	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// `ip netns exec` execs the gateway in place: the gateway dies with the supervisor.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

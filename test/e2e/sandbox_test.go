@@ -1,0 +1,374 @@
+// Package e2e runs the main job end to end against the sandbox, as a user does: `make demo`'s
+// script on a fresh sandbox, then the examples (peering, bidirectional, the fleet module over
+// three clusters) with the real terraform CLI, checking what each step leaves in the clusters.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// sandboxRun is a sandbox started for the test, and how to reach it.
+type sandboxRun struct {
+	root, state, bins string
+	clients           map[string]client.Client
+	networking        bool
+	tfEnv             []string
+}
+
+// build compiles the binaries the sandbox and terraform use into one folder.
+func build(t *testing.T, root string) string {
+	t.Helper()
+	bins := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", bins+"/", ".", "./cmd/liqo-sandbox", "./cmd/liqo-controller-manager", "./cmd/liqo-gateway")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the binaries: %v\n%s", err, out)
+	}
+	return bins
+}
+
+// startSandbox runs `liqo-sandbox up` with n clusters and stops it (`down`) when the test ends,
+// checking that nothing is left.
+func startSandbox(t *testing.T, n int) *sandboxRun {
+	t.Helper()
+	if _, err := exec.LookPath("terraform"); err != nil {
+		t.Skip("terraform is not on PATH")
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins := build(t, root)
+	state := filepath.Join(t.TempDir(), "sandbox")
+	sb := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(bins, "liqo-sandbox"), append([]string{"-state", state, "-provider-bin", bins,
+			"-manager-bin", filepath.Join(bins, "liqo-controller-manager"), "-gateway-bin", filepath.Join(bins, "liqo-gateway"),
+			"-clusters", fmt.Sprint(n)}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	out, err := sb("up")
+	if err != nil {
+		t.Fatalf("liqo-sandbox up: %v\n%s", err, out)
+	}
+	envDir, _ := os.ReadFile(filepath.Join(state, "env-dir"))
+	t.Cleanup(func() {
+		if out, err := sb("down"); err != nil {
+			t.Errorf("liqo-sandbox down: %v\n%s", err, out)
+		}
+		if left := testenv.ProcessesUsing(state); len(left) > 0 {
+			t.Errorf("processes of the sandbox left after down: %v", left)
+		}
+		if left := testenv.ProcessesUsing(strings.TrimSpace(string(envDir))); len(left) > 0 {
+			t.Errorf("cluster processes left after down: %v", left)
+		}
+		if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("state folder left after down: %v", err)
+		}
+	})
+	netState, _ := os.ReadFile(filepath.Join(state, "networking"))
+	r := &sandboxRun{root: root, state: state, bins: bins, clients: map[string]client.Client{},
+		networking: strings.TrimSpace(string(netState)) == "enabled",
+		tfEnv:      append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(state, "terraformrc"), "TF_IN_AUTOMATION=1")}
+	if !r.networking {
+		t.Logf("the sandbox runs without gateways (%s): peerings without networking", strings.TrimSpace(string(netState)))
+	}
+	scheme, err := api.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"consumer", "provider", "provider-2"}[:n] {
+		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, name+".kubeconfig"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.clients[name], err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// tf runs terraform in an example folder with the sandbox's CLI config, returning its output,
+// duration and exit code.
+func (r *sandboxRun) tf(t *testing.T, example string, args ...string) (string, time.Duration, int) {
+	t.Helper()
+	cmd := exec.Command("terraform", append([]string{"-chdir=" + filepath.Join(r.root, "examples", example)}, args...)...)
+	cmd.Env = r.tfEnv
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("terraform %v: %v", args, err)
+	}
+	return out.String(), took, code
+}
+
+// mustTF is tf failing the test on a non-zero exit.
+func (r *sandboxRun) mustTF(t *testing.T, example string, args ...string) time.Duration {
+	t.Helper()
+	out, took, code := r.tf(t, example, args...)
+	if code != 0 {
+		t.Fatalf("terraform %s %v: exit %d\n%s", example, args, code, out)
+	}
+	return took
+}
+
+// tfArgs are the arguments every command of an example takes: its own state file in the
+// sandbox's folder, the sandbox's kubeconfigs and networking.
+func (r *sandboxRun) tfArgs(example string, vars ...string) []string {
+	args := []string{"-input=false", "-no-color", "-state=" + filepath.Join(r.state, example+".tfstate"),
+		"-var", fmt.Sprintf("networking=%t", r.networking)}
+	for _, v := range vars {
+		args = append(args, "-var", v)
+	}
+	return args
+}
+
+// leftovers lists what a peering leaves in a cluster.
+func leftovers(ctx context.Context, c client.Client) ([]string, error) {
+	var left []string
+	nss := &corev1.NamespaceList{}
+	if err := c.List(ctx, nss); err != nil {
+		return nil, err
+	}
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "liqo-tenant-") || ns.Labels[consts.RemoteNamespaceLabel] == "true" {
+			left = append(left, "namespace "+ns.Name+" ("+string(ns.Status.Phase)+")")
+		}
+	}
+	lists := map[string]client.ObjectList{"tenants": &authv1beta1.TenantList{}, "identities": &authv1beta1.IdentityList{},
+		"resourceslices": &authv1beta1.ResourceSliceList{}, "foreignclusters": &corev1beta1.ForeignClusterList{},
+		"namespacemaps": &offv1beta1.NamespaceMapList{}, "virtualnodes": &offv1beta1.VirtualNodeList{}}
+	for name, l := range lists {
+		if err := c.List(ctx, l); err != nil {
+			return nil, err
+		}
+		if n := len(mustItems(l)); n > 0 {
+			left = append(left, fmt.Sprintf("%d %s", n, name))
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes, client.MatchingLabels{consts.TypeLabel: consts.VirtualNodeType}); err != nil {
+		return nil, err
+	}
+	for _, n := range nodes.Items {
+		left = append(left, "virtual node "+n.Name)
+	}
+	return left, nil
+}
+
+func mustItems(l client.ObjectList) []client.Object {
+	var out []client.Object
+	switch v := l.(type) {
+	case *authv1beta1.TenantList:
+		for i := range v.Items {
+			out = append(out, &v.Items[i])
+		}
+	case *authv1beta1.IdentityList:
+		for i := range v.Items {
+			out = append(out, &v.Items[i])
+		}
+	case *authv1beta1.ResourceSliceList:
+		for i := range v.Items {
+			out = append(out, &v.Items[i])
+		}
+	case *corev1beta1.ForeignClusterList:
+		for i := range v.Items {
+			out = append(out, &v.Items[i])
+		}
+	case *offv1beta1.NamespaceMapList:
+		for i := range v.Items {
+			out = append(out, &v.Items[i])
+		}
+	case *offv1beta1.VirtualNodeList:
+		for i := range v.Items {
+			out = append(out, &v.Items[i])
+		}
+	}
+	return out
+}
+
+// expectNothingLeft checks every cluster for the peerings' objects and the sandbox for
+// gateway processes.
+func (r *sandboxRun) expectNothingLeft(t *testing.T) {
+	t.Helper()
+	for name, c := range r.clients {
+		left, err := leftovers(t.Context(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) > 0 {
+			t.Errorf("left on %s: %v", name, left)
+		}
+	}
+	// A gateway's command line starts with its binary and -mode (the supervisor's names the
+	// binary too, as a flag).
+	// The sandbox stops a gateway when its object goes (SIGTERM; it removes its interface and
+	// rules before it exits).
+	gateway := filepath.Join(r.bins, "liqo-gateway") + "\x00-mode"
+	deadline := time.Now().Add(15 * time.Second)
+	for len(testenv.ProcessesUsing(gateway)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if gws := testenv.ProcessesUsing(gateway); len(gws) > 0 {
+		t.Errorf("gateway processes left 15 s after the peering went: %v", gws)
+	}
+}
+
+// nodeReady reports whether a node of the named cluster exists and is Ready.
+func (r *sandboxRun) nodeReady(t *testing.T, cluster, node string) bool {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := r.clients[cluster].Get(t.Context(), client.ObjectKey{Name: node}, n); err != nil {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// TestMainJob: `make demo`'s script on a fresh two-cluster sandbox (examples/peering applied,
+// the demo namespace offloaded, a Deployment Available with its pods running on the provider);
+// then a second plan is empty, a cpu change is an in-place update, and destroy leaves no Liqo
+// object, tenant or remote namespace, virtual node or gateway in either cluster. Then the
+// bidirectional example, destroying one direction first. Timings are logged.
+func TestMainJob(t *testing.T) {
+	r := startSandbox(t, 2)
+	ctx := t.Context()
+
+	demo := exec.Command("bash", filepath.Join(r.root, "hack", "demo.sh"))
+	demo.Env = append(os.Environ(), "SANDBOX_STATE="+r.state, "KUBECTL="+filepath.Join(mustBinDir(t), "kubectl"))
+	demoOut, err := demo.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/demo.sh: %v\n%s", err, demoOut)
+	}
+	t.Logf("demo:\n%s", demoOut)
+	dep := &appsv1.Deployment{}
+	if err := r.clients["consumer"].Get(ctx, client.ObjectKey{Namespace: "demo", Name: "hello"}, dep); err != nil || dep.Status.AvailableReplicas != 3 {
+		t.Errorf("the demo Deployment: %d available, %v", dep.Status.AvailableReplicas, err)
+	}
+	remote := &corev1.PodList{}
+	if err := r.clients["provider"].List(ctx, remote, client.InNamespace("demo-consumer")); err != nil {
+		t.Fatal(err)
+	}
+	running := 0
+	for _, p := range remote.Items {
+		if p.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	if running != 3 {
+		t.Errorf("%d of the Deployment's pods running on the provider, want 3", running)
+	}
+
+	// The demo applied examples/peering with its state in the sandbox folder.
+	args := func(vars ...string) []string {
+		return r.tfArgs("peering", append([]string{"consumer_kubeconfig=" + filepath.Join(r.state, "consumer.kubeconfig"),
+			"provider_kubeconfig=" + filepath.Join(r.state, "provider.kubeconfig")}, vars...)...)
+	}
+	out, plan, code := r.tf(t, "peering", append([]string{"plan", "-detailed-exitcode"}, args()...)...)
+	if code != 0 {
+		t.Errorf("second plan: exit %d, want 0 (no changes)\n%s", code, out)
+	}
+	out, _, code = r.tf(t, "peering", append([]string{"plan", "-detailed-exitcode"}, args("cpu=3")...)...)
+	if code != 2 || !strings.Contains(out, "update in-place") || strings.Contains(out, "must be replaced") {
+		t.Errorf("plan with cpu = 3: exit %d, want an in-place update\n%s", code, out)
+	}
+	update := r.mustTF(t, "peering", append([]string{"apply", "-auto-approve"}, args("cpu=3")...)...)
+	node := &corev1.Node{}
+	if err := r.clients["consumer"].Get(ctx, client.ObjectKey{Name: "provider"}, node); err != nil || node.Status.Capacity.Cpu().String() != "3" {
+		t.Errorf("virtual node after cpu = 3: capacity %v, %v", node.Status.Capacity, err)
+	}
+	destroy := r.mustTF(t, "peering", append([]string{"destroy", "-auto-approve"}, args("cpu=3")...)...)
+	r.expectNothingLeft(t)
+	t.Logf("examples/peering (networking %t): no-change plan %s, cpu update %s, destroy %s",
+		r.networking, plan.Round(time.Millisecond), update.Round(time.Millisecond), destroy.Round(time.Millisecond))
+
+	// Both directions; destroying one leaves the other working.
+	bi := r.tfArgs("bidirectional", "consumer_kubeconfig="+filepath.Join(r.state, "consumer.kubeconfig"),
+		"provider_kubeconfig="+filepath.Join(r.state, "provider.kubeconfig"))
+	apply := r.mustTF(t, "bidirectional", append([]string{"apply", "-auto-approve"}, bi...)...)
+	if !r.nodeReady(t, "consumer", "provider") || !r.nodeReady(t, "provider", "consumer") {
+		t.Fatal("bidirectional: a virtual node is not Ready")
+	}
+	r.mustTF(t, "bidirectional", append([]string{"destroy", "-auto-approve", "-target=liqo_peering.provider_to_consumer"}, bi...)...)
+	if !r.nodeReady(t, "consumer", "provider") {
+		t.Error("bidirectional: the consumer's virtual node is not Ready after the other direction went")
+	}
+	if r.nodeReady(t, "provider", "consumer") {
+		t.Error("bidirectional: the destroyed direction's virtual node is still there")
+	}
+	out, _, code = r.tf(t, "bidirectional", append([]string{"plan", "-detailed-exitcode", "-target=liqo_peering.consumer_to_provider"}, bi...)...)
+	if code != 0 {
+		t.Errorf("bidirectional: the remaining direction plans changes (exit %d)\n%s", code, out)
+	}
+	destroy = r.mustTF(t, "bidirectional", append([]string{"destroy", "-auto-approve"}, bi...)...)
+	r.expectNothingLeft(t)
+	t.Logf("examples/bidirectional: apply %s, destroy of the rest %s", apply.Round(time.Millisecond), destroy.Round(time.Millisecond))
+}
+
+// TestFleet: the fleet module over the sandbox's three clusters, hub-and-spoke: plan, apply,
+// an empty plan, destroy (nothing left). Timings are logged.
+func TestFleet(t *testing.T) {
+	r := startSandbox(t, 3)
+	args := r.tfArgs("fleet", fmt.Sprintf(`kubeconfigs={consumer=%q,provider=%q,provider-2=%q}`,
+		filepath.Join(r.state, "consumer.kubeconfig"), filepath.Join(r.state, "provider.kubeconfig"), filepath.Join(r.state, "provider-2.kubeconfig")))
+	r.mustTF(t, "fleet", "get", "-no-color") // installs the local module (init would look the provider up in the registry)
+	out, _, code := r.tf(t, "fleet", append([]string{"plan", "-detailed-exitcode"}, args...)...)
+	if code != 2 || !strings.Contains(out, "2 to add") {
+		t.Fatalf("first plan: exit %d, want 2 peerings to add\n%s", code, out)
+	}
+	apply := r.mustTF(t, "fleet", append([]string{"apply", "-auto-approve"}, args...)...)
+	for _, n := range []string{"provider", "provider-2"} {
+		if !r.nodeReady(t, "consumer", n) {
+			t.Errorf("the hub's virtual node for %s is not Ready", n)
+		}
+	}
+	out, plan, code := r.tf(t, "fleet", append([]string{"plan", "-detailed-exitcode"}, args...)...)
+	if code != 0 {
+		t.Errorf("plan after apply: exit %d, want 0\n%s", code, out)
+	}
+	destroy := r.mustTF(t, "fleet", append([]string{"destroy", "-auto-approve"}, args...)...)
+	r.expectNothingLeft(t)
+	t.Logf("examples/fleet (3 clusters, hub-and-spoke, networking %t): apply %s, no-change plan %s, destroy %s",
+		r.networking, apply.Round(time.Millisecond), plan.Round(time.Millisecond), destroy.Round(time.Millisecond))
+}
+
+func mustBinDir(t *testing.T) string {
+	t.Helper()
+	d, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
