@@ -67,6 +67,8 @@ type options struct {
 	metricsAddr  string
 	probeAddr    string
 	leaderElect  bool
+	qps          float64
+	burst        int
 	webhooks     webhookOptions
 	vk           virtualKubeletOptions
 	zap          zap.Options
@@ -87,6 +89,10 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, for running several replicas")
+	// client-go's own default (5 requests/s) would pace the ShadowPod controller's pod creations
+	// and status writes to a crawl when a consumer scales a Deployment up.
+	fs.Float64Var(&o.qps, "kube-api-qps", 100, "requests per second to the cluster's API server, sustained")
+	fs.IntVar(&o.burst, "kube-api-burst", 200, "requests to the cluster's API server allowed in a burst above --kube-api-qps")
 	var fixed string
 	fs.Int64Var(&o.share.Percent, "share-percent", 50, "percent of the nodes' allocatable resources shared with consumers")
 	fs.StringVar(&fixed, "share", "", "a fixed amount shared with consumers instead, e.g. cpu=8,memory=16Gi,pods=200")
@@ -100,6 +106,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
 	o.identity.ClusterID = corev1beta1.ClusterID(clusterID)
+	if o.qps <= 0 || o.burst < 1 {
+		return nil, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.qps, o.burst)
+	}
 	if o.share.Percent < 1 || o.share.Percent > 100 {
 		return nil, fmt.Errorf("--share-percent %d is not between 1 and 100", o.share.Percent)
 	}
@@ -123,17 +132,16 @@ func parse(args []string, out io.Writer) (*options, error) {
 }
 
 func (o *options) restConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
 	if o.kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-		if err != nil {
+		if cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig); err != nil {
 			return nil, fmt.Errorf("loading --kubeconfig %s: %w", o.kubeconfig, err)
 		}
-		return cfg, nil
-	}
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
+	} else if cfg, err = rest.InClusterConfig(); err != nil {
 		return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	return cfg, nil
 }
 

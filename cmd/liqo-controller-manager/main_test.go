@@ -99,6 +99,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--share-percent", "0"}, "--share-percent 0"},
 		{[]string{"--share", "cpu=lots"}, `cpu="lots" is not a quantity`},
 		{[]string{"--share", "cpu"}, `"cpu" is not name=quantity`},
+		{[]string{"--kube-api-qps", "0"}, "--kube-api-qps 0"},
+		{[]string{"--kube-api-burst", "-1"}, "must be positive"},
 	} {
 		_, err := parse(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
