@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -61,6 +62,23 @@ func orDefault(v, def string) string {
 	return v
 }
 
+// kwokOptions is kwok's own configuration in the test bed. kwok applies its defaults only when
+// no KwokConfiguration is given, so every option whose default matters is spelled out (without
+// enableDebuggingHandlers, the kubelet endpoint answers logs and exec with 405).
+const kwokOptions = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  enableDebuggingHandlers: true
+  enableProfilingHandler: true
+  enableContentionProfiling: false
+  podPlayStageParallelism: 32
+  nodePlayStageParallelism: 8
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+`
+
 // startKWOK runs kwok for the cluster's annotated nodes, creates the nodes and waits until they
 // are Ready. kwok serves the kubelet endpoint of its nodes on 127.0.0.1 at a free port; extra
 // are more flags.
@@ -81,6 +99,13 @@ func (c *Cluster) startKWOK(ctx context.Context, binDir, podCIDR string, nodes [
 	for _, s := range kwokStages {
 		args = append(args, "--config="+filepath.Join(binDir, "kwok-stages", s))
 	}
+	// KWOK stands for the kubelets of all the cluster's nodes, which work in parallel; its
+	// default of 4 pod stages at a time would make it the bottleneck of every burst of pods.
+	options := filepath.Join(c.Dir, "kwok-options.yaml")
+	if err := os.WriteFile(options, []byte(kwokOptions), 0o600); err != nil {
+		return fmt.Errorf("cluster %s: writing %s: %w", c.Name, options, err)
+	}
+	args = append(args, "--config="+options)
 	args = append(args, extra...)
 	p, err := startProcess("kwok", filepath.Join(c.Dir, "logs"), filepath.Join(binDir, "kwok"), args...)
 	if err != nil {

@@ -208,9 +208,13 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 		slices.Sort(l)
 	}
 	if len(toRemote) > 0 {
-		m := len(toRemote) / 2
-		b.Logf("medians: local pod added -> bound to the virtual node %v; -> ShadowPod added %v; -> remote pod added %v; -> remote Running %v; -> local Running %v",
-			toBound[m], toShadow[m], toRemote[m], remoteRun[m], back[m])
+		for _, q := range []struct {
+			name string
+			i    int
+		}{{"p50", len(toRemote) / 2}, {"p99", (len(toRemote)*99+99)/100 - 1}} {
+			b.Logf("%s per stage: local pod added -> bound to the virtual node %v; -> ShadowPod added %v; -> remote pod added %v; -> remote Running %v; -> local Running %v",
+				q.name, toBound[q.i], toShadow[q.i], toRemote[q.i], remoteRun[q.i], back[q.i])
+		}
 	}
 	b.StopTimer()
 	scale(b, bd.cons.Client, 0)
