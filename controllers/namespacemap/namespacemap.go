@@ -10,6 +10,18 @@
 //
 // The consumer is the one named by the tenant namespace the map lives in, never by the map's
 // own labels, which the consumer writes: a consumer cannot act on another's namespaces.
+//
+// The consumer is bound in its remote namespaces only while it has a Tenant: a Tenant for its
+// cluster ID in the map's tenant namespace, not being deleted. Without one (never created,
+// being deleted, or gone), no remote namespace is created, the liqo-binding-liqo-remote-workload
+// bindings in the consumer's existing remote namespaces are deleted and not re-created, the
+// desired mappings are not reported (the consumer sees them as still in progress) and an Event
+// says why; the Tenants are watched, so a Tenant that appears (again) brings the mappings back.
+// The Tenant's condition does not matter here: a Cordoned tenant keeps its workloads by
+// definition, and a Drained one is granted nothing (see the negotiation controller) but needs
+// its access to withdraw what it offloaded. Deleting the Tenant is what revokes the access: the
+// tenant controller deletes these bindings itself before the Tenant goes (so the revocation
+// does not depend on this controller), and this controller does not bring them back.
 package namespacemap
 
 import (
@@ -36,6 +48,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
@@ -49,6 +62,7 @@ const (
 	reasonConflict       = "NamespaceConflict"
 	reasonCreationFailed = "NamespaceCreationFailed"
 	reasonWrongTenant    = "WrongTenantNamespace"
+	reasonNoTenant       = "NoTenant"
 )
 
 // Reconciler reconciles the NamespaceMaps replicated to this (provider) cluster.
@@ -113,6 +127,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			current[local] = offv1beta1.RemoteNamespaceStatus{RemoteNamespace: ns.Name, Phase: offv1beta1.MappingTerminating}
 		}
 	}
+	if !deleting {
+		bound, err := r.hasTenant(ctx, nm.Namespace, consumer)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !bound {
+			return reconcile.Result{}, r.unbind(ctx, nm, consumer, ours.Items, current)
+		}
+	}
 	if deleting {
 		if err := r.writeStatus(ctx, nm, current); err != nil {
 			return reconcile.Result{}, err
@@ -143,6 +166,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		current[local] = status
 	}
 	return reconcile.Result{}, r.writeStatus(ctx, nm, current)
+}
+
+// hasTenant tells whether the consumer has a Tenant in its tenant namespace that is not being
+// deleted: what its remote namespaces and bindings depend on.
+func (r *Reconciler) hasTenant(ctx context.Context, namespace, consumer string) (bool, error) {
+	tenants := &authv1beta1.TenantList{}
+	if err := r.Client.List(ctx, tenants, client.InNamespace(namespace)); err != nil {
+		return false, fmt.Errorf("listing the Tenants in %s: %w", namespace, err)
+	}
+	for i := range tenants.Items {
+		if t := &tenants.Items[i]; string(t.Spec.ClusterID) == consumer && t.DeletionTimestamp == nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unbind is the reconcile of a map whose consumer has no Tenant: the consumer's workload
+// bindings in its remote namespaces go, nothing is created, and only the namespaces being
+// withdrawn (current) are reported.
+func (r *Reconciler) unbind(ctx context.Context, nm *offv1beta1.NamespaceMap, consumer string, ours []corev1.Namespace,
+	current map[string]offv1beta1.RemoteNamespaceStatus) error {
+	for i := range ours {
+		ns := ours[i].Name
+		rb := &rbacv1.RoleBinding{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: RoleBindingName}, rb)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading RoleBinding %s/%s: %w", ns, RoleBindingName, err)
+		}
+		if err := r.Client.Delete(ctx, rb); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("unbinding %s, which has no Tenant, in namespace %s: %w", consumer, ns, err)
+		}
+		log.FromContext(ctx).Info("unbound the consumer in its remote namespace: it has no Tenant", "namespace", ns, "consumer", consumer)
+	}
+	if len(nm.Spec.DesiredMapping) > 0 {
+		r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, reasonNoTenant, "Bind",
+			"cluster %s has no Tenant in %s (or it is being deleted): its remote namespaces are neither created nor bound until it has one",
+			consumer, nm.Namespace)
+	}
+	return r.writeStatus(ctx, nm, current)
 }
 
 // consumerOf is the consumer a map belongs to: the cluster of its tenant namespace. "" (with
@@ -214,7 +280,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, nm *offv1beta1.Namespa
 }
 
 // ensureBinding binds liqo-remote-workload in a remote namespace to the consumer's user, and
-// to nobody else.
+// to nobody else; the binding is labelled with the consumer's cluster ID.
 func (r *Reconciler) ensureBinding(ctx context.Context, namespace, consumer string) error {
 	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusteridentity.RemoteWorkloadClusterRole}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumer}}
@@ -228,10 +294,14 @@ func (r *Reconciler) ensureBinding(ctx context.Context, namespace, consumer stri
 		if err := r.Client.Delete(ctx, rb); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("replacing RoleBinding %s/%s, bound to %s: %w", namespace, RoleBindingName, rb.RoleRef.Name, err)
 		}
-	case !equality.Semantic.DeepEqual(rb.Subjects, subjects):
+	case !equality.Semantic.DeepEqual(rb.Subjects, subjects) || rb.Labels[consts.RemoteClusterIDLabel] != consumer:
 		rb.Subjects = subjects
+		if rb.Labels == nil {
+			rb.Labels = map[string]string{}
+		}
+		rb.Labels[consts.RemoteClusterIDLabel] = consumer // what the tenant controller revokes by
 		if err := r.Client.Update(ctx, rb); err != nil {
-			return fmt.Errorf("restoring the subjects of RoleBinding %s/%s: %w", namespace, RoleBindingName, err)
+			return fmt.Errorf("restoring the subjects and labels of RoleBinding %s/%s: %w", namespace, RoleBindingName, err)
 		}
 		return nil
 	default:
@@ -263,8 +333,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *offv1beta1.NamespaceMa
 }
 
 // SetupWithManager watches replicated NamespaceMaps, namespaces (the consumers' remote ones,
-// and any namespace a map asks for, so a conflict clears when the namespace goes) and the
-// bindings in remote namespaces.
+// and any namespace a map asks for, so a conflict clears when the namespace goes), the
+// bindings in remote namespaces and the Tenants (the maps of their tenant namespace).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	mapsFor := func(ctx context.Context, consumer, name string) []reconcile.Request {
 		maps := &offv1beta1.NamespaceMapList{}
@@ -294,12 +364,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ofBinding := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return mapsFor(ctx, "", o.GetNamespace())
 	})
+	ofTenant := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		maps := &offv1beta1.NamespaceMapList{}
+		if err := mgr.GetClient().List(ctx, maps, client.InNamespace(o.GetNamespace()), client.HasLabels{replication.OriginClusterIDLabel}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(maps.Items))
+		for i := range maps.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&maps.Items[i])})
+		}
+		return out
+	})
 	if err := ctrl.NewControllerManagedBy(mgr).Named("namespacemap").
 		For(&offv1beta1.NamespaceMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(isCopy))).
 		Watches(&corev1.Namespace{}, ofNamespace).
 		Watches(&rbacv1.RoleBinding{}, ofBinding, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetName() == RoleBindingName
 		}))).
+		Watches(&authv1beta1.Tenant{}, ofTenant).
 		Complete(r); err != nil {
 		return fmt.Errorf("building the NamespaceMap controller: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -19,6 +20,8 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -45,11 +48,35 @@ func replicated(namespace, consumer string, desired map[string]string) *offv1bet
 		Spec: offv1beta1.NamespaceMapSpec{DesiredMapping: desired}}
 }
 
+// activeTenant is a consumer's Tenant as the provider's peering leaves it.
+func activeTenant(namespace, consumer string) *authv1beta1.Tenant {
+	return &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: consumer},
+		Spec: authv1beta1.TenantSpec{ClusterID: corev1beta1.ClusterID(consumer), TenantCondition: authv1beta1.TenantConditionActive}}
+}
+
+// expectEvent waits for an Event with reason on obj.
+func expectEvent(t *testing.T, c client.Client, obj client.Object, reason string) {
+	t.Helper()
+	poll(t, "a "+reason+" Event on "+obj.GetName(), func(ctx context.Context) bool {
+		evs := &eventsv1.EventList{}
+		if c.List(ctx, evs, client.InNamespace(obj.GetNamespace())) != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason && e.Regarding.Name == obj.GetName() {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // TestNamespaceMap runs the provider's controller on replicated maps: remote namespaces are
 // created with the consumer's binding (repaired if deleted) and reported Accepted; a renamed
 // mapping replaces its namespace; an invalid name is reported with an Event; a map claiming
-// another consumer, or a consumer's local original, does nothing; deleting a map deletes its
-// namespaces before it goes.
+// another consumer, or a consumer's local original, does nothing; a consumer without a Tenant
+// is bound nowhere and gets no new namespace (its identity is forbidden in its remote
+// namespaces) until it has one again; deleting a map deletes its namespaces before it goes.
 func TestNamespaceMap(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", ControllerManager: true}) // namespaces finish deleting
 	prov := env.Cluster("provider")
@@ -79,6 +106,10 @@ func TestNamespaceMap(t *testing.T) {
 		if err := prov.Client.Create(ctx, ns); err != nil {
 			t.Fatal(err)
 		}
+	}
+	tenantOfA := activeTenant(tenantA, "cl-a")
+	if err := prov.Client.Create(ctx, tenantOfA); err != nil {
+		t.Fatal(err)
 	}
 	nm := replicated(tenantA, "cl-a", map[string]string{"demo": "demo-cl-a", "web": "web"})
 	if err := prov.Client.Create(ctx, nm); err != nil {
@@ -189,6 +220,82 @@ func TestNamespaceMap(t *testing.T) {
 			t.Errorf("namespace created for a consumer's original map: %v", err)
 		}
 	}
+
+	// cl-a's Tenant goes: its bindings go, and its identity can no longer work in its remote
+	// namespace, which stays; the bindings come back with a Tenant.
+	kc, err := prov.UserKubeconfig("cl-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := client.New(cfg, client.Options{Scheme: prov.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shadowPod := func() error {
+		return peer.Create(ctx, &offv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo-cl-a", GenerateName: "sp-"},
+			Spec: offv1beta1.ShadowPodSpec{Pod: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}})
+	}
+	getConfigMap := func() error {
+		return peer.Get(ctx, client.ObjectKey{Namespace: "demo-cl-a", Name: "cm"}, &corev1.ConfigMap{})
+	}
+	if err := shadowPod(); err != nil {
+		t.Errorf("cl-a creating a ShadowPod in its remote namespace: %v", err)
+	}
+	if err := prov.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "demo-cl-a", Name: "cm"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := getConfigMap(); err != nil {
+		t.Errorf("cl-a reading a ConfigMap in its remote namespace: %v", err)
+	}
+	if err := prov.Client.Delete(ctx, tenantOfA); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "cl-a's bindings gone, its mappings no longer reported", func(ctx context.Context) bool {
+		bindings := &rbacv1.RoleBindingList{}
+		return prov.Client.List(ctx, bindings, client.MatchingLabels{consts.RemoteClusterIDLabel: "cl-a"}) == nil && len(bindings.Items) == 0 &&
+			statusIs(nil)(ctx)
+	})
+	if err := shadowPod(); !apierrors.IsForbidden(err) {
+		t.Errorf("cl-a, without a Tenant, creating a ShadowPod in its remote namespace: %v, want Forbidden", err)
+	}
+	if err := getConfigMap(); !apierrors.IsForbidden(err) {
+		t.Errorf("cl-a, without a Tenant, reading a ConfigMap in its remote namespace: %v, want Forbidden", err)
+	}
+	if err := prov.Client.Get(ctx, client.ObjectKey{Name: "demo-cl-a"}, &corev1.Namespace{}); err != nil {
+		t.Errorf("cl-a's remote namespace after its Tenant went: %v", err)
+	}
+	// Nothing brings a binding back while there is no Tenant: not a change of the map, not a
+	// binding deleted by hand (both reconcile the map).
+	if err := prov.Client.Get(ctx, key, nm); err != nil {
+		t.Fatal(err)
+	}
+	nm.Spec.DesiredMapping["new"] = "new-cl-a"
+	if err := prov.Client.Update(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	expectEvent(t, prov.Client, nm, "NoTenant")
+	time.Sleep(time.Second)
+	if err := prov.Client.Get(ctx, client.ObjectKey{Namespace: "demo-cl-a", Name: namespacemap.RoleBindingName}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+		t.Errorf("binding in demo-cl-a without a Tenant: %v, want NotFound", err)
+	}
+	if err := prov.Client.Get(ctx, client.ObjectKey{Name: "new-cl-a"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace new-cl-a created without a Tenant: %v, want NotFound", err)
+	}
+	if err := shadowPod(); !apierrors.IsForbidden(err) {
+		t.Errorf("cl-a, without a Tenant, creating a ShadowPod a second later: %v, want Forbidden", err)
+	}
+	tenantOfA = activeTenant(tenantA, "cl-a")
+	if err := prov.Client.Create(ctx, tenantOfA); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "cl-a's mappings Accepted again with a Tenant", statusIs(map[string]offv1beta1.RemoteNamespaceStatus{
+		"demo": accepted("demo-cl-a"), "web": accepted("web-renamed"), "new": accepted("new-cl-a"),
+		"bad": {RemoteNamespace: "Not_A_Name", Phase: offv1beta1.MappingCreationLoopBackOff}}))
+	poll(t, "cl-a working in its remote namespace again", func(context.Context) bool { return shadowPod() == nil && getConfigMap() == nil })
 
 	// Deleting the map deletes its namespaces, then the map.
 	if err := prov.Client.Delete(ctx, nm); err != nil {

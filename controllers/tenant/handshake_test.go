@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -20,10 +21,13 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
+	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -67,8 +71,9 @@ func handshake(t *testing.T, provider, consumer client.Client, providerNS, consu
 
 // TestHandshakeIssuesLeastPrivilegeIdentity: from nonce to a working consumer identity across two
 // clusters; the identity can do what a consumer's control plane needs in its tenant namespace
-// and nothing else; a wrong signature and a cordoned tenant are refused with a reason; deleting
-// the Tenant revokes the access.
+// and nothing else, and works in the consumer's remote namespace; a wrong signature is refused
+// with a reason; deleting the Tenant revokes the access, in the tenant namespace and in the
+// remote namespace, where the consumer is not bound again.
 func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	env := testenv.New(t,
 		testenv.ClusterOptions{Name: "consumer"},
@@ -86,6 +91,9 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
 		}
+		if err := (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespacemap")}).SetupWithManager(mgr); err != nil {
+			return err
+		}
 		return (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tenant"),
 			APIServerURL: prov.Config.Host, CAData: prov.Config.CAData}).SetupWithManager(mgr)
 	})
@@ -97,6 +105,7 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	})
 
 	const provNS, consNS = "liqo-tenant-cl-consumer", "liqo-tenant-cl-provider"
+	const remoteNS = "demo-cl-consumer" // the consumer's remote namespace on the provider
 	for _, o := range []struct {
 		c  client.Client
 		ns *corev1.Namespace
@@ -164,6 +173,36 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 		t.Errorf("creating a pod: %v, want Forbidden", err)
 	}
 
+	// A remote namespace of the consumer, as its replicated NamespaceMap asks: the identity
+	// works there.
+	nm := &offv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "cl-provider",
+		Labels: map[string]string{replication.OriginClusterIDLabel: "cl-consumer", consts.RemoteClusterIDLabel: "cl-consumer"}},
+		Spec: offv1beta1.NamespaceMapSpec{DesiredMapping: map[string]string{"demo": remoteNS}}}
+	if err := prov.Client.Create(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the remote namespace Accepted", func(ctx context.Context) (bool, error) {
+		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(nm), nm)
+		return err == nil && nm.Status.CurrentMapping["demo"].Phase == offv1beta1.MappingAccepted, nil
+	})
+	podSpec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}
+	shadowPod := func() error {
+		return peer.Create(ctx, &offv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, GenerateName: "sp-"},
+			Spec: offv1beta1.ShadowPodSpec{Pod: podSpec}})
+	}
+	getConfigMap := func() error {
+		return peer.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: "cm"}, &corev1.ConfigMap{})
+	}
+	if err := shadowPod(); err != nil {
+		t.Errorf("consumer identity cannot create a ShadowPod in its remote namespace: %v", err)
+	}
+	if err := peer.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: "cm"}}); err != nil {
+		t.Errorf("consumer identity cannot create a ConfigMap in its remote namespace: %v", err)
+	}
+	if err := getConfigMap(); err != nil {
+		t.Errorf("consumer identity cannot read a ConfigMap in its remote namespace: %v", err)
+	}
+
 	// A wrong signature is refused, with the reason in an Event.
 	bad := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "other-tenant", Name: "cl-other"}, Spec: authv1beta1.TenantSpec{
 		ClusterID: "cl-other", AuthzPolicy: "KeysExchange", PublicKey: answer.Data[nonce.PublicKeyKey],
@@ -188,6 +227,24 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	poll(t, "tenant gone (finalizer released)", func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)), nil
 	})
+	// Also in its remote namespace, which stays: no ShadowPod, no ConfigMap; and the
+	// NamespaceMap controller, having seen the consumer has no Tenant, does not bind it again.
+	poll(t, "access to the remote namespace revoked", func(ctx context.Context) (bool, error) {
+		return apierrors.IsForbidden(shadowPod()) && apierrors.IsForbidden(getConfigMap()), nil
+	})
+	expectEvent(t, prov.Client, nm, "NoTenant")
+	if err := prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: namespacemap.RoleBindingName}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+		t.Errorf("workload binding after the Tenant went: %v, want NotFound", err)
+	}
+	if err := prov.Client.Get(ctx, client.ObjectKey{Name: remoteNS}, &corev1.Namespace{}); err != nil {
+		t.Errorf("remote namespace after the Tenant went: %v", err)
+	}
+	if err := shadowPod(); !apierrors.IsForbidden(err) {
+		t.Errorf("creating a ShadowPod in the remote namespace after revocation: %v, want Forbidden", err)
+	}
+	if err := getConfigMap(); !apierrors.IsForbidden(err) {
+		t.Errorf("reading a ConfigMap in the remote namespace after revocation: %v, want Forbidden", err)
+	}
 }
 
 // TestCordonedTenantGetsNoIdentity: a Cordoned tenant's request is not signed, and says why.

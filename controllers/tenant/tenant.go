@@ -2,7 +2,16 @@
 // (unless the tenant's authzPolicy is TolerateNoHandshake), issues the consumer's control-plane
 // certificate through the CSR API (signer kubernetes.io/kube-apiserver-client) for verified,
 // Active tenants only, binds the consumer in the tenant namespace to the remote control-plane
-// ClusterRole and nothing else, and revokes that binding when the Tenant is deleted.
+// ClusterRole and nothing else, and revokes the consumer's access when the Tenant is deleted.
+//
+// Revocation (a finalizer keeps the Tenant until it is done) deletes the consumer's binding in
+// the tenant namespace, its workload bindings (liqo-binding-liqo-remote-workload, labelled
+// liqo.io/remote-cluster-id=<consumer>) in all its remote namespaces, and its CSRs: a request
+// with the consumer's certificate is then forbidden everywhere, though the certificate itself
+// stays valid until it expires. The remote namespaces stay (they go with the NamespaceMap);
+// the namespacemap controller does not bind the consumer there again while it has no Tenant.
+// Cordoning or draining a Tenant revokes nothing: a Cordoned tenant keeps its workloads and a
+// Drained one needs its access to withdraw them; only deleting the Tenant does.
 package tenant
 
 import (
@@ -25,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -275,7 +285,8 @@ func (r *Reconciler) setStatus(ctx context.Context, t *authv1beta1.Tenant, cert 
 	return nil
 }
 
-// revoke removes the consumer's binding and CSRs, then the finalizer.
+// revoke removes the consumer's bindings (in the tenant namespace and in its remote
+// namespaces) and CSRs, then the finalizer.
 func (r *Reconciler) revoke(ctx context.Context, t *authv1beta1.Tenant) error {
 	if !controllerutil.ContainsFinalizer(t, finalizer) {
 		return nil
@@ -283,6 +294,17 @@ func (r *Reconciler) revoke(ctx context.Context, t *authv1beta1.Tenant) error {
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: RoleBindingName}}
 	if err := r.Client.Delete(ctx, rb); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("revoking access of %s in %s: %w", t.Spec.ClusterID, t.Namespace, err)
+	}
+	workload := &rbacv1.RoleBindingList{}
+	if err := r.Client.List(ctx, workload, client.MatchingLabels{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}); err != nil {
+		return fmt.Errorf("listing the workload bindings of %s: %w", t.Spec.ClusterID, err)
+	}
+	for i := range workload.Items {
+		if b := &workload.Items[i]; b.Name == namespacemap.RoleBindingName {
+			if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("revoking access of %s in its remote namespace %s: %w", t.Spec.ClusterID, b.Namespace, err)
+			}
+		}
 	}
 	if err := r.Client.DeleteAllOf(ctx, &certificatesv1.CertificateSigningRequest{},
 		client.MatchingLabels{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}); err != nil {
