@@ -24,6 +24,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespaceoffloading"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -114,7 +115,7 @@ func TestNamespaceOffloading(t *testing.T) {
 	ctx := t.Context()
 
 	// The peering as the authentication controllers leave it: tenant namespaces, the consumer's
-	// control-plane binding on the provider, its identity Secret on the consumer.
+	// Tenant and control-plane binding on the provider, its identity Secret on the consumer.
 	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: providerID}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +128,8 @@ func TestNamespaceOffloading(t *testing.T) {
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "liqo-binding-liqo-remote-controlplane"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusteridentity.RemoteControlPlaneClusterRole},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumerID}}},
+		&authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: consumerID},
+			Spec: authv1beta1.TenantSpec{ClusterID: consumerID, TenantCondition: authv1beta1.TenantConditionActive}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "taken"}}, // somebody else's
 	)
 	create(t, cons.Client,
