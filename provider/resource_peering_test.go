@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +39,9 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/provider"
@@ -266,7 +272,8 @@ func stringValues(m map[string]string) map[string]knownvalue.Check {
 // runs no gateways): bad input fails at plan; a create the provider denies fails with its reason
 // and leaves the peering tainted, replaced by the next apply; create ends with a Ready virtual
 // node offering the requested resources; a second plan is empty; a new cpu is an in-place update
-// re-negotiated with the provider; import reads back the same state; a ResourceSlice deleted out of band is
+// re-negotiated with the provider; a change of consumer_cluster or provider_cluster (swapped, or
+// either alone) plans a replacement; import reads back the same state; a ResourceSlice deleted out of band is
 // planned for re-creation; a deleted Identity (authentication not up) is planned as an in-place
 // repair; destroy leaves nothing on either cluster.
 func TestAccPeering(t *testing.T) {
@@ -284,6 +291,25 @@ func TestAccPeering(t *testing.T) {
 		}
 	}
 	block := peeringClustersBlock(e, map[string]string{"consumer": cid, "provider": pid})
+	// The example with other cluster keys: swapped, or one of them a new key of the same
+	// cluster (the provider block gets it too).
+	const consumerKey, providerKey = `consumer_cluster = "consumer"`, `provider_cluster = "provider"`
+	if !strings.Contains(example, consumerKey) || !strings.Contains(example, providerKey) {
+		t.Fatalf("examples/peering no longer names its clusters with %s and %s:\n%s", consumerKey, providerKey, example)
+	}
+	swapped := strings.NewReplacer(consumerKey, `consumer_cluster = "provider"`, providerKey, `provider_cluster = "consumer"`).Replace(example)
+	rekeyed := func(attr, key string) string {
+		const line = "    provider = { config_path = var.provider_kubeconfig }\n"
+		if !strings.Contains(example, line) {
+			t.Fatalf("examples/peering no longer has %q in its provider block:\n%s", line, example)
+		}
+		kubeconfig, old := "var.consumer_kubeconfig", consumerKey
+		if attr == "provider_cluster" {
+			kubeconfig, old = "var.provider_kubeconfig", providerKey
+		}
+		src := strings.Replace(example, line, line+fmt.Sprintf("    %s = { config_path = %s }\n", key, kubeconfig), 1)
+		return strings.Replace(src, old, fmt.Sprintf("%s = %q", attr, key), 1)
+	}
 	bad := func(attrs string) string {
 		return block + "resource \"liqo_peering\" \"bad\" {\n" + attrs + "\n  networking = false\n}\n"
 	}
@@ -383,6 +409,37 @@ func TestAccPeering(t *testing.T) {
 					},
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 				},
+			},
+			{
+				// The two clusters swapped: a replacement (another peering, in the other
+				// direction), planned only.
+				Config:             swapped,
+				ConfigVariables:    vars("3"),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionReplace),
+				}},
+			},
+			{
+				// Only consumer_cluster changes (to another key, even of the same cluster): a replacement.
+				Config:             rekeyed("consumer_cluster", "consumer-again"),
+				ConfigVariables:    vars("3"),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionReplace),
+				}},
+			},
+			{
+				// Only provider_cluster changes: a replacement.
+				Config:             rekeyed("provider_cluster", "provider-again"),
+				ConfigVariables:    vars("3"),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionReplace),
+				}},
 			},
 			{
 				Config:                  example,
@@ -776,12 +833,12 @@ func TestPeeringExamplesCLI(t *testing.T) {
 	}
 }
 
-// TestPeeringExampleSandboxNetworking applies examples/peering as written (networking on, a
-// LoadBalancer gateway) with the real terraform CLI against the sandbox, which runs the gateways
-// in network namespaces when it is root: the tunnel is Established with a latency, the virtual
-// node Ready, a second plan is empty, and destroy leaves nothing. It logs the times of apply,
-// no-change plan and destroy.
-func TestPeeringExampleSandboxNetworking(t *testing.T) {
+// networkedSandbox starts a two-cluster sandbox (`liqo-sandbox up`) whose gateways run in
+// network namespaces, for the length of the test, and returns its state folder and admin
+// clients of its clusters by name. It skips the test where the gateways cannot run (not root,
+// no TUN device, no ip or iptables, another sandbox holding the network's fixed names).
+func networkedSandbox(t *testing.T) (string, map[string]client.Client) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the sandbox runs the gateways in network namespaces only as root")
 	}
@@ -822,6 +879,16 @@ func TestPeeringExampleSandboxNetworking(t *testing.T) {
 	if !strings.Contains(out, "Networking enabled") {
 		t.Fatalf("the sandbox runs without gateways:\n%s", out)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(state, "logs", "gateway-*.log"))
+			for _, l := range logs {
+				data, _ := os.ReadFile(l)
+				lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+				t.Logf("--- %s ---\n%s", filepath.Base(l), strings.Join(lines[max(0, len(lines)-20):], "\n"))
+			}
+		}
+	})
 	clients := map[string]client.Client{}
 	for _, name := range []string{"consumer", "provider"} {
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, name+".kubeconfig"))
@@ -836,7 +903,16 @@ func TestPeeringExampleSandboxNetworking(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return state, clients
+}
 
+// TestPeeringExampleSandboxNetworking applies examples/peering as written (networking on, a
+// LoadBalancer gateway) with the real terraform CLI against the sandbox, which runs the gateways
+// in network namespaces when it is root: the tunnel is Established with a latency, the virtual
+// node Ready, a second plan is empty, and destroy leaves nothing. It logs the times of apply,
+// no-change plan and destroy.
+func TestPeeringExampleSandboxNetworking(t *testing.T) {
+	state, clients := networkedSandbox(t)
 	root, env := examplesTree(t)
 	d := filepath.Join(root, "peering")
 	args := []string{"-input=false", "-no-color", "-var", "consumer_kubeconfig=" + filepath.Join(state, "consumer.kubeconfig"),
@@ -865,4 +941,202 @@ func TestPeeringExampleSandboxNetworking(t *testing.T) {
 	t.Logf("examples/peering with networking on the sandbox (terraform CLI): apply to a Ready virtual node and Established tunnel "+
 		"(latency %s) %s, no-change plan %s, destroy %s", st.Latency, apply.Round(time.Millisecond), plan.Round(time.Millisecond),
 		destroy.Round(time.Millisecond))
+}
+
+// TestAccPeeringSandboxGateway drives liqo_peering with networking through the sandbox's
+// gateways (run as processes in network namespaces; root only): create waits for the tunnel;
+// a new gateway port and MTU is planned as an in-place update (not a replacement) and, once
+// applied, the GatewayServer, its endpoint and the GatewayClient carry the new values (the
+// client dials the new port), both Connections are Connected, the tunnel interfaces take the
+// new MTU and the stand-in pods reach each other through the tunnel; destroy leaves nothing.
+func TestAccPeeringSandboxGateway(t *testing.T) {
+	state, clients := networkedSandbox(t)
+	res := "liqo_peering.this"
+	cfg := func(gateway string) string {
+		return fmt.Sprintf(`provider "liqo" {
+  clusters = {
+    consumer = { config_path = %q }
+    provider = { config_path = %q }
+  }
+}
+
+resource "liqo_peering" "this" {
+  consumer_cluster = "consumer"
+  provider_cluster = "provider"
+  cpu              = "2"
+  memory           = "4Gi"
+  pods             = "20"
+%s}
+`, filepath.Join(state, "consumer.kubeconfig"), filepath.Join(state, "provider.kubeconfig"), gateway)
+	}
+	gatewayValue := func(port, mtu int64) knownvalue.Check {
+		return knownvalue.ObjectExact(map[string]knownvalue.Check{
+			"service_type": knownvalue.StringExact("LoadBalancer"), "port": knownvalue.Int64Exact(port),
+			"node_port": knownvalue.Null(), "mtu": knownvalue.Int64Exact(mtu)})
+	}
+	established := statecheck.ExpectKnownValue(res, tfjsonpath.New("status").AtMapKey("networking"), knownvalue.StringExact("Established"))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Providers,
+		CheckDestroy:             func(*terraform.State) error { return nothingLeft(clients) },
+		Steps: []resource.TestStep{
+			{
+				Config:            cfg(""),
+				ConfigStateChecks: []statecheck.StateCheck{established, statecheck.ExpectKnownValue(res, tfjsonpath.New("gateway"), gatewayValue(51840, 1340))},
+				Check:             func(*terraform.State) error { return checkSandboxGateways(clients, 51840, 1340) },
+			},
+			{
+				Config: cfg("  gateway = {\n    port = 51841\n    mtu  = 1300\n  }\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction(res, plancheck.ResourceActionUpdate),
+						plancheck.ExpectKnownValue(res, tfjsonpath.New("gateway"), gatewayValue(51841, 1300)),
+					},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{established, statecheck.ExpectKnownValue(res, tfjsonpath.New("gateway"), gatewayValue(51841, 1300))},
+				Check:             func(*terraform.State) error { return checkSandboxGateways(clients, 51841, 1300) },
+			},
+		},
+	})
+}
+
+// checkSandboxGateways checks the tunnel of the sandbox's consumer → provider peering: the
+// gateway objects carry port and MTU, the server's endpoint (given to the client) has the port,
+// both Connections are Connected, and within seconds each gateway host has one tunnel interface
+// with the MTU and the stand-in pods ping each other through the tunnel.
+func checkSandboxGateways(clients map[string]client.Client, port int32, mtu int) error {
+	ctx := context.Background()
+	consumerNS, providerNS := peering.TenantNamespace("provider"), peering.TenantNamespace("consumer")
+	gws := &netv1beta1.GatewayServer{}
+	if err := clients["provider"].Get(ctx, client.ObjectKey{Namespace: providerNS, Name: peering.GatewayServerName}, gws); err != nil {
+		return fmt.Errorf("GatewayServer on the provider: %w", err)
+	}
+	if gws.Spec.Endpoint.Port != port || gws.Spec.MTU != mtu {
+		return fmt.Errorf("GatewayServer on the provider: port %d, MTU %d, want %d and %d", gws.Spec.Endpoint.Port, gws.Spec.MTU, port, mtu)
+	}
+	if ep := gws.Status.Endpoint; ep == nil || ep.Port != port || len(ep.Addresses) != 1 || ep.Addresses[0] != sandbox.HostAddress("provider") {
+		return fmt.Errorf("GatewayServer endpoint %+v, want %s:%d", gws.Status.Endpoint, sandbox.HostAddress("provider"), port)
+	}
+	gwc := &netv1beta1.GatewayClient{}
+	if err := clients["consumer"].Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: peering.GatewayClientName}, gwc); err != nil {
+		return fmt.Errorf("GatewayClient on the consumer: %w", err)
+	}
+	if gwc.Spec.Endpoint.Port != port || gwc.Spec.MTU != mtu {
+		return fmt.Errorf("GatewayClient on the consumer: endpoint port %d, MTU %d, want %d and %d", gwc.Spec.Endpoint.Port, gwc.Spec.MTU, port, mtu)
+	}
+	for _, c := range []struct{ cluster, ns string }{{"consumer", consumerNS}, {"provider", providerNS}} {
+		conns := &netv1beta1.ConnectionList{}
+		if err := clients[c.cluster].List(ctx, conns, client.InNamespace(c.ns)); err != nil {
+			return err
+		}
+		if len(conns.Items) != 1 || conns.Items[0].Status.Value != netv1beta1.Connected {
+			return fmt.Errorf("Connections in %s on %s: %+v, want one Connected", c.ns, c.cluster, conns.Items)
+		}
+	}
+	// The gateway processes pick the new values up from the objects on their own, just after
+	// the apply returns: the tunnels get the MTU and carry traffic again within seconds.
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		last = tunnelsCarry(mtu)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("15 s after the apply: %w", last)
+	}
+	return nil
+}
+
+// tunnelsCarry checks that each sandbox gateway host has one tunnel interface (a TUN device),
+// with the MTU, and that the stand-in pods ping each other through it.
+func tunnelsCarry(mtu int) error {
+	for _, cluster := range []string{"consumer", "provider"} {
+		out, err := exec.Command("ip", "-n", sandbox.HostNetns(cluster), "-o", "link", "show", "type", "tun").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("listing the tunnels in %s: %w: %s", sandbox.HostNetns(cluster), err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], fmt.Sprintf(" mtu %d ", mtu)) {
+			return fmt.Errorf("tunnel interfaces in %s: %q, want one with MTU %d", sandbox.HostNetns(cluster), out, mtu)
+		}
+	}
+	for _, dir := range [][2]string{{"consumer", "provider"}, {"provider", "consumer"}} {
+		if err := pingFrom(sandbox.PodNetns(dir[0]), sandbox.PodAddress(dir[1]), 3); err != nil {
+			return fmt.Errorf("pod-to-pod through the tunnel, %s's pod to %s's (%s): %w", dir[0], dir[1], sandbox.PodAddress(dir[1]), err)
+		}
+	}
+	return nil
+}
+
+// pingFrom sends count ICMP echoes to dst from network namespace ns, one every 100 ms, and
+// fails unless each is answered within a second. The socket is opened in ns by a thread that
+// enters it and comes back (the machine may have no ping binary).
+func pingFrom(ns, dst string, count int) error {
+	ip := net.ParseIP(dst)
+	if ip == nil {
+		return fmt.Errorf("bad address %q", dst)
+	}
+	type result struct {
+		conn *icmp.PacketConn
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked if the thread cannot come back: it then dies with the goroutine
+		self, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer func() { _ = self.Close() }()
+		target, err := os.Open(filepath.Join("/var/run/netns", ns))
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer func() { _ = target.Close() }()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: fmt.Errorf("entering %s: %w", ns, err)}
+			return
+		}
+		conn, err := icmp.ListenPacket("ip4:icmp", "0.0.0.0")
+		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- result{conn, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		return fmt.Errorf("opening an ICMP socket in %s: %w", ns, r.err)
+	}
+	defer func() { _ = r.conn.Close() }()
+	id := os.Getpid() & 0xffff
+	buf := make([]byte, 1500)
+	for seq := 1; seq <= count; seq++ {
+		b, err := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: seq, Data: []byte("liqo-acc")}}).Marshal(nil)
+		if err != nil {
+			return err
+		}
+		sent := time.Now()
+		if _, err := r.conn.WriteTo(b, &net.IPAddr{IP: ip}); err != nil {
+			return fmt.Errorf("sending echo %d: %w", seq, err)
+		}
+		if err := r.conn.SetReadDeadline(sent.Add(time.Second)); err != nil {
+			return err
+		}
+		for {
+			n, from, err := r.conn.ReadFrom(buf)
+			if err != nil {
+				return fmt.Errorf("echo %d to %s: no answer: %w", seq, dst, err)
+			}
+			m, err := icmp.ParseMessage(1, buf[:n])
+			if err != nil || m.Type != ipv4.ICMPTypeEchoReply {
+				continue
+			}
+			if e, ok := m.Body.(*icmp.Echo); ok && e.ID == id && e.Seq == seq && from.(*net.IPAddr).IP.Equal(ip) {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
 }

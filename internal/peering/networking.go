@@ -129,9 +129,34 @@ func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewaySer
 			if err := s.c.Client.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 				return false, fmt.Errorf("reading GatewayServer: %w", err)
 			}
-			return gw.Status.Endpoint != nil && len(gw.Status.Endpoint.Addresses) > 0 && gw.Status.SecretRef != nil, nil
+			return gw.Status.Endpoint != nil && len(gw.Status.Endpoint.Addresses) > 0 && gw.Status.SecretRef != nil &&
+				endpointCurrent(gw.Status.Endpoint, p.opts.Gateway), nil
 		})
 	return gw, err
+}
+
+// endpointCurrent tells whether a GatewayServer's endpoint can be the one of its Service as g
+// wants it. Right after the gateway parameters change (an update), the status still holds the
+// old endpoint until the server's controller has rendered the Service again, and a client given
+// that one would dial the old port: the server listens on the new one.
+func endpointCurrent(ep *netv1beta1.EndpointStatus, g Gateway) bool {
+	port := g.Port
+	if port == 0 {
+		port = agent.DefaultPort
+	}
+	switch {
+	case g.ServiceType == corev1.ServiceTypeNodePort && g.NodePort != 0:
+		return ep.Port == g.NodePort
+	case g.ServiceType == corev1.ServiceTypeNodePort:
+		// A node port the cluster picks, not known here; it is not the Service's port (which a
+		// stale LoadBalancer or ClusterIP endpoint has), the node-port range being far below the
+		// WireGuard ports.
+		return ep.Port != port
+	case g.ServiceType == corev1.ServiceTypeLoadBalancer || g.ServiceType == corev1.ServiceTypeClusterIP:
+		return ep.Port == port // the Service's port
+	default: // the template's type: not known here
+		return true
+	}
 }
 
 // ensureClient writes the gateway client towards the server's endpoint and waits for its key

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -240,6 +241,16 @@ func (r *sandboxRun) expectNothingLeft(t *testing.T) {
 	if gws := testenv.ProcessesUsing(gateway); len(gws) > 0 {
 		t.Errorf("gateway processes left 15 s after the peering went: %v", gws)
 	}
+	if !r.networking {
+		return
+	}
+	// Nor their tunnel interfaces, in any of the sandbox's network namespaces.
+	ifs, err := gatewayInterfaces()
+	if err != nil {
+		t.Error(err)
+	} else if len(ifs) > 0 {
+		t.Errorf("gateway interfaces left after the peering went: %v", ifs)
+	}
 }
 
 // nodeReady reports whether a node of the named cluster exists and is Ready.
@@ -258,13 +269,21 @@ func (r *sandboxRun) nodeReady(t *testing.T, cluster, node string) bool {
 }
 
 // TestMainJob: `make demo`'s script on a fresh two-cluster sandbox (examples/peering applied,
-// the demo namespace offloaded, a Deployment Available with its pods running on the provider);
-// then a second plan is empty, a cpu change is an in-place update, and destroy leaves no Liqo
-// object, tenant or remote namespace, virtual node or gateway in either cluster. Then the
-// bidirectional example, destroying one direction first. Timings are logged.
+// the demo namespace offloaded, a Deployment Available with its pods running on the provider,
+// and with networking the stand-in pods reaching each other through the tunnel, which they
+// could not before); then a second plan is empty, a cpu change is an in-place update, and
+// destroy leaves no Liqo object, tenant or remote namespace, virtual node, gateway process or
+// tunnel interface in either cluster. Then the bidirectional example (a second plan empty),
+// destroying one direction first: the other keeps its virtual node and its tunnel. Timings
+// are logged.
 func TestMainJob(t *testing.T) {
 	r := startSandbox(t, 2)
 	ctx := t.Context()
+	both := [][2]string{{"consumer", "provider"}, {"provider", "consumer"}}
+	if r.networking {
+		// Nothing routes one cluster's pod CIDR to the other but the tunnel.
+		r.expectNoPodTraffic(t, "before peering", "consumer", "provider")
+	}
 
 	demo := exec.Command("bash", filepath.Join(r.root, "hack", "demo.sh"))
 	demo.Env = append(os.Environ(), "SANDBOX_STATE="+r.state, "KUBECTL="+filepath.Join(mustBinDir(t), "kubectl"))
@@ -273,6 +292,12 @@ func TestMainJob(t *testing.T) {
 		t.Fatalf("hack/demo.sh: %v\n%s", err, demoOut)
 	}
 	t.Logf("demo:\n%s", demoOut)
+	// The demo times its `terraform apply`, which returns once the virtual node is Ready (and,
+	// with networking, the tunnel is up).
+	applied := regexp.MustCompile(`applied in (\d+) ms`).FindSubmatch(demoOut)
+	if applied == nil {
+		t.Errorf("the demo does not say how long its apply took (\"applied in N ms\")")
+	}
 	dep := &appsv1.Deployment{}
 	if err := r.clients["consumer"].Get(ctx, client.ObjectKey{Namespace: "demo", Name: "hello"}, dep); err != nil || dep.Status.AvailableReplicas != 3 {
 		t.Errorf("the demo Deployment: %d available, %v", dep.Status.AvailableReplicas, err)
@@ -289,6 +314,14 @@ func TestMainJob(t *testing.T) {
 	}
 	if running != 3 {
 		t.Errorf("%d of the Deployment's pods running on the provider, want 3", running)
+	}
+	if r.networking {
+		r.expectPodTraffic(t, "examples/peering", both...)
+		// One tunnel interface per gateway: the server's on the provider, the client's on the
+		// consumer (what the check after destroy looks for).
+		if ifs, err := gatewayInterfaces(); err != nil || len(ifs) != 2 {
+			t.Errorf("gateway interfaces while peered: %v (%v), want 2", ifs, err)
+		}
 	}
 
 	// The demo applied examples/peering with its state in the sandbox folder.
@@ -311,8 +344,12 @@ func TestMainJob(t *testing.T) {
 	}
 	destroy := r.mustTF(t, "peering", append([]string{"destroy", "-auto-approve"}, args("cpu=3")...)...)
 	r.expectNothingLeft(t)
-	t.Logf("examples/peering (networking %t): no-change plan %s, cpu update %s, destroy %s",
-		r.networking, plan.Round(time.Millisecond), update.Round(time.Millisecond), destroy.Round(time.Millisecond))
+	demoApply := "?"
+	if applied != nil {
+		demoApply = string(applied[1])
+	}
+	t.Logf("examples/peering (networking %t): apply to a Ready virtual node %s ms (the demo's), no-change plan %s, cpu update %s, destroy %s",
+		r.networking, demoApply, plan.Round(time.Millisecond), update.Round(time.Millisecond), destroy.Round(time.Millisecond))
 
 	// Both directions; destroying one leaves the other working.
 	bi := r.tfArgs("bidirectional", "consumer_kubeconfig="+filepath.Join(r.state, "consumer.kubeconfig"),
@@ -321,12 +358,23 @@ func TestMainJob(t *testing.T) {
 	if !r.nodeReady(t, "consumer", "provider") || !r.nodeReady(t, "provider", "consumer") {
 		t.Fatal("bidirectional: a virtual node is not Ready")
 	}
-	r.mustTF(t, "bidirectional", append([]string{"destroy", "-auto-approve", "-target=liqo_peering.provider_to_consumer"}, bi...)...)
+	out, biPlan, code := r.tf(t, "bidirectional", append([]string{"plan", "-detailed-exitcode"}, bi...)...)
+	if code != 0 {
+		t.Errorf("bidirectional: second plan: exit %d, want 0 (no changes)\n%s", code, out)
+	}
+	if r.networking {
+		r.expectPodTraffic(t, "examples/bidirectional", both...)
+	}
+	destroyOne := r.mustTF(t, "bidirectional", append([]string{"destroy", "-auto-approve", "-target=liqo_peering.provider_to_consumer"}, bi...)...)
 	if !r.nodeReady(t, "consumer", "provider") {
 		t.Error("bidirectional: the consumer's virtual node is not Ready after the other direction went")
 	}
 	if r.nodeReady(t, "provider", "consumer") {
 		t.Error("bidirectional: the destroyed direction's virtual node is still there")
+	}
+	if r.networking {
+		// The remaining direction still uses the tunnel.
+		r.expectPodTraffic(t, "bidirectional, one direction destroyed", both...)
 	}
 	out, _, code = r.tf(t, "bidirectional", append([]string{"plan", "-detailed-exitcode", "-target=liqo_peering.consumer_to_provider"}, bi...)...)
 	if code != 0 {
@@ -334,11 +382,14 @@ func TestMainJob(t *testing.T) {
 	}
 	destroy = r.mustTF(t, "bidirectional", append([]string{"destroy", "-auto-approve"}, bi...)...)
 	r.expectNothingLeft(t)
-	t.Logf("examples/bidirectional: apply %s, destroy of the rest %s", apply.Round(time.Millisecond), destroy.Round(time.Millisecond))
+	t.Logf("examples/bidirectional (networking %t): apply to both virtual nodes Ready %s, no-change plan %s, destroy of one direction %s, "+
+		"destroy of the rest %s", r.networking, apply.Round(time.Millisecond), biPlan.Round(time.Millisecond),
+		destroyOne.Round(time.Millisecond), destroy.Round(time.Millisecond))
 }
 
-// TestFleet: the fleet module over the sandbox's three clusters, hub-and-spoke: plan, apply,
-// an empty plan, destroy (nothing left). Timings are logged.
+// TestFleet: the fleet module over the sandbox's three clusters, hub-and-spoke: plan, apply
+// (with networking, the hub's stand-in pod reaches each spoke's and back), an empty plan,
+// destroy (nothing left). Timings are logged.
 func TestFleet(t *testing.T) {
 	r := startSandbox(t, 3)
 	args := r.tfArgs("fleet", fmt.Sprintf(`kubeconfigs={consumer=%q,provider=%q,provider-2=%q}`,
@@ -354,13 +405,18 @@ func TestFleet(t *testing.T) {
 			t.Errorf("the hub's virtual node for %s is not Ready", n)
 		}
 	}
+	if r.networking {
+		// The hub reaches both spokes, each through its own tunnel.
+		r.expectPodTraffic(t, "examples/fleet", [2]string{"consumer", "provider"}, [2]string{"consumer", "provider-2"},
+			[2]string{"provider", "consumer"}, [2]string{"provider-2", "consumer"})
+	}
 	out, plan, code := r.tf(t, "fleet", append([]string{"plan", "-detailed-exitcode"}, args...)...)
 	if code != 0 {
 		t.Errorf("plan after apply: exit %d, want 0\n%s", code, out)
 	}
 	destroy := r.mustTF(t, "fleet", append([]string{"destroy", "-auto-approve"}, args...)...)
 	r.expectNothingLeft(t)
-	t.Logf("examples/fleet (3 clusters, hub-and-spoke, networking %t): apply %s, no-change plan %s, destroy %s",
+	t.Logf("examples/fleet (3 clusters, hub-and-spoke, networking %t): apply to Ready virtual nodes %s, no-change plan %s, destroy %s",
 		r.networking, apply.Round(time.Millisecond), plan.Round(time.Millisecond), destroy.Round(time.Millisecond))
 }
 
