@@ -179,8 +179,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "liqo-controller-manager",
 		LeaderElectionNamespace: consts.LiqoNamespace,
-		Logger:                  log,
-		Controller:              controllerOptions,
+		// A stopping leader gives the Lease up, so that another replica takes over at once
+		// rather than when the Lease expires; safe because the process ends when run returns.
+		LeaderElectionReleaseOnCancel: true,
+		Logger:                        log,
+		Controller:                    controllerOptions,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

@@ -34,8 +34,9 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// TestRun: the manager starts against a real cluster, records its identity, and its readiness
-// endpoint answers; a second start with another cluster ID is refused.
+// TestRun: the manager starts against a real cluster, records its identity, its readiness
+// endpoint answers and its metrics endpoint serves controller-runtime's metrics of its
+// controllers; a second start with another cluster ID is refused.
 func TestRun(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "a", SkipLiqoCRDs: true})
 	kc := env.Cluster("a").KubeconfigPath
@@ -73,7 +74,16 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Errorf("metrics endpoint: %v", err)
 	} else {
+		body, err := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
+		switch {
+		case err != nil:
+			t.Errorf("reading the metrics: %v", err)
+		case resp.StatusCode != http.StatusOK:
+			t.Errorf("metrics endpoint answered %s", resp.Status)
+		case !strings.Contains(string(body), `controller_runtime_reconcile_total{controller="tenant"`):
+			t.Errorf("metrics endpoint serves no controller_runtime_reconcile_total of the tenant controller:\n%.2000s", body)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {
