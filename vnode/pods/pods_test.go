@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,12 @@ func deployment(name string, replicas int32) *appsv1.Deployment {
 				Spec: corev1.PodSpec{
 					ServiceAccountName: "worker",
 					NodeSelector:       map[string]string{consts.TypeLabel: consts.VirtualNodeType},
+					// Placement on the consumer, which the remote pod must not carry.
+					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+						NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+							Key: consts.TypeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{consts.VirtualNodeType}}}}}}}},
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+						WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
 					Tolerations: []corev1.Toleration{{Key: vnode.Taint.Key, Operator: corev1.TolerationOpEqual, Value: vnode.Taint.Value, Effect: vnode.Taint.Effect},
 						{Key: "keep-me", Operator: corev1.TolerationOpExists}},
 					Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27",
@@ -148,8 +155,9 @@ func TestOffloading(t *testing.T) {
 			s := sp.Spec.Pod
 			virtualToleration := slices.ContainsFunc(s.Tolerations, func(t corev1.Toleration) bool { return t.Key == vnode.Taint.Key })
 			kept := slices.ContainsFunc(s.Tolerations, func(t corev1.Toleration) bool { return t.Key == "keep-me" })
-			if s.NodeName != "" || s.NodeSelector != nil || s.Affinity != nil || virtualToleration || !kept {
-				t.Errorf("ShadowPod %s keeps local placement: nodeName %q nodeSelector %v affinity %v tolerations %v", sp.Name, s.NodeName, s.NodeSelector, s.Affinity, s.Tolerations)
+			if s.NodeName != "" || s.NodeSelector != nil || s.Affinity != nil || s.TopologySpreadConstraints != nil || virtualToleration || !kept {
+				t.Errorf("ShadowPod %s keeps local placement: nodeName %q nodeSelector %v affinity %v topology spread %v tolerations %v",
+					sp.Name, s.NodeName, s.NodeSelector, s.Affinity, s.TopologySpreadConstraints, s.Tolerations)
 			}
 			if got := s.Volumes[0].ConfigMap.Name; got != consts.ReflectedRootCAConfigMap {
 				t.Errorf("ShadowPod %s: root CA volume refers to %q, want %q", sp.Name, got, consts.ReflectedRootCAConfigMap)
@@ -175,6 +183,26 @@ func TestOffloading(t *testing.T) {
 		sa := &corev1.ServiceAccount{}
 		if err := b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: "worker"}, sa); err != nil {
 			t.Errorf("service account worker on the provider: %v", err)
+		}
+		// The token projection of the remote pod is served by the provider's kubelet (KWOK runs
+		// none): it asks the provider's API server for a token of the pod's service account,
+		// bound to the pod. Do what it does, and check the token authenticates on the provider
+		// as that service account.
+		rp, err := b.remotePod(ctx, locals[0].Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := b.provKube.CoreV1().ServiceAccounts(remoteNs).CreateToken(ctx, rp.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3607),
+				BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: rp.Name, UID: rp.UID}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("TokenRequest for the remote pod's service account %s/%s: %v", remoteNs, rp.Spec.ServiceAccountName, err)
+		}
+		review, err := b.provKube.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+			Spec: authenticationv1.TokenReviewSpec{Token: tr.Status.Token}}, metav1.CreateOptions{})
+		if want := "system:serviceaccount:" + remoteNs + ":worker"; err != nil || !review.Status.Authenticated || review.Status.User.Username != want {
+			t.Errorf("the remote pod's token: review %+v, %v; want authenticated as %s", review.Status, err, want)
 		}
 		sp := &offv1beta1.ShadowPod{}
 		poll(t, "the ShadowPod's phase to follow its pod", 30*time.Second, func(ctx context.Context) bool {
@@ -203,6 +231,47 @@ func TestOffloading(t *testing.T) {
 			_, has := r.Labels["tier"]
 			return err == nil && !has && r.Labels["app"] == "web"
 		})
+		// A container image is one of the few mutable fields of a pod's spec.
+		patch = []byte(`{"spec":{"containers":[{"name":"web","image":"nginx:1.28"}]}}`)
+		if err := b.cons.Client.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: name}},
+			client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "the new image on the remote pod", 30*time.Second, func(ctx context.Context) bool {
+			r, err := b.remotePod(ctx, name)
+			return err == nil && r.Spec.Containers[0].Image == "nginx:1.28"
+		})
+	})
+
+	t.Run("a ShadowPod deleted on the provider fails its started pod, which is replaced", func(t *testing.T) {
+		name := locals[2].Name
+		if err := b.prov.Client.Delete(ctx, &offv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNs, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		p := &corev1.Pod{}
+		poll(t, "the local pod Failed with "+pods.ReasonRemoteDeleted, 30*time.Second, func(ctx context.Context) bool {
+			err := b.cons.Client.Get(ctx, client.ObjectKey{Namespace: localNs, Name: name}, p)
+			return apierrors.IsNotFound(err) || (err == nil && p.Status.Phase == corev1.PodFailed && p.Status.Reason == pods.ReasonRemoteDeleted)
+		})
+		poll(t, "the Deployment Available with 3 replicas again, on new pods", time.Minute, func(ctx context.Context) bool {
+			ps, err := b.localPods(ctx, "web")
+			running := 0
+			for _, q := range ps {
+				if q.Name != name && q.Status.Phase == corev1.PodRunning {
+					running++
+				}
+			}
+			return err == nil && running == 3 && b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == 3
+		})
+		if err := b.cons.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: name}}); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+		poll(t, "the failed pod removed", 30*time.Second, func(ctx context.Context) bool {
+			return apierrors.IsNotFound(b.cons.Client.Get(ctx, client.ObjectKey{Namespace: localNs, Name: name}, &corev1.Pod{}))
+		})
+		if locals, err = b.localPods(ctx, "web"); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	t.Run("a pod deleted on the provider comes back", func(t *testing.T) {
@@ -228,29 +297,38 @@ func TestOffloading(t *testing.T) {
 	})
 
 	t.Run("host namespaces refused", func(t *testing.T) {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: "hostnet"},
-			Spec: corev1.PodSpec{NodeName: nodeName, HostNetwork: true,
-				Tolerations: deployment("x", 1).Spec.Template.Spec.Tolerations,
-				Containers:  []corev1.Container{{Name: "c", Image: "busybox"}}}}
-		create(t, b.cons.Client, p)
-		poll(t, "the pod Failed", 30*time.Second, func(ctx context.Context) bool {
-			return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(p), p) == nil && p.Status.Phase == corev1.PodFailed
-		})
-		if p.Status.Reason != pods.ReasonRefused {
-			t.Errorf("reason %q, want %s", p.Status.Reason, pods.ReasonRefused)
-		}
-		poll(t, "a Warning Event on the pod", 30*time.Second, func(ctx context.Context) bool {
-			evs := &corev1.EventList{}
-			if b.cons.Client.List(ctx, evs, client.InNamespace(localNs)) != nil {
-				return false
-			}
-			return slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
-				return e.InvolvedObject.Name == "hostnet" && e.Reason == pods.ReasonRefused && e.Type == corev1.EventTypeWarning
+		for _, tc := range []struct {
+			name string
+			set  func(*corev1.PodSpec)
+		}{
+			{"hostnet", func(s *corev1.PodSpec) { s.HostNetwork = true }},
+			{"hostpid", func(s *corev1.PodSpec) { s.HostPID = true }},
+			{"hostipc", func(s *corev1.PodSpec) { s.HostIPC = true }},
+		} {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: tc.name},
+				Spec: corev1.PodSpec{NodeName: nodeName, Tolerations: deployment("x", 1).Spec.Template.Spec.Tolerations,
+					Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+			tc.set(&p.Spec)
+			create(t, b.cons.Client, p)
+			poll(t, tc.name+": the pod Failed", 30*time.Second, func(ctx context.Context) bool {
+				return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(p), p) == nil && p.Status.Phase == corev1.PodFailed
 			})
-		})
-		err := b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: "hostnet"}, &offv1beta1.ShadowPod{})
-		if !apierrors.IsNotFound(err) {
-			t.Errorf("ShadowPod of the refused pod: %v, want not found", err)
+			if p.Status.Reason != pods.ReasonRefused {
+				t.Errorf("%s: reason %q, want %s", tc.name, p.Status.Reason, pods.ReasonRefused)
+			}
+			poll(t, tc.name+": a Warning Event on the pod", 30*time.Second, func(ctx context.Context) bool {
+				evs := &corev1.EventList{}
+				if b.cons.Client.List(ctx, evs, client.InNamespace(localNs)) != nil {
+					return false
+				}
+				return slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
+					return e.InvolvedObject.Name == tc.name && e.Reason == pods.ReasonRefused && e.Type == corev1.EventTypeWarning
+				})
+			})
+			err := b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: tc.name}, &offv1beta1.ShadowPod{})
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("%s: ShadowPod of the refused pod: %v, want not found", tc.name, err)
+			}
 		}
 	})
 
@@ -327,9 +405,22 @@ func TestOffloading(t *testing.T) {
 			return err == nil && r.Labels["during"] == "outage"
 		})
 		t.Logf("label on the remote pod %v after the restart", time.Since(restart).Round(time.Millisecond))
+		var last error
+		defer func() {
+			if t.Failed() {
+				t.Logf("last difference: %v", last)
+			}
+		}()
 		poll(t, "2 local pods in sync with their remote pods", time.Minute, func(ctx context.Context) bool {
 			ps, err := b.localPods(ctx, "web")
-			return err == nil && len(ps) == 2 && b.inSync(ctx, ps) == nil
+			if err == nil && len(ps) != 2 {
+				err = fmt.Errorf("%d local pods", len(ps))
+			}
+			if err == nil {
+				err = b.inSync(ctx, ps)
+			}
+			last = err
+			return err == nil
 		})
 		poll(t, "the Deployment Available with 2 replicas", time.Minute, func(ctx context.Context) bool {
 			return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == 2
