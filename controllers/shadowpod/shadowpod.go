@@ -144,12 +144,15 @@ func setImages(to, from []corev1.Container) {
 	}
 }
 
-// setPhase records the pod's phase in the ShadowPod's status.
+// setPhase records the pod's phase in the ShadowPod's status. A pod that has not started yet
+// leaves a ShadowPod without a phase as it is: writing Pending there would cost the API server
+// one more ShadowPod write per offloaded pod, in the burst where every write counts, and tell
+// nothing the missing phase does not.
 func (r *Reconciler) setPhase(ctx context.Context, sp *offv1beta1.ShadowPod, phase corev1.PodPhase) error {
 	if phase == "" {
 		phase = corev1.PodPending
 	}
-	if sp.Status.Phase == phase {
+	if sp.Status.Phase == phase || (phase == corev1.PodPending && sp.Status.Phase == "") {
 		return nil
 	}
 	upd := sp.DeepCopy()

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
 // BenchmarkOffload offloads a Deployment scaled at once from 0 to 100 and to 1000 replicas
@@ -119,10 +120,13 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 	defer sw.Stop()
 	var mu sync.Mutex
 	shadowAdded, remoteAdded, remoteRunning := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	// Writes seen per object until every pod is Running: what each pod costs the API servers.
+	var shadowWrites, remoteWrites, localWrites int
 	go func() {
 		for ev := range sw.ResultChan() {
 			if m, err := meta.Accessor(ev.Object); err == nil {
 				mu.Lock()
+				shadowWrites++
 				if _, seen := shadowAdded[m.GetName()]; !seen {
 					shadowAdded[m.GetName()] = time.Now()
 				}
@@ -135,6 +139,7 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 			if p, ok := ev.Object.(*corev1.Pod); ok {
 				now := time.Now()
 				mu.Lock()
+				remoteWrites++
 				if _, seen := remoteAdded[p.Name]; !seen {
 					remoteAdded[p.Name] = now
 				}
@@ -148,6 +153,7 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 
 	rssBefore := rssMB()
 	cpuBefore := cpuTime()
+	bedBefore := bd.bedCPU()
 	start := time.Now()
 	scale(b, bd.cons.Client, n)
 	added := make(map[string]time.Time, n)
@@ -164,6 +170,7 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 			if !isPod || ev.Type == watch.Deleted {
 				continue
 			}
+			localWrites++
 			now := time.Now()
 			if _, seen := added[p.Name]; !seen {
 				added[p.Name] = now
@@ -179,6 +186,7 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 		}
 	}
 	res := offloadResult{allRunning: time.Since(start), cpu: cpuTime() - cpuBefore}
+	b.Logf("CPU of the test bed's processes until every pod was Running: %s", bd.bedCPU().since(bedBefore))
 	res.rssMB = rssMB()
 	res.rssDeltaMB = res.rssMB - rssBefore
 	lat := make([]time.Duration, 0, n)
@@ -194,6 +202,8 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 	sw.Stop()
 	mu.Lock()
 	defer mu.Unlock()
+	b.Logf("writes per pod until all were Running: local pod %.1f, ShadowPod %.1f, remote pod %.1f",
+		float64(localWrites)/float64(n), float64(shadowWrites)/float64(n), float64(remoteWrites)/float64(n))
 	var toBound, toShadow, toRemote, remoteRun, back []time.Duration
 	for name, a := range added {
 		ra, rr := remoteAdded[name], remoteRunning[name]
@@ -264,4 +274,52 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processCPU is the CPU time used so far by the test bed's processes (the clusters' and the
+// ShadowPod controller's child process), by cluster and command.
+type processCPU map[string]time.Duration
+
+// bedCPU reads the CPU time of every process of the two clusters.
+func (bd *bed) bedCPU() processCPU {
+	out := processCPU{}
+	// The child process running the provider's ShadowPod controller is found by its -test.run.
+	for cluster, dir := range map[string]string{"consumer": bd.cons.Dir, "provider": bd.prov.Dir, "provider-shadowpods": "TestShadowPodManagerProcess"} {
+		for _, pid := range testenv.ProcessesUsing(dir) {
+			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				continue
+			}
+			open, closing := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
+			if open < 0 || closing < open {
+				continue
+			}
+			f := strings.Fields(string(data[closing+1:]))
+			utime, _ := strconv.ParseInt(f[11], 10, 64)
+			stime, _ := strconv.ParseInt(f[12], 10, 64)
+			// Clock ticks, 100 per second on Linux.
+			out[cluster+"/"+string(data[open+1:closing])] += time.Duration(utime+stime) * 10 * time.Millisecond
+		}
+	}
+	return out
+}
+
+// since formats what each process used after before, largest first.
+func (c processCPU) since(before processCPU) string {
+	type use struct {
+		name string
+		d    time.Duration
+	}
+	var uses []use
+	var total time.Duration
+	for name, d := range c {
+		uses = append(uses, use{name, d - before[name]})
+		total += d - before[name]
+	}
+	slices.SortFunc(uses, func(a, b use) int { return int(b.d - a.d) })
+	parts := []string{"total " + total.String()}
+	for _, u := range uses {
+		parts = append(parts, fmt.Sprintf("%s %v", u.name, u.d))
+	}
+	return strings.Join(parts, ", ")
 }
