@@ -1,7 +1,8 @@
 // Package clusteridentity keeps a cluster's own identity in place: the liqo namespace, the
 // cluster-ID ConfigMap, the Ed25519 signing key Secret, the Network objects of its CIDRs, our
-// CRDs and the ClusterRoles that peers are bound to. Ensure sets them up at start; the
-// Reconciler repairs them when they drift (deleted or edited).
+// CRDs, the ClusterRoles that peers are bound to and the admission policy that keeps a
+// consumer's Secret writes to its own copies. Ensure sets them up at start; the Reconciler
+// repairs them when they drift (deleted or edited).
 package clusteridentity
 
 import (
@@ -110,6 +111,9 @@ func Ensure(ctx context.Context, c client.Client, cfg Config) (corev1beta1.Clust
 		}
 	}
 	if err := ensureClusterRoles(ctx, c); err != nil {
+		return "", err
+	}
+	if err := ensureSecretPolicy(ctx, c); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -233,12 +237,20 @@ var remoteControlPlaneRules = []rbacv1.PolicyRule{
 // remoteWorkloadRules are what a consumer's virtual kubelet may do in one of its remote
 // namespaces on the provider: pods only through ShadowPods (which the provider turns into pods
 // it owns, within the grant), the objects those pods need, and reading what the pods do.
+//
+// Secrets are written and never read, not even through the answer to a write: no get, list or
+// watch; no patch (a JSON patch that copies /data/<key> to /metadata/name is refused with an
+// error that quotes the value, before any admission, and "test" operations probe values); no
+// deletecollection (it answers with what it deleted). The ValidatingAdmissionPolicy
+// consts.ReflectedSecretsPolicy (secretpolicy.go) keeps creates, updates and deletes to the
+// consumer's own copies, which it cannot check itself.
 var remoteWorkloadRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowpods"},
 		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
 	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowpods/status"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "serviceaccounts"},
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "services", "serviceaccounts"},
 		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
+	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "update", "delete"}},
 	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
 		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
 	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
@@ -254,10 +266,7 @@ func ensureClusterRoles(ctx context.Context, c client.Client) error {
 	} {
 		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		_, err := controllerutil.CreateOrPatch(ctx, c, role, func() error {
-			if role.Labels == nil {
-				role.Labels = map[string]string{}
-			}
-			role.Labels[managedByLabel] = managedBy
+			setManaged(&role.ObjectMeta)
 			role.Rules = rules
 			return nil
 		})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -73,6 +74,14 @@ func TestEnsure(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: clusteridentity.RemoteControlPlaneClusterRole}, role); err != nil || len(role.Rules) == 0 {
 		t.Errorf("ClusterRole %s: %v %v", clusteridentity.RemoteControlPlaneClusterRole, role.Rules, err)
 	}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	if err := c.Get(ctx, client.ObjectKey{Name: consts.ReflectedSecretsPolicy}, policy); err != nil || len(policy.Spec.Validations) == 0 {
+		t.Errorf("ValidatingAdmissionPolicy %s: %v %v", consts.ReflectedSecretsPolicy, policy.Spec.Validations, err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if err := c.Get(ctx, client.ObjectKey{Name: consts.ReflectedSecretsPolicy}, binding); err != nil || binding.Spec.PolicyName != consts.ReflectedSecretsPolicy {
+		t.Errorf("ValidatingAdmissionPolicyBinding %s: %v %v", consts.ReflectedSecretsPolicy, binding.Spec, err)
+	}
 
 	// Idempotent: same identity, same key; an empty cluster ID keeps the recorded one.
 	if id, err := clusteridentity.Ensure(ctx, c, clusteridentity.Config{PodCIDR: cfg.PodCIDR}); err != nil || id != "cl-a" {
@@ -138,6 +147,9 @@ func TestReconcilerRepairsDrift(t *testing.T) {
 	if err := cl.Client.Update(ctx, role); err != nil {
 		t.Fatal(err)
 	}
+	if err := cl.Client.Delete(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: consts.ReflectedSecretsPolicy}}); err != nil {
+		t.Fatal(err)
+	}
 
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		cm := &corev1.ConfigMap{}
@@ -146,6 +158,9 @@ func TestReconcilerRepairsDrift(t *testing.T) {
 		}
 		n := &ipamv1alpha1.Network{}
 		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: "pod-cidr"}, n); err != nil {
+			return false, nil //nolint:nilerr // not back yet
+		}
+		if err := cl.Client.Get(ctx, client.ObjectKey{Name: consts.ReflectedSecretsPolicy}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}); err != nil {
 			return false, nil //nolint:nilerr // not back yet
 		}
 		r := &rbacv1.ClusterRole{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,8 +37,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	return reconcile.Result{}, nil
 }
 
-// SetupWithManager watches the identity objects (in the liqo namespace, and the ClusterRole)
-// and funnels every event into one reconcile key.
+// SetupWithManager watches the identity objects (in the liqo namespace, the ClusterRoles and
+// the Secret admission policy) and funnels every event into one reconcile key.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: consts.LiqoNamespace, Name: "cluster-identity"}}}
@@ -48,6 +49,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	peerRoles := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetName() == RemoteControlPlaneClusterRole || o.GetName() == RemoteWorkloadClusterRole
 	}))
+	secretPolicy := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetName() == consts.ReflectedSecretsPolicy
+	}))
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusteridentity").
 		// Metadata only: secret data is never cached. The informers' first listing triggers a
@@ -56,6 +60,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, one, inLiqo, builder.OnlyMetadata).
 		Watches(&ipamv1alpha1.Network{}, one, inLiqo).
 		Watches(&rbacv1.ClusterRole{}, one, peerRoles).
+		Watches(&admissionregistrationv1.ValidatingAdmissionPolicy{}, one, secretPolicy).
+		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, one, secretPolicy).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the cluster identity controller: %w", err)

@@ -57,6 +57,14 @@ const (
 	// the webhook's namespaceSelector matches only such namespaces, so a webhook that is down
 	// never blocks pods of other namespaces. Upstream Liqo uses the same label.
 	SchedulingEnabledLabel = "liqo.io/scheduling-enabled"
+	// ConsumerGroup is the organization of consumers' control-plane certificates, hence a group
+	// of the consumer's user on the provider (whose name is the consumer's cluster ID).
+	ConsumerGroup = "liqo.io"
+	// ReflectedSecretsPolicy names the ValidatingAdmissionPolicy (and its binding) with which a
+	// provider lets a consumer create, change and delete only the Secrets it reflected (labelled
+	// ReflectedLabel and OriginClusterIDLabel with its cluster ID): the consumer may write
+	// Secrets in its remote namespaces but not read them, so it cannot check for itself.
+	ReflectedSecretsPolicy = "liqo-reflected-secrets" //nolint:gosec // a policy's name, not a credential
 )
 
 const (

@@ -1,6 +1,7 @@
 package objects_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
+	"github.com/peerkit/terraform-provider-liqo/vnode/reflection"
 	rt "github.com/peerkit/terraform-provider-liqo/vnode/reflection/reflectiontest"
 )
 
@@ -24,6 +26,31 @@ import (
 // latency from the moment its local create call returned to the moment the provider's watch
 // shows the copy (p50, p99).
 func BenchmarkReflectConfigMaps(b *testing.B) {
+	benchmarkReflect(b, func(bed *rt.Bed) watcher { return bed.Admin.CoreV1().ConfigMaps(remoteNS) },
+		func(bed *rt.Bed, name string) error {
+			_, err := bed.Local.CoreV1().ConfigMaps(localNS).Create(b.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+			return err
+		})
+}
+
+// BenchmarkReflectSecrets is BenchmarkReflectConfigMaps with Secrets, which are reflected
+// write-only (with a ledger of their names on the provider).
+func BenchmarkReflectSecrets(b *testing.B) {
+	benchmarkReflect(b, func(bed *rt.Bed) watcher { return bed.Admin.CoreV1().Secrets(remoteNS) },
+		func(bed *rt.Bed, name string) error {
+			_, err := bed.Local.CoreV1().Secrets(localNS).Create(b.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Data: map[string][]byte{"k": []byte("v")}}, metav1.CreateOptions{})
+			return err
+		})
+}
+
+// watcher watches the provider's copies of a kind.
+type watcher interface {
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+func benchmarkReflect(b *testing.B, remote func(*rt.Bed) watcher, create func(bed *rt.Bed, name string) error) {
 	const n, parallel = 200, 8
 	bed := rt.New(b, testenv.ClusterOptions{}, testenv.ClusterOptions{})
 	bed.Namespaces(b, localNS, remoteNS)
@@ -32,7 +59,7 @@ func BenchmarkReflectConfigMaps(b *testing.B) {
 	var lat []time.Duration
 	var total time.Duration
 	for i := 0; b.Loop(); i++ {
-		w, err := bed.Admin.CoreV1().ConfigMaps(remoteNS).Watch(ctx, metav1.ListOptions{LabelSelector: consts.ReflectedLabel + "=true"})
+		w, err := remote(bed).Watch(ctx, metav1.ListOptions{LabelSelector: consts.ReflectedLabel + "=true"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,8 +73,7 @@ func BenchmarkReflectConfigMaps(b *testing.B) {
 				defer creators.Done()
 				for j := p; j < n; j += parallel {
 					name := fmt.Sprintf("%s%d", prefix, j)
-					if _, err := bed.Local.CoreV1().ConfigMaps(localNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
-						Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+					if err := create(bed, name); err != nil {
 						b.Error(err)
 					}
 					created.Store(name, time.Now())
@@ -60,11 +86,11 @@ func BenchmarkReflectConfigMaps(b *testing.B) {
 			select {
 			case ev := <-w.ResultChan():
 				// The watch starts with the copies of earlier rounds: count this round's only.
-				if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type == watch.Added && strings.HasPrefix(cm.Name, prefix) {
-					seen[cm.Name] = time.Now()
+				if m := reflection.Meta(ev.Object); m != nil && ev.Type == watch.Added && strings.HasPrefix(m.GetName(), prefix) {
+					seen[m.GetName()] = time.Now()
 				}
 			case <-deadline:
-				b.Fatalf("only %d of %d ConfigMaps reflected after 2 minutes", len(seen), n)
+				b.Fatalf("only %d of %d objects reflected after 2 minutes", len(seen), n)
 			}
 		}
 		total += time.Since(start)

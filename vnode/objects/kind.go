@@ -29,6 +29,9 @@ type handler interface {
 	related() (string, func(ns *reflection.Namespace, obj any) []string)
 	// reconcile makes the remote copy of the local object name match it.
 	reconcile(ctx context.Context, rn *run, ns *reflection.Namespace, name string) error
+	// ledgerName is, for a kind reflected write-only, the ConfigMap recording its copies in each
+	// remote namespace; "" for a kind whose copies are watched.
+	ledgerName() string
 }
 
 // object is what every reflected kind is: a pointer to an API type.
@@ -71,9 +74,14 @@ type kind[T object] struct {
 	// which of them. Optional.
 	dependsOn  string
 	dependents func(ns *reflection.Namespace, obj any) []string
+	// ledger, when set, reflects the kind write-only (writeonly.go): copies are never read,
+	// their names are recorded in the ConfigMap of that name in the remote namespace.
+	ledger string
 }
 
 func (k *kind[T]) resource() string { return k.plural }
+
+func (k *kind[T]) ledgerName() string { return k.ledger }
 
 func (k *kind[T]) newInformer(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 	return k.informer(cs, ns, tweak)
@@ -144,6 +152,9 @@ func (k *kind[T]) desired(env *vnode.Env, ns *reflection.Namespace, local T, rem
 // reconcile makes the remote copy of the local object name match it: created, updated, or
 // deleted when the local object is gone or not to be reflected.
 func (k *kind[T]) reconcile(ctx context.Context, rn *run, ns *reflection.Namespace, name string) error {
+	if k.ledger != "" {
+		return k.reconcileWriteOnly(ctx, rn, ns, name)
+	}
 	remoteName := k.remoteName(name)
 	if remoteName == "" {
 		return nil

@@ -34,23 +34,25 @@ const serviceIndex = "service"
 
 // RemoteConfigMapName returns the provider-side name of a local ConfigMap: kube-root-ca.crt
 // becomes liqo-kube-root-ca.crt (every namespace of the provider has its own kube-root-ca.crt);
-// a local liqo-kube-root-ca.crt is not reflected (""), as its name is taken.
+// a local liqo-kube-root-ca.crt or liqo-reflected-secrets is not reflected (""), as its name is
+// taken.
 func RemoteConfigMapName(local string) string {
 	switch local {
 	case consts.RootCAConfigMap:
 		return consts.ReflectedRootCAConfigMap
-	case consts.ReflectedRootCAConfigMap:
+	case consts.ReflectedRootCAConfigMap, SecretLedgerConfigMap:
 		return ""
 	}
 	return local
 }
 
-// LocalConfigMapName is RemoteConfigMapName's inverse ("" for the provider's own root CA).
+// LocalConfigMapName is RemoteConfigMapName's inverse ("" for the provider's own root CA and
+// the Secrets' ledger).
 func LocalConfigMapName(remote string) string {
 	switch remote {
 	case consts.ReflectedRootCAConfigMap:
 		return consts.RootCAConfigMap
-	case consts.RootCAConfigMap:
+	case consts.RootCAConfigMap, SecretLedgerConfigMap:
 		return ""
 	}
 	return remote
@@ -80,9 +82,12 @@ func configMaps() handler {
 	}
 }
 
+// secrets are reflected write-only (writeonly.go): the consumer may not read Secrets on the
+// provider.
 func secrets() handler {
 	return &kind[*corev1.Secret]{
 		plural: "secrets",
+		ledger: SecretLedgerConfigMap,
 		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredSecretInformer(cs, ns, noResync, cache.Indexers{}, tweak)
 		},
@@ -101,14 +106,6 @@ func secrets() handler {
 		forge: func(_ *vnode.Env, _ *reflection.Namespace, l *corev1.Secret) *corev1.Secret {
 			l = l.DeepCopy()
 			return &corev1.Secret{Data: l.Data, Type: l.Type, Immutable: l.Immutable}
-		},
-		content: func(next, want *corev1.Secret) bool {
-			if equality.Semantic.DeepEqual(next.Data, want.Data) && next.Type == want.Type &&
-				equality.Semantic.DeepEqual(next.Immutable, want.Immutable) {
-				return false
-			}
-			next.Data, next.Type, next.Immutable = want.Data, want.Type, want.Immutable
-			return true
 		},
 	}
 }

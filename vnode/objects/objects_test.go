@@ -3,6 +3,8 @@ package objects_test
 import (
 	"context"
 	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,22 @@ func TestReflection(t *testing.T) {
 		}
 		if _, err := b.Remote.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 			t.Fatalf("listing ConfigMaps cluster-wide as the consumer: %v, want Forbidden", err)
+		}
+	})
+
+	t.Run("RBAC: the consumer's user may not read Secrets, even in its remote namespace", func(t *testing.T) {
+		rs := b.Remote.CoreV1().Secrets(remoteNS)
+		if _, err := rs.Get(ctx, "anything", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("getting a Secret as the consumer: %v, want Forbidden", err)
+		}
+		if _, err := rs.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("listing Secrets as the consumer: %v, want Forbidden", err)
+		}
+		if w, err := rs.Watch(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			if w != nil {
+				w.Stop()
+			}
+			t.Errorf("watching Secrets as the consumer: %v, want Forbidden", err)
 		}
 	})
 
@@ -101,8 +119,13 @@ func TestReflection(t *testing.T) {
 		}
 		rt.Eventually(t, "the remote Secret", timeout, func(ctx context.Context) (bool, error) {
 			r, err := rs.Get(ctx, "db", metav1.GetOptions{})
-			return err == nil && r.Type == corev1.SecretTypeBasicAuth && string(r.Data["password"]) == "p1", err
+			return err == nil && r.Type == corev1.SecretTypeBasicAuth && string(r.Data["password"]) == "p1" &&
+				r.Labels[consts.ReflectedLabel] == "true" && r.Labels[consts.OriginClusterIDLabel] == string(rt.ConsumerID) &&
+				r.Annotations[consts.OriginNamespaceAnnotation] == localNS, err
 		})
+		if !ledgerHas(t, b, "db") {
+			t.Error("the reflected Secret is not in the ledger")
+		}
 		s, err := ls.Get(ctx, "db", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -126,6 +149,60 @@ func TestReflection(t *testing.T) {
 			_, err := rs.Get(ctx, "db", metav1.GetOptions{})
 			return err
 		})
+		rt.Eventually(t, "the deleted Secret out of the ledger", timeout, func(context.Context) (bool, error) {
+			return !ledgerHas(t, b, "db"), nil
+		})
+
+	})
+
+	t.Run("Secrets opted out are not reflected and lose their remote copy; the provider's own are left alone", func(t *testing.T) {
+		ls, rs := b.Local.CoreV1().Secrets(localNS), b.Admin.CoreV1().Secrets(remoteNS)
+		// The provider's own Secret, of a name the consumer uses too.
+		if _, err := rs.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "clash"},
+			Data: map[string][]byte{"owner": []byte("provider")}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitSecretPolicy(t, b, "clash")
+		for name, ann := range map[string]map[string]string{
+			"private": {consts.SkipReflectionAnnotation: "true"}, "later-private": nil, "clash": nil,
+		} {
+			if _, err := ls.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann},
+				Data: map[string][]byte{"owner": []byte("consumer")}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rt.Eventually(t, "the remote Secret later-private", timeout, func(ctx context.Context) (bool, error) {
+			_, err := rs.Get(ctx, "later-private", metav1.GetOptions{})
+			return err == nil, err
+		})
+		rt.Never(t, "the opted-out Secret reflected, or the provider's own overwritten", time.Second, func(ctx context.Context) bool {
+			_, err := rs.Get(ctx, "private", metav1.GetOptions{})
+			r, cerr := rs.Get(ctx, "clash", metav1.GetOptions{})
+			return !apierrors.IsNotFound(err) || cerr != nil || string(r.Data["owner"]) != "provider" || r.Labels[consts.ReflectedLabel] != ""
+		})
+		later, err := ls.Get(ctx, "later-private", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		later.Annotations = map[string]string{consts.SkipReflectionAnnotation: "true"}
+		if _, err := ls.Update(ctx, later, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, "the remote copy of a Secret that opted out deleted", func(ctx context.Context) error {
+			_, err := rs.Get(ctx, "later-private", metav1.GetOptions{})
+			return err
+		})
+		// Gone locally: the provider's Secret of that name stays.
+		if err := ls.Delete(ctx, "clash", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rt.Never(t, "the provider's own Secret deleted", time.Second, func(ctx context.Context) bool {
+			_, err := rs.Get(ctx, "clash", metav1.GetOptions{})
+			return err != nil
+		})
+		if ledgerHas(t, b, "clash") || ledgerHas(t, b, "later-private") || ledgerHas(t, b, "private") {
+			t.Errorf("ledger %v: names of Secrets not reflected", ledger(t, b))
+		}
 	})
 
 	t.Run("a remote copy edited or deleted on the provider is restored", func(t *testing.T) {
@@ -296,14 +373,42 @@ func TestReflection(t *testing.T) {
 	})
 
 	t.Run("after a restart, changes made meanwhile are reflected", func(t *testing.T) {
-		for _, name := range []string{"kept", "dropped"} {
+		ls, rs := b.Local.CoreV1().Secrets(localNS), b.Admin.CoreV1().Secrets(remoteNS)
+		for _, name := range []string{"kept", "dropped", "retyped"} {
 			if _, err := lcm.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
 				Data: map[string]string{"v": "1"}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			waitConfigMap(t, b, name, func(*corev1.ConfigMap) bool { return true })
+			if _, err := ls.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secret-" + name},
+				Data: map[string][]byte{"v": []byte("1")}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			rt.Eventually(t, "the remote Secret secret-"+name, timeout, func(ctx context.Context) (bool, error) {
+				_, err := rs.Get(ctx, "secret-"+name, metav1.GetOptions{})
+				return err == nil, err
+			})
 		}
 		stop()
+		s, err := ls.Get(ctx, "secret-kept", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Data["v"] = []byte("2")
+		if _, err := ls.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ls.Delete(ctx, "secret-dropped", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Replaced by one of another type, a field that cannot change: the copy is replaced too.
+		if err := ls.Delete(ctx, "secret-retyped", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ls.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secret-retyped"}, Type: corev1.SecretTypeBasicAuth,
+			Data: map[string][]byte{"username": []byte("u")}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		cm, err := lcm.Get(ctx, "kept", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -315,11 +420,48 @@ func TestReflection(t *testing.T) {
 		if err := lcm.Delete(ctx, "dropped", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		stop = rt.Start(top, objects.New(), b.Env(top, mapper))
+		// From now on, Secrets are written again every second.
+		stop = rt.Start(top, &objects.Reflector{SecretRefresh: time.Second}, b.Env(top, mapper))
 		waitConfigMap(t, b, "kept", func(r *corev1.ConfigMap) bool { return r.Data["v"] == "2" })
 		waitGone(t, "the copy of a ConfigMap deleted while the reflector was down", func(ctx context.Context) error {
 			_, err := rcm.Get(ctx, "dropped", metav1.GetOptions{})
 			return err
+		})
+		rt.Eventually(t, "the remote Secret changed while the reflector was down", timeout, func(ctx context.Context) (bool, error) {
+			r, err := rs.Get(ctx, "secret-kept", metav1.GetOptions{})
+			return err == nil && string(r.Data["v"]) == "2", err
+		})
+		waitGone(t, "the copy of a Secret deleted while the reflector was down", func(ctx context.Context) error {
+			_, err := rs.Get(ctx, "secret-dropped", metav1.GetOptions{})
+			return err
+		})
+		rt.Eventually(t, "the remote Secret replaced with its new type", timeout, func(ctx context.Context) (bool, error) {
+			r, err := rs.Get(ctx, "secret-retyped", metav1.GetOptions{})
+			return err == nil && r.Type == corev1.SecretTypeBasicAuth && string(r.Data["username"]) == "u", err
+		})
+		if ledgerHas(t, b, "secret-dropped") || !ledgerHas(t, b, "secret-kept") {
+			t.Errorf("ledger after the sweep: %v", ledger(t, b))
+		}
+		// The reflector cannot watch Secrets on the provider: a copy changed or deleted there
+		// is put back by the refresh.
+		r, err := rs.Get(ctx, "secret-kept", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Data["v"] = []byte("tampered")
+		if _, err := rs.Update(ctx, r, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rt.Eventually(t, "the remote Secret edited on the provider put back", timeout, func(ctx context.Context) (bool, error) {
+			r, err := rs.Get(ctx, "secret-kept", metav1.GetOptions{})
+			return err == nil && string(r.Data["v"]) == "2", err
+		})
+		if err := rs.Delete(ctx, "secret-kept", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rt.Eventually(t, "the remote Secret deleted on the provider put back", timeout, func(ctx context.Context) (bool, error) {
+			r, err := rs.Get(ctx, "secret-kept", metav1.GetOptions{})
+			return err == nil && string(r.Data["v"]) == "2", err
 		})
 	})
 
@@ -418,6 +560,36 @@ func waitConfigMap(t *testing.T, b *rt.Bed, name string, ok func(*corev1.ConfigM
 		return err == nil && ok(got), err
 	})
 	return got
+}
+
+// ledger returns the names the reflector recorded in the remote namespace's Secret ledger.
+func ledger(t *testing.T, b *rt.Bed) []string {
+	t.Helper()
+	cm, err := b.Admin.CoreV1().ConfigMaps(remoteNS).Get(t.Context(), objects.SecretLedgerConfigMap, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(maps.Keys(cm.Data))
+}
+
+// ledgerHas says whether the Secret ledger records name.
+func ledgerHas(t *testing.T, b *rt.Bed, name string) bool {
+	t.Helper()
+	return slices.Contains(ledger(t, b), name)
+}
+
+// waitSecretPolicy waits until the provider enforces its policy on consumers' Secret writes
+// (the API server loads policies asynchronously): the consumer's dry-run delete of the
+// provider's own Secret name is denied.
+func waitSecretPolicy(t *testing.T, b *rt.Bed, name string) {
+	t.Helper()
+	rt.Eventually(t, "the provider's Secret policy enforced", timeout, func(ctx context.Context) (bool, error) {
+		err := b.Remote.CoreV1().Secrets(remoteNS).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), consts.ReflectedSecretsPolicy), err
+	})
 }
 
 // waitGone waits until get reports NotFound.

@@ -11,12 +11,18 @@
 // deleted on the provider is put back. Objects on the provider without both labels are never
 // touched. When a namespace stops being offloaded its informers stop; its remote copies are
 // left to the remote namespace's deletion.
+//
+// Secrets are the exception: the consumer may write them on the provider but not read them, so
+// they have no remote informer and are reflected write-only, their copies recorded in a ledger
+// ConfigMap (writeonly.go).
 package objects
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -40,6 +46,10 @@ type Reflector struct {
 	// reflection.DefaultQPS and reflection.DefaultBurst.
 	QPS   float32
 	Burst int
+	// SecretRefresh is how often every reflected Secret is written again, which puts back a
+	// copy changed or deleted on the provider (the reflector cannot watch Secrets there).
+	// Default DefaultSecretRefresh; negative: never.
+	SecretRefresh time.Duration
 }
 
 var _ vnode.Reflector = (*Reflector)(nil)
@@ -55,6 +65,10 @@ type run struct {
 	env   *vnode.Env
 	kinds []handler
 	log   logr.Logger
+	// refresh is Reflector.SecretRefresh with its default (<= 0: never).
+	refresh time.Duration
+	// ledgers holds the ledgers of write-only kinds, by ledgerKey.
+	ledgers sync.Map
 }
 
 // Run reflects until ctx ends.
@@ -67,7 +81,10 @@ func (r *Reflector) Run(ctx context.Context, env *vnode.Env) error {
 		return fmt.Errorf("objects reflector: %w", err)
 	}
 	rn := &run{env: env, kinds: []handler{configMaps(), secrets(), services(), endpointSlices()},
-		log: env.Log.WithValues("reflector", r.Name())}
+		log: env.Log.WithValues("reflector", r.Name()), refresh: r.SecretRefresh}
+	if rn.refresh == 0 {
+		rn.refresh = DefaultSecretRefresh
+	}
 	workers := r.Workers
 	if workers <= 0 {
 		workers = DefaultWorkers
@@ -80,14 +97,14 @@ func (r *Reflector) Run(ctx context.Context, env *vnode.Env) error {
 }
 
 // setup creates, for each kind, an informer on the local namespace and one on the remote
-// namespace's copies of this consumer; both enqueue the local name of what changed.
+// namespace's copies of this consumer (the ledger instead for write-only kinds); both enqueue
+// the local name of what changed.
 func (rn *run) setup(ns *reflection.Namespace, enqueue func(reflection.Key)) error {
 	remoteSelector := labels.SelectorFromSet(labels.Set{consts.ReflectedLabel: "true",
 		consts.OriginClusterIDLabel: string(rn.env.ConsumerID)}).String()
 	for i, k := range rn.kinds {
 		li := k.newInformer(rn.env.Local, ns.Local, k.localFilter)
-		ri := k.newInformer(rn.env.Remote, ns.Remote, func(o *metav1.ListOptions) { o.LabelSelector = remoteSelector })
-		ns.LocalInf[k.resource()], ns.RemoteInf[k.resource()] = li, ri
+		ns.LocalInf[k.resource()] = li
 		keys := func(rename func(string) string) func(any) []reflection.Key {
 			return func(obj any) []reflection.Key {
 				m := reflection.Meta(obj)
@@ -103,6 +120,12 @@ func (rn *run) setup(ns *reflection.Namespace, enqueue func(reflection.Key)) err
 		if _, err := li.AddEventHandler(reflection.Handler(enqueue, keys(func(n string) string { return n }))); err != nil {
 			return fmt.Errorf("watching local %s: %w", k.resource(), err)
 		}
+		if k.ledgerName() != "" {
+			rn.setupWriteOnly(ns, i, k, enqueue)
+			continue
+		}
+		ri := k.newInformer(rn.env.Remote, ns.Remote, func(o *metav1.ListOptions) { o.LabelSelector = remoteSelector })
+		ns.RemoteInf[k.resource()] = ri
 		if _, err := ri.AddEventHandler(reflection.Handler(enqueue, keys(k.localName))); err != nil {
 			return fmt.Errorf("watching remote %s: %w", k.resource(), err)
 		}
@@ -133,13 +156,23 @@ func (rn *run) setup(ns *reflection.Namespace, enqueue func(reflection.Key)) err
 // whose original may be gone.
 func (rn *run) resync(ns *reflection.Namespace, enqueue func(reflection.Key)) {
 	for i, k := range rn.kinds {
-		for _, name := range reflection.Names(ns.LocalInf[k.resource()]) {
-			enqueue(reflection.Key{Kind: i, Namespace: ns.Local, Name: name})
-		}
-		for _, name := range reflection.Names(ns.RemoteInf[k.resource()]) {
-			if l := k.localName(name); l != "" {
-				enqueue(reflection.Key{Kind: i, Namespace: ns.Local, Name: l})
-			}
+		rn.resyncKind(ns, i, k, enqueue)
+	}
+}
+
+// resyncKind enqueues everything of one kind known on either side (for a write-only kind, the
+// key that reconciles the names in its ledger).
+func (rn *run) resyncKind(ns *reflection.Namespace, i int, k handler, enqueue func(reflection.Key)) {
+	for _, name := range reflection.Names(ns.LocalInf[k.resource()]) {
+		enqueue(reflection.Key{Kind: i, Namespace: ns.Local, Name: name})
+	}
+	if k.ledgerName() != "" {
+		enqueue(reflection.Key{Kind: i, Namespace: ns.Local, Name: sweepKey})
+		return
+	}
+	for _, name := range reflection.Names(ns.RemoteInf[k.resource()]) {
+		if l := k.localName(name); l != "" {
+			enqueue(reflection.Key{Kind: i, Namespace: ns.Local, Name: l})
 		}
 	}
 }

@@ -1,0 +1,116 @@
+package clusteridentity
+
+import (
+	"context"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// A consumer's virtual kubelet writes the Secrets it reflects into its remote namespaces, but
+// liqo-remote-workload does not let it read Secrets there (nor anywhere): so it cannot check
+// that a Secret it is about to overwrite or delete is one of its copies. The provider checks
+// for it, with a ValidatingAdmissionPolicy.
+//
+// Who is a consumer: the user named as the namespace's remote cluster ID (the label every remote
+// namespace carries), or any user in the consumers' group. Users whose name starts with
+// "system:" (service accounts, nodes, the control plane) are never matched: a cluster ID, a DNS
+// label, has no colon.
+//
+// What a consumer may do with a Secret: create one labelled as its copy (ReflectedLabel "true",
+// OriginClusterIDLabel its user name, which is its cluster ID), update or delete one that is so
+// labelled (and stays so), and never create a service-account token Secret, which the
+// provider's token controller would fill with a token of one of its service accounts.
+var (
+	secretPolicyVariables = []admissionregistrationv1.Variable{
+		{Name: "owner", Expression: `namespaceObject == null ? '' : ` +
+			`namespaceObject.metadata.?labels[?'` + consts.RemoteClusterIDLabel + `'].orValue('')`},
+		{Name: "consumer", Expression: `(variables.owner != '' && variables.owner == request.userInfo.username) || ` +
+			`'` + consts.ConsumerGroup + `' in request.userInfo.?groups.orValue([])`},
+		{Name: "newOurs", Expression: ours("object")},
+		{Name: "oldOurs", Expression: ours("oldObject")},
+	}
+	secretPolicyValidations = []admissionregistrationv1.Validation{
+		{
+			Expression: `!variables.consumer || (variables.oldOurs && variables.newOurs)`,
+			Message: "a peered consumer may only create, change and delete the Secrets it reflects: labelled " +
+				consts.ReflectedLabel + "=true and " + consts.OriginClusterIDLabel + "=<its cluster ID>, before and after",
+			Reason: ptr.To(metav1.StatusReasonForbidden),
+		},
+		{
+			Expression: `!variables.consumer || object == null || object.?type.orValue('') != '` + string(corev1.SecretTypeServiceAccountToken) + `'`,
+			Message:    "a peered consumer may not write service-account token Secrets",
+			Reason:     ptr.To(metav1.StatusReasonForbidden),
+		},
+	}
+)
+
+// ours is a CEL expression: the object of that variable is absent (the old object of a create,
+// the new one of a delete) or labelled as a copy reflected by the requesting consumer.
+func ours(v string) string {
+	label := func(key string) string { return v + `.metadata.?labels[?'` + key + `'].orValue('')` }
+	return v + ` == null || (` + label(consts.ReflectedLabel) + ` == 'true' && ` +
+		label(consts.OriginClusterIDLabel) + ` == request.userInfo.username)`
+}
+
+// ensureSecretPolicy installs the policy on consumers' Secret writes, and its binding.
+func ensureSecretPolicy(ctx context.Context, c client.Client) error {
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: consts.ReflectedSecretsPolicy}}
+	_, err := controllerutil.CreateOrPatch(ctx, c, policy, func() error {
+		setManaged(&policy.ObjectMeta)
+		policy.Spec = admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{},
+				ObjectSelector:    &metav1.LabelSelector{},
+				MatchPolicy:       ptr.To(admissionregistrationv1.Equivalent),
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"},
+						Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+				}}},
+			},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "not-a-system-user",
+				Expression: `!request.userInfo.username.startsWith('system:')`}},
+			Variables:   secretPolicyVariables,
+			Validations: secretPolicyValidations,
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ensuring ValidatingAdmissionPolicy %s: %w", consts.ReflectedSecretsPolicy, err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: consts.ReflectedSecretsPolicy}}
+	_, err = controllerutil.CreateOrPatch(ctx, c, binding, func() error {
+		setManaged(&binding.ObjectMeta)
+		binding.Spec = admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        consts.ReflectedSecretsPolicy,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{},
+				ObjectSelector:    &metav1.LabelSelector{},
+				MatchPolicy:       ptr.To(admissionregistrationv1.Equivalent),
+			},
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ensuring ValidatingAdmissionPolicyBinding %s: %w", consts.ReflectedSecretsPolicy, err)
+	}
+	return nil
+}
+
+// setManaged labels an object as kept by this package.
+func setManaged(m *metav1.ObjectMeta) {
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[managedByLabel] = managedBy
+}
