@@ -131,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, nil
 	}
-	if _, err := signing.CheckCSR(t.Spec.CSR, string(t.Spec.ClusterID), verifiedKey); err != nil {
+	if _, err := signing.CheckCSR(t.Spec.CSR, string(t.Spec.ClusterID), []string{nonce.ControlPlaneOrganization}, verifiedKey); err != nil {
 		r.warn(t, reasonCSRInvalid, "spec.csr refused: %v", err)
 		return reconcile.Result{}, nil
 	}

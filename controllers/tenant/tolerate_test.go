@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -15,6 +16,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -40,7 +42,8 @@ func TestTolerateNoHandshake(t *testing.T) {
 	type consumer struct {
 		id      string
 		policy  authv1beta1.AuthzPolicy
-		wrong   bool // a wrong signature (else none at all)
+		wrong   bool     // a wrong signature (else none at all)
+		orgs    []string // organizations (groups) the CSR asks for
 		key     *signing.KeyPair
 		csr     []byte
 		tenant  *authv1beta1.Tenant
@@ -50,6 +53,8 @@ func TestTolerateNoHandshake(t *testing.T) {
 		{id: "cl-unsigned", policy: authv1beta1.TolerateNoHandshake},
 		{id: "cl-wrong", policy: authv1beta1.TolerateNoHandshake, wrong: true},
 		{id: "cl-strict", policy: authv1beta1.KeysExchange, wrong: true},
+		// No handshake to pass, but a group no consumer may have.
+		{id: "cl-masters", policy: authv1beta1.TolerateNoHandshake, orgs: []string{nonce.ControlPlaneOrganization, "system:masters"}},
 	}
 	for _, c := range consumers {
 		c.tenantN = "liqo-tenant-" + c.id
@@ -60,7 +65,7 @@ func TestTolerateNoHandshake(t *testing.T) {
 		if c.key, err = signing.Generate(); err != nil {
 			t.Fatal(err)
 		}
-		if c.csr, err = c.key.CSR(c.id); err != nil {
+		if c.csr, err = c.key.CSR(c.id, c.orgs...); err != nil {
 			t.Fatal(err)
 		}
 		c.tenant = &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: c.tenantN, Name: c.id}, Spec: authv1beta1.TenantSpec{
@@ -111,5 +116,17 @@ func TestTolerateNoHandshake(t *testing.T) {
 	expectEvent(t, prov.Client, strict, "SignatureInvalid")
 	if err := prov.Client.Get(ctx, client.ObjectKeyFromObject(strict), strict); err != nil || strict.Status.AuthParams != nil {
 		t.Errorf("KeysExchange tenant with a wrong signature got credentials: %+v %v", strict.Status.AuthParams, err)
+	}
+	masters := consumers[3].tenant
+	expectEvent(t, prov.Client, masters, "CSRInvalid")
+	if err := prov.Client.Get(ctx, client.ObjectKeyFromObject(masters), masters); err != nil || masters.Status.AuthParams != nil {
+		t.Errorf("tenant asking for group system:masters got credentials: %+v %v", masters.Status.AuthParams, err)
+	}
+	csrs := &certificatesv1.CertificateSigningRequestList{}
+	if err := prov.Client.List(ctx, csrs, client.MatchingLabels{consts.RemoteClusterIDLabel: "cl-masters"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(csrs.Items) > 0 {
+		t.Errorf("a CertificateSigningRequest was made for the request naming system:masters: %s", csrs.Items[0].Name)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // csrBlock is the PEM block type of a certificate request.
@@ -27,9 +28,10 @@ func (k *KeyPair) CSR(cn string, orgs ...string) ([]byte, error) {
 }
 
 // CheckCSR parses a PEM certificate request and checks that its signature is valid, that its
-// common name is cn and, when pub is given, that it is for that public key. It returns the
-// request.
-func CheckCSR(data []byte, cn string, pub ed25519.PublicKey) (*x509.CertificateRequest, error) {
+// common name is cn, that every organization it names is in orgs (the API server takes them as
+// the user's groups: a request naming system:masters would make its holder a cluster
+// administrator) and, when pub is given, that it is for that public key. It returns the request.
+func CheckCSR(data []byte, cn string, orgs []string, pub ed25519.PublicKey) (*x509.CertificateRequest, error) {
 	block, _ := pem.Decode(data)
 	if block == nil || block.Type != csrBlock {
 		return nil, errors.New("not a PEM certificate request")
@@ -43,6 +45,11 @@ func CheckCSR(data []byte, cn string, pub ed25519.PublicKey) (*x509.CertificateR
 	}
 	if req.Subject.CommonName != cn {
 		return nil, fmt.Errorf("certificate request is for %q, not %q", req.Subject.CommonName, cn)
+	}
+	for _, o := range req.Subject.Organization {
+		if !slices.Contains(orgs, o) {
+			return nil, fmt.Errorf("certificate request names organization (group) %q: only %v may be asked for", o, orgs)
+		}
 	}
 	if pub != nil {
 		got, ok := req.PublicKey.(ed25519.PublicKey)

@@ -2,6 +2,7 @@ package signing_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
@@ -70,17 +71,31 @@ func TestCSR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := signing.CheckCSR(csr, "cl-consumer", k.Public)
+	req, err := signing.CheckCSR(csr, "cl-consumer", []string{"liqo.io"}, k.Public)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if req.Subject.Organization[0] != "liqo.io" {
 		t.Errorf("organization %v", req.Subject.Organization)
 	}
-	if _, err := signing.CheckCSR(csr, "cl-other", nil); err == nil {
+	if _, err := signing.CheckCSR(csr, "cl-other", []string{"liqo.io"}, nil); err == nil {
 		t.Error("request accepted for another common name")
 	}
-	if _, err := signing.CheckCSR(csr, "cl-consumer", other.Public); err == nil {
+	if _, err := signing.CheckCSR(csr, "cl-consumer", []string{"liqo.io"}, other.Public); err == nil {
 		t.Error("request accepted for another key")
+	}
+	masters, err := k.CSR("cl-consumer", "liqo.io", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := signing.CheckCSR(masters, "cl-consumer", []string{"liqo.io"}, k.Public); err == nil || !strings.Contains(err.Error(), "system:masters") {
+		t.Errorf("request for group system:masters: %v, want refused", err)
+	}
+	none, err := k.CSR("cl-consumer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := signing.CheckCSR(none, "cl-consumer", []string{"liqo.io"}, k.Public); err != nil {
+		t.Errorf("request without an organization: %v", err)
 	}
 }
