@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,10 @@ var (
 	_ resource.ResourceWithImportState = (*consumerIdentityResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*consumerIdentityResource)(nil)
 )
+
+// organizationPattern is what a consumer's group may look like: no colon, so never one of the
+// system: groups Kubernetes reserves.
+var organizationPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // consumerIdentityTypeName is the resource type name, for messages.
 const consumerIdentityTypeName = "liqo_consumer_identity"
@@ -153,9 +158,11 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 			"organization": schema.StringAttribute{
 				Optional: true, Computed: true,
 				Default:             stringdefault.StaticString("liqo.io"),
-				MarkdownDescription: "Organization of the certificate (the user's group); default `liqo.io`. Never `system:masters`. Changing it re-issues the credentials.",
+				MarkdownDescription: "Organization of the certificate (the user's group); default `liqo.io`. Never a `system:` group such as `system:masters`. Changing it re-issues the credentials.",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.NoneOf("system:masters", "system:nodes")},
+				// Kubernetes reserves the system: groups (system:masters is a cluster administrator).
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.RegexMatches(organizationPattern,
+					"must be a group name without a colon: the system: groups (system:masters, system:nodes, ...) carry cluster-wide rights")},
 			},
 			"role_name": schema.StringAttribute{
 				Optional: true,

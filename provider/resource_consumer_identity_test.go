@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -336,4 +337,19 @@ func TestAccConsumerIdentity(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestAccConsumerIdentityReservedGroup: a system: group (system:masters is a cluster
+// administrator) is refused at plan time, before anything is written.
+func TestAccConsumerIdentityReservedGroup(t *testing.T) {
+	for _, org := range []string{"system:masters", "system:kube-controller-manager", "system:nodes"} {
+		resource.Test(t, resource.TestCase{
+			ProtoV6ProviderFactories: protoV6Providers,
+			Steps: []resource.TestStep{{
+				Config:      consumerIdentityConfig("ciacc", fmt.Sprintf("organization = %q", org)),
+				ExpectError: regexp.MustCompile(`(?s)organization.*must be a group name without a colon`),
+				PlanOnly:    true,
+			}},
+		})
+	}
 }
