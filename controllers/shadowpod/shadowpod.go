@@ -11,6 +11,12 @@
 //   - The ShadowPod's status.phase follows the Pod's.
 //   - A deleted ShadowPod takes its Pod with it: garbage collection through the owner
 //     reference, and an explicit delete here for clusters without it.
+//   - A pod may refer only to Secrets its own consumer reflected (labels
+//     offloading.liqo.io/reflected=true and liqo.io/origin-cluster-id = the ShadowPod's): a
+//     consumer may write Secrets in its remote namespaces but never read them, and a pod
+//     mounting another Secret would read it for it (through logs or exec). Such a pod is not
+//     created (a Warning Event, SecretNotReflected, names the Secret); a pod whose Secret does
+//     not exist yet waits for it, as a kubelet would.
 //   - As a second line after the consumer's own checks, a ShadowPod asking for the host's
 //     network, PID or IPC namespaces is not run (phase Failed, a Warning Event saying why), and
 //     spec.nodeName is cleared so that the provider's scheduler places the Pod. Everything else
@@ -20,7 +26,9 @@ package shadowpod
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -35,6 +43,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// errRetryLater: the pod cannot be created yet, a Secret it refers to is not there; the
+// ShadowPod is looked at again after retryInterval.
+var errRetryLater = errors.New("the pod cannot be created yet")
+
+// errForeignSecret: the pod refers to a Secret that is not its consumer's; the ShadowPod is
+// looked at again after foreignRetryInterval (the Secret may be replaced by the consumer's copy).
+var errForeignSecret = errors.New("the pod refers to a Secret that is not its consumer's")
+
+const (
+	// retryInterval is how long a ShadowPod waits for the Secrets its pod refers to.
+	retryInterval = 2 * time.Second
+	// foreignRetryInterval is how long a ShadowPod refused for a foreign Secret waits.
+	foreignRetryInterval = 30 * time.Second
 )
 
 // Reconciler turns ShadowPods into Pods.
@@ -63,7 +87,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	err := r.Client.Get(ctx, req.NamespacedName, pod)
 	switch {
 	case apierrors.IsNotFound(err):
-		return reconcile.Result{}, r.create(ctx, sp)
+		switch err := r.create(ctx, sp); {
+		case errors.Is(err, errRetryLater):
+			return reconcile.Result{RequeueAfter: retryInterval}, nil
+		case errors.Is(err, errForeignSecret):
+			return reconcile.Result{RequeueAfter: foreignRetryInterval}, nil
+		default:
+			return reconcile.Result{}, err
+		}
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("reading pod %s: %w", req, err)
 	}
@@ -93,6 +124,17 @@ func (r *Reconciler) create(ctx context.Context, sp *offv1beta1.ShadowPod) error
 	if why := refused(&sp.Spec.Pod); why != "" {
 		r.warn(sp, "HostNamespaces", "%s", why)
 		return r.setPhase(ctx, sp, corev1.PodFailed)
+	}
+	foreign, missing, err := r.foreignSecret(ctx, sp)
+	switch {
+	case err != nil:
+		return err
+	case foreign != "":
+		r.warn(sp, "SecretNotReflected", "the pod refers to Secret %s, which is not a copy reflected from cluster %q: "+
+			"an offloaded pod may only use its own cluster's Secrets; the pod is not created until that changes", foreign, sp.Labels[consts.OriginClusterIDLabel])
+		return errForeignSecret
+	case missing != "":
+		return errRetryLater // its reflection is on its way (a kubelet, too, waits for a pod's Secrets)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sp.Name, Namespace: sp.Namespace,
 		Labels: copyMap(sp.Labels), Annotations: copyMap(sp.Annotations)}, Spec: *sp.Spec.Pod.DeepCopy()}

@@ -2,10 +2,12 @@ package shadowpod_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -32,7 +35,8 @@ func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
 // TestShadowPodBecomesOwnedPod: on a provider without garbage collection (no controller
 // manager), a ShadowPod becomes a Running pod it controls, with its labels; the pod is
 // re-created when deleted; label and image changes reach it; its phase comes back to the
-// ShadowPod; deleting the ShadowPod deletes the pod; host namespaces are refused.
+// ShadowPod; deleting the ShadowPod deletes the pod; host namespaces are refused; a pod may
+// use only Secrets its consumer reflected, and waits for one that is not there yet.
 func TestShadowPodBecomesOwnedPod(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", Scheduler: true,
 		Nodes: []testenv.NodeOptions{{Name: "node-1"}}})
@@ -115,4 +119,63 @@ func TestShadowPodBecomesOwnedPod(t *testing.T) {
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(host), &corev1.Pod{}); !apierrors.IsNotFound(err) {
 		t.Errorf("pod of the host-network ShadowPod: %v, want not found", err)
 	}
+
+	// Secrets: only the consumer's own reflected copies. A consumer may write Secrets in its
+	// remote namespaces but not read them; a pod mounting another Secret would read it for it.
+	copyOf := func(origin string) map[string]string {
+		return map[string]string{consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: origin}
+	}
+	for _, sec := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "providers-own"}, StringData: map[string]string{"k": "v"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "others-copy", Labels: copyOf("cl-other")}, StringData: map[string]string{"k": "v"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-copy", Labels: copyOf("cl-consumer")}, StringData: map[string]string{"k": "v"}},
+	} {
+		if err := c.Client.Create(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shadowUsing := func(name string, spec corev1.PodSpec) *offv1beta1.ShadowPod {
+		spec.Containers = append(spec.Containers, corev1.Container{Name: "c", Image: "nginx:1"})
+		spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists}}
+		return &offv1beta1.ShadowPod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{consts.OriginClusterIDLabel: "cl-consumer", consts.ReflectedLabel: "true"}},
+			Spec: offv1beta1.ShadowPodSpec{Pod: spec}}
+	}
+	volume := func(secret string) corev1.PodSpec {
+		return corev1.PodSpec{Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}}}
+	}
+	envRef := corev1.PodSpec{InitContainers: []corev1.Container{{Name: "i", Image: "busybox", Env: []corev1.EnvVar{{Name: "K",
+		ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "others-copy"}, Key: "k"}}}}}}}
+	pull := corev1.PodSpec{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "providers-own"}}}
+	refused := []*offv1beta1.ShadowPod{shadowUsing("mounts-providers", volume("providers-own")), shadowUsing("env-others", envRef),
+		shadowUsing("pulls-providers", pull)}
+	own, later := shadowUsing("mounts-own", volume("own-copy")), shadowUsing("mounts-later", volume("not-yet"))
+	for _, s := range append(refused, own, later) {
+		if err := c.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll(t, "the pod of the ShadowPod mounting its own Secret copy", func(ctx context.Context) bool {
+		return c.Client.Get(ctx, client.ObjectKeyFromObject(own), &corev1.Pod{}) == nil
+	})
+	for _, s := range refused {
+		poll(t, "a SecretNotReflected Warning on "+s.Name, func(ctx context.Context) bool {
+			evs := &eventsv1.EventList{}
+			return c.Client.List(ctx, evs, client.InNamespace(ns)) == nil && slices.ContainsFunc(evs.Items, func(e eventsv1.Event) bool {
+				return e.Regarding.Name == s.Name && e.Reason == "SecretNotReflected" && e.Type == corev1.EventTypeWarning
+			})
+		})
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			t.Errorf("pod of ShadowPod %s, which refers to a Secret not its consumer's: %v, want not found", s.Name, err)
+		}
+	}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(later), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("pod of ShadowPod %s before its Secret exists: %v, want not found", later.Name, err)
+	}
+	if err := c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-yet", Labels: copyOf("cl-consumer")}}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the pod of the ShadowPod whose Secret was reflected later", func(ctx context.Context) bool {
+		return c.Client.Get(ctx, client.ObjectKeyFromObject(later), &corev1.Pod{}) == nil
+	})
 }
