@@ -150,8 +150,22 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 	}{{cons.Client, "cl-provider", corev1beta1.ProviderRole}, {prov.Client, "cl-consumer", corev1beta1.ConsumerRole}} {
 		fc := &corev1beta1.ForeignCluster{}
 		eventually(t, fmt.Sprintf("the ForeignCluster of %s with role %s", side.remote, side.role), func(ctx context.Context) (bool, error) {
-			return side.c.Get(ctx, client.ObjectKey{Name: side.remote}, fc) == nil && fc.Status.Role == side.role &&
-				fc.Status.Modules.Authentication.Enabled && fc.Status.Modules.Offloading.Enabled, nil
+			if side.c.Get(ctx, client.ObjectKey{Name: side.remote}, fc) != nil || fc.Status.Role != side.role ||
+				!fc.Status.Modules.Authentication.Enabled || !fc.Status.Modules.Offloading.Enabled {
+				return false, nil
+			}
+			if side.role != corev1beta1.ProviderRole { // the virtual node is the consumer's
+				return true, nil
+			}
+			// Its virtual kubelet runs and its Node is Ready.
+			ready := 0
+			for _, c := range fc.Status.Modules.Offloading.Conditions {
+				if (c.Type == corev1beta1.OffloadingVirtualNodeStatusCondition || c.Type == corev1beta1.OffloadingNodeStatusCondition) &&
+					c.Status == corev1beta1.ConditionStatusReady {
+					ready++
+				}
+			}
+			return ready == 2, nil
 		})
 		if fc.Status.TenantNamespace.Local == "" {
 			t.Errorf("ForeignCluster %s: no local tenant namespace in status", side.remote)

@@ -56,7 +56,7 @@ func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*o
 		return nil, fmt.Errorf("listing tenants: %w", err)
 	}
 	for _, t := range tenants.Items {
-		if t.Spec.ClusterID == id {
+		if names(t.Spec.ClusterID, t.Labels, id) {
 			o.tenants = append(o.tenants, t)
 		}
 	}
@@ -65,7 +65,7 @@ func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*o
 		return nil, fmt.Errorf("listing identities: %w", err)
 	}
 	for _, i := range ids.Items {
-		if i.Spec.ClusterID == id {
+		if names(i.Spec.ClusterID, i.Labels, id) {
 			o.identities = append(o.identities, i)
 		}
 	}
@@ -74,7 +74,10 @@ func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*o
 		return nil, fmt.Errorf("listing resource slices: %w", err)
 	}
 	for _, s := range slices.Items {
-		if s.Spec.ProviderClusterID != nil && *s.Spec.ProviderClusterID == id {
+		// A slice that names no cluster in its spec is asked of the cluster its label names
+		// (the provider's copies always name their consumer).
+		if s.Spec.ProviderClusterID != nil && *s.Spec.ProviderClusterID == id ||
+			s.Spec.ProviderClusterID == nil && s.Spec.ConsumerClusterID == nil && s.Labels[consts.RemoteClusterIDLabel] == string(id) {
 			o.slices = append(o.slices, s)
 		}
 		if s.Spec.ConsumerClusterID != nil && *s.Spec.ConsumerClusterID == id {
@@ -108,7 +111,7 @@ func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*o
 		return nil, fmt.Errorf("listing virtual nodes: %w", err)
 	}
 	for _, vn := range vns.Items {
-		if vn.Spec.ClusterID == id {
+		if names(vn.Spec.ClusterID, vn.Labels, id) {
 			o.virtualNodes = append(o.virtualNodes, vn)
 		}
 	}
@@ -184,11 +187,24 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 	}
 
 	var off []corev1beta1.Condition
-	if len(o.virtualNodes) > 0 {
-		off = append(off, cond(corev1beta1.OffloadingVirtualNodeStatusCondition, corev1beta1.ConditionStatusReady,
-			fmt.Sprintf("%d virtual node(s)", len(o.virtualNodes))))
+	// A virtual node is ready when its virtual kubelet runs; each one that creates a Node
+	// expects it Ready (a Node not registered yet is not).
+	running, expected := 0, 0
+	for _, vn := range o.virtualNodes {
+		for _, c := range vn.Status.Conditions {
+			if c.Type == offv1beta1.VirtualKubeletConditionType && c.Status == offv1beta1.RunningConditionStatusType {
+				running++
+			}
+		}
+		if vn.Spec.CreateNode == nil || *vn.Spec.CreateNode {
+			expected++
+		}
 	}
-	if len(o.nodes) > 0 {
+	if len(o.virtualNodes) > 0 {
+		off = append(off, cond(corev1beta1.OffloadingVirtualNodeStatusCondition, readiness(running, len(o.virtualNodes)),
+			fmt.Sprintf("%d of %d virtual kubelet(s) running", running, len(o.virtualNodes))))
+	}
+	if expected = max(expected, len(o.nodes)); expected > 0 {
 		ready := 0
 		for _, n := range o.nodes {
 			for _, c := range n.Status.Conditions {
@@ -197,14 +213,8 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 				}
 			}
 		}
-		s := corev1beta1.ConditionStatusReady
-		switch {
-		case ready == 0:
-			s = corev1beta1.ConditionStatusNotReady
-		case ready < len(o.nodes):
-			s = corev1beta1.ConditionStatusSomeNotReady
-		}
-		off = append(off, cond(corev1beta1.OffloadingNodeStatusCondition, s, fmt.Sprintf("%d of %d node(s) Ready", ready, len(o.nodes))))
+		off = append(off, cond(corev1beta1.OffloadingNodeStatusCondition, readiness(ready, expected),
+			fmt.Sprintf("%d of %d node(s) Ready", ready, expected)))
 	}
 
 	st.Modules.Networking = module(net, old.Modules.Networking.Conditions, now)
@@ -214,6 +224,26 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 	// their conditions are on the consumer's side).
 	st.Modules.Offloading.Enabled = st.Modules.Offloading.Enabled || len(o.granted) > 0
 	return st
+}
+
+// names tells whether an object is about the remote cluster id: its spec's cluster ID, or,
+// when the spec names none, its liqo.io/remote-cluster-id label.
+func names(spec corev1beta1.ClusterID, labels map[string]string, id corev1beta1.ClusterID) bool {
+	if spec != "" {
+		return spec == id
+	}
+	return labels[consts.RemoteClusterIDLabel] == string(id)
+}
+
+// readiness is the state of total parts of which ready are ready.
+func readiness(ready, total int) corev1beta1.ConditionStatusType {
+	switch ready {
+	case total:
+		return corev1beta1.ConditionStatusReady
+	case 0:
+		return corev1beta1.ConditionStatusNotReady
+	}
+	return corev1beta1.ConditionStatusSomeNotReady
 }
 
 // role is the remote cluster's role: a Consumer when we keep a Tenant or slices for it, a

@@ -93,25 +93,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return key(o.GetLabels()[consts.RemoteClusterIDLabel])
 	})
+	// Objects whose spec names a cluster; the label too, for those whose spec does not.
 	bySpec := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		out := key(o.GetLabels()[consts.RemoteClusterIDLabel])
 		switch v := o.(type) {
 		case *authv1beta1.Tenant:
-			return key(string(v.Spec.ClusterID))
+			out = append(out, key(string(v.Spec.ClusterID))...)
 		case *authv1beta1.Identity:
-			return key(string(v.Spec.ClusterID))
+			out = append(out, key(string(v.Spec.ClusterID))...)
 		case *authv1beta1.ResourceSlice:
-			var out []reconcile.Request
 			if v.Spec.ProviderClusterID != nil {
 				out = append(out, key(string(*v.Spec.ProviderClusterID))...)
 			}
 			if v.Spec.ConsumerClusterID != nil {
 				out = append(out, key(string(*v.Spec.ConsumerClusterID))...)
 			}
-			return out
 		case *offv1beta1.VirtualNode:
-			return key(string(v.Spec.ClusterID))
+			out = append(out, key(string(v.Spec.ClusterID))...)
 		}
-		return nil
+		return out
 	})
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("foreigncluster").
