@@ -37,6 +37,10 @@ func BenchmarkTunnel(b *testing.B) {
 	if procs != "" && procs != "default" {
 		p.gatewayEnv = []string{"GOMAXPROCS=" + procs}
 	}
+	// LIQO_BENCH_GATEWAY_GOGC sets the gateways' GOGC (measured here: off makes no difference).
+	if v, ok := os.LookupEnv("LIQO_BENCH_GATEWAY_GOGC"); ok {
+		p.gatewayEnv = append(p.gatewayEnv, "GOGC="+v)
+	}
 	srv := p.startServer(b)
 	for deadline := time.Now().Add(20 * time.Second); srv.logEntry("NAT rules written") == nil; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
