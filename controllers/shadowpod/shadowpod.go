@@ -8,7 +8,9 @@
 //     (container images, activeDeadlineSeconds) follow later changes.
 //   - A Pod deleted while its ShadowPod is not terminal (status.phase Succeeded or Failed) is
 //     created again, so a workload survives losing the consumer for a while.
-//   - The ShadowPod's status.phase follows the Pod's.
+//   - The ShadowPod's status.phase follows the Pod's: terminal phases at once, the first
+//     Running report of a new pod after up to 2 s (in a burst, the writes that bring the next
+//     pods up go first), none while the pod has not started.
 //   - A deleted ShadowPod takes its Pod with it: garbage collection through the owner
 //     reference, and an explicit delete here for clusters without it.
 //   - A pod may refer only to Secrets its own consumer reflected (labels
@@ -59,6 +61,8 @@ const (
 	retryInterval = 2 * time.Second
 	// foreignRetryInterval is how long a ShadowPod refused for a foreign Secret waits.
 	foreignRetryInterval = 30 * time.Second
+	// statusDelay is how long a new pod may run before its ShadowPod first reports it.
+	statusDelay = 2 * time.Second
 )
 
 // Reconciler turns ShadowPods into Pods.
@@ -112,6 +116,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if err := r.syncPod(ctx, sp, pod); err != nil {
 		return reconcile.Result{}, err
+	}
+	// The first report of a running pod waits a moment: in a burst of offloaded pods, the
+	// ShadowPod writes that make the next pods (their creation, their status back on the
+	// consumer) go first; the phase is recorded soon after, and terminal phases at once.
+	if sp.Status.Phase == "" && pod.Status.Phase == corev1.PodRunning && time.Since(pod.CreationTimestamp.Time) < statusDelay {
+		return reconcile.Result{RequeueAfter: statusDelay}, nil
 	}
 	return reconcile.Result{}, r.setPhase(ctx, sp, pod.Status.Phase)
 }
