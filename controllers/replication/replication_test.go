@@ -116,8 +116,8 @@ func peered(t *testing.T) (cons, prov *testenv.Cluster, kc []byte) {
 
 // TestReplication: a consumer's slice reaches the provider's tenant namespace through the
 // consumer's identity (which may do nothing else), status comes back, spec changes follow,
-// an update made while the replicator is down arrives after its restart, and deleting the
-// slice deletes the copy.
+// an update made while the replicator is down arrives after its restart, updates on both sides
+// flow again after the provider's API server was away, and deleting the slice deletes the copy.
 func TestReplication(t *testing.T) {
 	cons, prov, kc := peered(t)
 	ctx := t.Context()
@@ -182,6 +182,30 @@ func TestReplication(t *testing.T) {
 	setRemoteStatus("Accepted", "6")
 	startReplication(t, cons)
 	poll(t, "the status after a restart", localHas("Accepted", "6"))
+
+	// The provider's API server goes away and comes back: a change made on the consumer
+	// meanwhile reaches it, and the provider's later answer comes back (the watches resumed).
+	if err := prov.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Client.Get(ctx, client.ObjectKeyFromObject(local), local); err != nil {
+		t.Fatal(err)
+	}
+	local.Spec.Resources[corev1.ResourceCPU] = resource.MustParse("8")
+	if err := cons.Client.Update(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the replicator fails against the absent provider meanwhile
+	if err := prov.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	poll(t, "the change made while the provider was away, on the provider", func(ctx context.Context) bool {
+		return prov.Client.Get(ctx, remoteKey, remote) == nil && remote.Spec.Resources.Cpu().String() == "8"
+	})
+	setRemoteStatus("Accepted", "8")
+	poll(t, "the provider's answer after its restart", localHas("Accepted", "8"))
+	t.Logf("replication current %v after the provider's API server restarted", time.Since(restarted).Round(time.Millisecond))
 
 	// The consumer's identity can do nothing but slices and namespace maps in its namespace.
 	peer, err := client.New(mustRESTConfig(t, kc), client.Options{Scheme: prov.Client.Scheme()})
