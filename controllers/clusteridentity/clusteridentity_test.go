@@ -18,6 +18,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
@@ -186,4 +188,63 @@ func TestReconcilerRepairsDrift(t *testing.T) {
 
 func objectMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: name}
+}
+
+// TestEnsureUpgradesOlderCRDs: a cluster that runs an older version of our CRDs (here the
+// Tenant CRD without spec.csr) gets the current ones at start-up, and a field the old schema
+// did not know is kept on objects from then on (the old schema would have pruned it).
+func TestEnsureUpgradesOlderCRDs(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "old", SkipLiqoCRDs: true})
+	c := env.Cluster("old").Client
+	ctx := t.Context()
+	all, err := crds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old *apiextensionsv1.CustomResourceDefinition
+	for _, crd := range all {
+		if crd.Name == "tenants.authentication.liqo.io" {
+			old = crd.DeepCopy()
+		}
+	}
+	if old == nil {
+		t.Fatal("no Tenant CRD among ours")
+	}
+	spec := old.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	if _, ok := spec.Properties["csr"]; !ok {
+		t.Fatal("the Tenant CRD has no spec.csr to remove")
+	}
+	delete(spec.Properties, "csr")
+	old.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if err := c.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := clusteridentity.Ensure(ctx, c, cfg); err != nil {
+		t.Fatal(err)
+	}
+	got := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: old.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["csr"]; !ok {
+		t.Fatal("the Tenant CRD still lacks spec.csr after start-up")
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-ns", Name: "cl-b"},
+		Spec: authv1beta1.TenantSpec{ClusterID: "cl-b", CSR: []byte("a request")}}
+	// The API server may serve the old schema for a moment after the update.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_ = c.Delete(ctx, tn)
+		tn.ResourceVersion = ""
+		if err := c.Create(ctx, tn); err != nil {
+			return false, nil //nolint:nilerr // retried until the CRD serves
+		}
+		read := &authv1beta1.Tenant{}
+		return c.Get(ctx, client.ObjectKeyFromObject(tn), read) == nil && string(read.Spec.CSR) == "a request", nil
+	}); err != nil {
+		t.Errorf("a Tenant's spec.csr after the upgrade: %v, want kept", err)
+	}
 }
