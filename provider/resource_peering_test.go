@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,9 +25,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	"golang.org/x/net/icmp"
-	"golang.org/x/net/ipv4"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +37,7 @@ import (
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/nsping"
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -1060,83 +1057,9 @@ func tunnelsCarry(mtu int) error {
 		}
 	}
 	for _, dir := range [][2]string{{"consumer", "provider"}, {"provider", "consumer"}} {
-		if err := pingFrom(sandbox.PodNetns(dir[0]), sandbox.PodAddress(dir[1]), 3); err != nil {
+		if _, err := nsping.Ping(sandbox.PodNetns(dir[0]), sandbox.PodAddress(dir[1]), 3); err != nil {
 			return fmt.Errorf("pod-to-pod through the tunnel, %s's pod to %s's (%s): %w", dir[0], dir[1], sandbox.PodAddress(dir[1]), err)
 		}
-	}
-	return nil
-}
-
-// pingFrom sends count ICMP echoes to dst from network namespace ns, one every 100 ms, and
-// fails unless each is answered within a second. The socket is opened in ns by a thread that
-// enters it and comes back (the machine may have no ping binary).
-func pingFrom(ns, dst string, count int) error {
-	ip := net.ParseIP(dst)
-	if ip == nil {
-		return fmt.Errorf("bad address %q", dst)
-	}
-	type result struct {
-		conn *icmp.PacketConn
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked if the thread cannot come back: it then dies with the goroutine
-		self, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer func() { _ = self.Close() }()
-		target, err := os.Open(filepath.Join("/var/run/netns", ns))
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer func() { _ = target.Close() }()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: fmt.Errorf("entering %s: %w", ns, err)}
-			return
-		}
-		conn, err := icmp.ListenPacket("ip4:icmp", "0.0.0.0")
-		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err == nil {
-			runtime.UnlockOSThread()
-		}
-		ch <- result{conn, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		return fmt.Errorf("opening an ICMP socket in %s: %w", ns, r.err)
-	}
-	defer func() { _ = r.conn.Close() }()
-	id := os.Getpid() & 0xffff
-	buf := make([]byte, 1500)
-	for seq := 1; seq <= count; seq++ {
-		b, err := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: seq, Data: []byte("liqo-acc")}}).Marshal(nil)
-		if err != nil {
-			return err
-		}
-		sent := time.Now()
-		if _, err := r.conn.WriteTo(b, &net.IPAddr{IP: ip}); err != nil {
-			return fmt.Errorf("sending echo %d: %w", seq, err)
-		}
-		if err := r.conn.SetReadDeadline(sent.Add(time.Second)); err != nil {
-			return err
-		}
-		for {
-			n, from, err := r.conn.ReadFrom(buf)
-			if err != nil {
-				return fmt.Errorf("echo %d to %s: no answer: %w", seq, dst, err)
-			}
-			m, err := icmp.ParseMessage(1, buf[:n])
-			if err != nil || m.Type != ipv4.ICMPTypeEchoReply {
-				continue
-			}
-			if e, ok := m.Body.(*icmp.Echo); ok && e.ID == id && e.Seq == seq && from.(*net.IPAddr).IP.Equal(ip) {
-				break
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
 }

@@ -1,0 +1,103 @@
+// Package nsping pings from a named network namespace without a ping binary (machines and CI
+// images may have none): the ICMP socket is opened in the namespace by a thread that enters it
+// and comes back, so the rest of the process stays where it is. Tests of the tunnels use it.
+package nsping
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+)
+
+// Ping sends count ICMP echoes to dst from the named network namespace (one of
+// /var/run/netns), one every 100 ms, and returns the average round trip; it fails unless each
+// is answered within a second.
+func Ping(ns, dst string, count int) (time.Duration, error) {
+	ip := net.ParseIP(dst)
+	if ip == nil {
+		return 0, fmt.Errorf("bad address %q", dst)
+	}
+	conn, err := listenICMPIn(ns)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = conn.Close() }()
+	id := os.Getpid() & 0xffff
+	buf := make([]byte, 1500)
+	var total time.Duration
+	for seq := 1; seq <= count; seq++ {
+		msg := icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: seq, Data: []byte("liqo-nsping")}}
+		b, err := msg.Marshal(nil)
+		if err != nil {
+			return 0, fmt.Errorf("marshalling echo: %w", err)
+		}
+		sent := time.Now()
+		if _, err := conn.WriteTo(b, &net.IPAddr{IP: ip}); err != nil {
+			return 0, fmt.Errorf("sending echo %d: %w", seq, err)
+		}
+		if err := conn.SetReadDeadline(sent.Add(time.Second)); err != nil {
+			return 0, fmt.Errorf("setting deadline: %w", err)
+		}
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return 0, fmt.Errorf("echo %d to %s: no answer: %w", seq, dst, err)
+			}
+			m, err := icmp.ParseMessage(1, buf[:n])
+			if err != nil || m.Type != ipv4.ICMPTypeEchoReply {
+				continue
+			}
+			if e, ok := m.Body.(*icmp.Echo); ok && e.ID == id && e.Seq == seq && from.(*net.IPAddr).IP.Equal(ip) {
+				total += time.Since(sent)
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return total / time.Duration(count), nil
+}
+
+// listenICMPIn opens an ICMP socket in network namespace ns.
+func listenICMPIn(ns string) (*icmp.PacketConn, error) {
+	type result struct {
+		conn *icmp.PacketConn
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked if the thread cannot come back: it then dies with the goroutine
+		self, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer func() { _ = self.Close() }()
+		target, err := os.Open(filepath.Join("/var/run/netns", ns))
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer func() { _ = target.Close() }()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: fmt.Errorf("entering %s: %w", ns, err)}
+			return
+		}
+		conn, err := icmp.ListenPacket("ip4:icmp", "0.0.0.0")
+		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- result{conn, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		return nil, fmt.Errorf("opening an ICMP socket in %s: %w", ns, r.err)
+	}
+	return r.conn, nil
+}
