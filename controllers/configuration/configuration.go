@@ -44,11 +44,18 @@ type Reconciler struct {
 	LocalCIDRs []string
 	// Pool is where remapped CIDRs are taken from; empty: DefaultPool.
 	Pool []string
+	// Reader lists the other Configurations when allocating; SetupWithManager makes it the
+	// manager's uncached reader. A cached list may not show the remap just written for another
+	// peer yet, and two peers would get the same range.
+	Reader client.Reader
 }
 
 // SetupWithManager registers the reconciler: it runs for every Configuration, when one of its
 // Networks changes, and for all of them when one of the local cluster's own Networks changes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
+	}
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := &netv1beta1.ConfigurationList{}
 		if err := r.Client.List(ctx, list); err != nil {
@@ -154,8 +161,12 @@ func (r *Reconciler) usedCIDRs(ctx context.Context, conf *netv1beta1.Configurati
 	for _, n := range nets.Items {
 		raw = append(raw, string(n.Spec.CIDR))
 	}
+	reader := r.Reader
+	if reader == nil {
+		reader = r.Client
+	}
 	others := &netv1beta1.ConfigurationList{}
-	if err := r.Client.List(ctx, others); err != nil {
+	if err := reader.List(ctx, others); err != nil {
 		return nil, fmt.Errorf("listing Configurations: %w", err)
 	}
 	for _, o := range others.Items {

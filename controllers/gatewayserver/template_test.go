@@ -155,9 +155,8 @@ func TestGatewayServerTemplates(t *testing.T) {
 			t.Errorf("gateway ports %+v", gwc.Ports)
 		}
 		svc := &corev1.Service{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-custom"}, svc); err != nil {
-			t.Fatal(err)
-		}
+		// The Deployment is written first: the Service may follow a moment later.
+		eventually(t, "service", func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-custom"}, svc) })
 		if svc.Spec.Type != corev1.ServiceTypeNodePort {
 			t.Errorf("service type %s: the GatewayServer's NodePort wins over the template's LoadBalancer", svc.Spec.Type)
 		}
