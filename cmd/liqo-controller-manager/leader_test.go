@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -52,20 +50,7 @@ func startReplica(t *testing.T, name, kc string) *replica {
 		r.done <- run(ctx, []string{"--kubeconfig", kc, "--cluster-id", "cl-a", "--leader-elect",
 			"--health-probe-bind-address", probe, "--metrics-bind-address", "0"}, r.log)
 	}()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-r.done:
-			return false, fmt.Errorf("%s exited: %w", name, err)
-		default:
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	err := waitReady(t.Context(), probe, time.Minute, exitedFrom(r.done))
 	if err != nil {
 		cancel()
 		t.Fatalf("%s not ready: %v\n%s", name, err, r.log.String())

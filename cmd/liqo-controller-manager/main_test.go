@@ -47,20 +47,7 @@ func TestRun(t *testing.T) {
 		done <- run(ctx, []string{"--kubeconfig", kc, "--cluster-id", "cl-a", "--pod-cidr", "10.244.0.0/16",
 			"--health-probe-bind-address", probe, "--metrics-bind-address", metrics}, io.Discard)
 	}()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-done:
-			return false, fmt.Errorf("manager exited: %w", err)
-		default:
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	err := waitReady(t.Context(), probe, time.Minute, exitedFrom(done))
 	if err != nil {
 		cancel()
 		t.Fatalf("not ready: %v", err)
@@ -135,4 +122,35 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// waitReady polls the manager's /readyz on probe until it answers 200, and fails as soon as
+// exited reports that the manager stopped.
+func waitReady(ctx context.Context, probe string, timeout time.Duration, exited func() error) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := exited(); err != nil {
+			return false, err
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// exitedFrom reports a manager's exit from done (buffered), leaving the error there for
+// whoever waits for the manager at the end.
+func exitedFrom(done chan error) func() error {
+	return func() error {
+		select {
+		case err := <-done:
+			done <- err
+			return fmt.Errorf("manager exited: %w", err)
+		default:
+			return nil
+		}
+	}
 }

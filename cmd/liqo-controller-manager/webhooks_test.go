@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -60,21 +58,7 @@ func TestRunServesWebhooks(t *testing.T) {
 			t.Errorf("manager stopped with %v", err)
 		}
 	}()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-done:
-			done <- err
-			return false, fmt.Errorf("manager exited: %w", err)
-		default:
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	err := waitReady(t.Context(), probe, time.Minute, exitedFrom(done))
 	if err != nil {
 		t.Fatalf("not ready: %v", err)
 	}
