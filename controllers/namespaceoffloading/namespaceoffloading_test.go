@@ -24,7 +24,6 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespaceoffloading"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
-	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -116,22 +115,8 @@ func TestNamespaceOffloading(t *testing.T) {
 
 	// The peering as the authentication controllers leave it: tenant namespaces, the consumer's
 	// Tenant and control-plane binding on the provider, its identity Secret on the consumer.
-	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: providerID}); err != nil {
-		t.Fatal(err)
-	}
-	kc, err := prov.UserKubeconfig(consumerID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	create(t, prov.Client,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provNS, Labels: map[string]string{consts.RemoteClusterIDLabel: consumerID, consts.TenantNamespaceLabel: "true"}}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "liqo-binding-liqo-remote-controlplane"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusteridentity.RemoteControlPlaneClusterRole},
-			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumerID}}},
-		&authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: consumerID},
-			Spec: authv1beta1.TenantSpec{ClusterID: consumerID, TenantCondition: authv1beta1.TenantConditionActive}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "taken"}}, // somebody else's
-	)
+	kc := providerSide(t, prov, providerID)
+	create(t, prov.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "taken"}}) // somebody else's
 	create(t, cons.Client,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consNS, Labels: map[string]string{consts.RemoteClusterIDLabel: providerID, consts.TenantNamespaceLabel: "true"}}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: "kubeconfig-controlplane",

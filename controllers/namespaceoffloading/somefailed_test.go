@@ -26,8 +26,27 @@ import (
 // the provider's NamespaceMap controller.
 func peer(t *testing.T, cons, prov *testenv.Cluster, id string) {
 	t.Helper()
-	ctx := t.Context()
-	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: corev1beta1.ClusterID(id)}); err != nil {
+	kc := providerSide(t, prov, corev1beta1.ClusterID(id))
+	tenantNS := "liqo-tenant-" + id
+	create(t, cons.Client,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: map[string]string{consts.RemoteClusterIDLabel: id, consts.TenantNamespaceLabel: "true"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "kubeconfig-controlplane",
+			Labels:      map[string]string{consts.IdentityTypeLabel: "ControlPlane", consts.RemoteClusterIDLabel: id},
+			Annotations: map[string]string{consts.RemoteTenantNamespaceAnnotation: provNS}},
+			Data: map[string][]byte{consts.KubeconfigSecretKey: kc}},
+		virtualNode("liqo-"+id, id, "eu"),
+	)
+	start(t, prov, func(mgr ctrl.Manager) error {
+		return (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespacemap")}).SetupWithManager(mgr)
+	})
+}
+
+// providerSide makes the provider's side of a peering as the authentication controllers leave
+// it: its cluster identity, the consumer's tenant namespace, Tenant and control-plane binding.
+// It returns the consumer's kubeconfig for the provider.
+func providerSide(t *testing.T, prov *testenv.Cluster, id corev1beta1.ClusterID) []byte {
+	t.Helper()
+	if _, err := clusteridentity.Ensure(t.Context(), prov.Client, clusteridentity.Config{ClusterID: id}); err != nil {
 		t.Fatal(err)
 	}
 	kc, err := prov.UserKubeconfig(consumerID)
@@ -42,18 +61,7 @@ func peer(t *testing.T, cons, prov *testenv.Cluster, id string) {
 		&authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: consumerID},
 			Spec: authv1beta1.TenantSpec{ClusterID: consumerID, TenantCondition: authv1beta1.TenantConditionActive}},
 	)
-	tenantNS := "liqo-tenant-" + id
-	create(t, cons.Client,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS, Labels: map[string]string{consts.RemoteClusterIDLabel: id, consts.TenantNamespaceLabel: "true"}}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "kubeconfig-controlplane",
-			Labels:      map[string]string{consts.IdentityTypeLabel: "ControlPlane", consts.RemoteClusterIDLabel: id},
-			Annotations: map[string]string{consts.RemoteTenantNamespaceAnnotation: provNS}},
-			Data: map[string][]byte{consts.KubeconfigSecretKey: kc}},
-		virtualNode("liqo-"+id, id, "eu"),
-	)
-	start(t, prov, func(mgr ctrl.Manager) error {
-		return (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespacemap")}).SetupWithManager(mgr)
-	})
+	return kc
 }
 
 // TestSomeFailed: a namespace offloaded to two providers, of which one creates the remote
