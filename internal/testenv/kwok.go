@@ -79,6 +79,42 @@ options:
   enablePodsOnNodeSyncStreamWatch: false
 `
 
+// podReadyAgainStage plays a kubelet's status sync that kwok's own stages lack: a running pod
+// whose Ready condition someone else turned False (the node lifecycle controller does so when
+// the node's lease lapses, as it does while the API server is away) is Ready again. Without it,
+// a pod that kwok made Ready once stays NotReady for good after any API-server outage.
+const podReadyAgainStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready-again
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'NotIn'
+      values:
+      - 'True'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: ContainersReady
+`
+
 // startKWOK runs kwok for the cluster's annotated nodes, creates the nodes and waits until they
 // are Ready. kwok serves the kubelet endpoint of its nodes on 127.0.0.1 at a free port; extra
 // are more flags.
@@ -106,6 +142,11 @@ func (c *Cluster) startKWOK(ctx context.Context, binDir, podCIDR string, nodes [
 		return fmt.Errorf("cluster %s: writing %s: %w", c.Name, options, err)
 	}
 	args = append(args, "--config="+options)
+	readyAgain := filepath.Join(c.Dir, "kwok-pod-ready-again.yaml")
+	if err := os.WriteFile(readyAgain, []byte(podReadyAgainStage), 0o600); err != nil {
+		return fmt.Errorf("cluster %s: writing %s: %w", c.Name, readyAgain, err)
+	}
+	args = append(args, "--config="+readyAgain)
 	args = append(args, extra...)
 	p, err := startProcess("kwok", filepath.Join(c.Dir, "logs"), filepath.Join(binDir, "kwok"), args...)
 	if err != nil {

@@ -82,6 +82,32 @@ func TestDeploymentRunsOnKWOKNode(t *testing.T) {
 			t.Errorf("pod %s: node %q phase %s IP %q; want on kwok-node-1, Running, with an IP", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.PodIP)
 		}
 	}
+
+	// The node lifecycle controller marks a node's pods NotReady when its lease lapses; a
+	// kubelet (here kwok's pod-ready-again stage) makes them Ready again.
+	p := pods.Items[0]
+	for i, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			p.Status.Conditions[i].Status, p.Status.Conditions[i].Reason = corev1.ConditionFalse, "NodeNotReady"
+		}
+	}
+	if err := c.Client.Status().Update(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(&p), &p); err != nil {
+			return false, err
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady {
+				return cond.Status == corev1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("pod %s marked NotReady is not Ready again: %v (conditions %+v)", p.Name, err, p.Status.Conditions)
+	}
 }
 
 // TestControllerManagerSignsClientCertificates: a CSR for the kube-apiserver-client signer,

@@ -2,6 +2,7 @@ package pods_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -134,8 +136,50 @@ func newBed(tb testing.TB, o bedOptions) *bed {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = b.runner.Stop(context.Background(), nodeName) })
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			b.dump(tb)
+		}
+	})
 	b.waitNodeReady(tb, corev1.ConditionTrue)
 	return b
+}
+
+// dump logs the pods on both sides, the ShadowPods and the Deployments, for a failed test.
+func (b *bed) dump(tb testing.TB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	podLine := func(p *corev1.Pod) string {
+		return fmt.Sprintf("%s uid=%s phase=%s ready=%v ip=%s deleting=%v finalizers=%v labels=%v",
+			p.Name, p.UID, p.Status.Phase, isReady(p), p.Status.PodIP, p.DeletionTimestamp != nil, p.Finalizers, p.Labels)
+	}
+	for _, side := range []struct {
+		name string
+		c    client.Client
+		ns   string
+	}{{"consumer", b.cons.Client, localNs}, {"provider", b.prov.Client, remoteNs}} {
+		ps := &corev1.PodList{}
+		if err := side.c.List(ctx, ps, client.InNamespace(side.ns)); err != nil {
+			tb.Logf("dump: %s pods: %v", side.name, err)
+		}
+		for i := range ps.Items {
+			tb.Logf("dump: %s pod %s", side.name, podLine(&ps.Items[i]))
+		}
+		ds := &appsv1.DeploymentList{}
+		if err := side.c.List(ctx, ds, client.InNamespace(side.ns)); err != nil {
+			tb.Logf("dump: %s deployments: %v", side.name, err)
+		}
+		for _, d := range ds.Items {
+			tb.Logf("dump: %s deployment %s generation=%d status=%+v", side.name, d.Name, d.Generation, d.Status)
+		}
+	}
+	sps := &offv1beta1.ShadowPodList{}
+	if err := b.prov.Client.List(ctx, sps, client.InNamespace(remoteNs)); err != nil {
+		tb.Logf("dump: ShadowPods: %v", err)
+	}
+	for _, sp := range sps.Items {
+		tb.Logf("dump: ShadowPod %s uid=%s phase=%s deleting=%v labels=%v", sp.Name, sp.UID, sp.Status.Phase, sp.DeletionTimestamp != nil, sp.Labels)
+	}
 }
 
 func create(tb testing.TB, c client.Client, objs ...client.Object) {

@@ -411,7 +411,9 @@ func TestOffloading(t *testing.T) {
 				t.Logf("last difference: %v", last)
 			}
 		}()
-		poll(t, "2 local pods in sync with their remote pods", time.Minute, func(ctx context.Context) bool {
+		// The test's context, not the poll's: a request cut by the poll's deadline would hide
+		// the last real difference.
+		poll(t, "2 local pods in sync with their remote pods", time.Minute, func(context.Context) bool {
 			ps, err := b.localPods(ctx, "web")
 			if err == nil && len(ps) != 2 {
 				err = fmt.Errorf("%d local pods", len(ps))
