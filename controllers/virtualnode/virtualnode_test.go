@@ -59,7 +59,7 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := vnode.NewRunner(kubernetes.NewForConfigOrDie(cons.Config), vnode.Options{ProbeInterval: time.Second}, ctrl.Log)
+	runner := vnode.NewRunner(kubernetes.NewForConfigOrDie(cons.Config), vnode.Options{ProbeInterval: time.Second, LeaseDurationSeconds: 4}, ctrl.Log)
 	if err := (&virtualnode.SliceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +121,21 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	if len(node.Spec.Taints) == 0 || node.Spec.Taints[0] != vnode.Taint {
 		t.Errorf("node taints %v, want %v first", node.Spec.Taints, vnode.Taint)
 	}
+	// The heartbeat: the node's Lease, held by the node and owned by it, renewed every quarter
+	// of its duration.
+	lease := &coordinationv1.Lease{}
 	poll(t, "the node's Lease", 30*time.Second, func(ctx context.Context) bool {
-		return cons.Client.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: name}, &coordinationv1.Lease{}) == nil
+		return cons.Client.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: name}, lease) == nil && lease.Spec.RenewTime != nil
 	})
+	if h, d := ptr.Deref(lease.Spec.HolderIdentity, ""), ptr.Deref(lease.Spec.LeaseDurationSeconds, 0); h != name || d != 4 ||
+		len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].Kind != "Node" || lease.OwnerReferences[0].UID != node.UID {
+		t.Errorf("Lease held by %q for %ds, owners %v; want held by %s for 4s, owned by its Node", h, d, lease.OwnerReferences, name)
+	}
+	firstRenew := lease.Spec.RenewTime.Time
+	poll(t, "the Lease renewed", 30*time.Second, func(ctx context.Context) bool {
+		return cons.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease) == nil && lease.Spec.RenewTime.After(firstRenew)
+	})
+	t.Logf("Lease renewed %v after its first renewal", lease.Spec.RenewTime.Sub(firstRenew).Round(time.Millisecond))
 
 	if err := providerEnv.Stop(); err != nil {
 		t.Fatal(err)
