@@ -151,7 +151,13 @@ func tunnelCIDR(k gatewayKey) string {
 
 // networkUnsupported says why the gateways cannot run here, or "" when they can.
 func (s *Sandbox) networkUnsupported() string {
-	if os.Geteuid() != 0 {
+	return networkUnsupported(os.Geteuid(), s.GatewayBin)
+}
+
+// networkUnsupported says why the gateways cannot run for a supervisor of that effective user
+// ID with that gateway binary, or "" when they can.
+func networkUnsupported(euid int, gatewayBin string) string {
+	if euid != 0 {
 		return "the supervisor is not root (the gateways need network namespaces, TUN devices and iptables rules)"
 	}
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
@@ -162,11 +168,11 @@ func (s *Sandbox) networkUnsupported() string {
 			return bin + " is not on PATH (install iproute2 and iptables)"
 		}
 	}
-	if s.GatewayBin == "" {
+	if gatewayBin == "" {
 		return "no gateway binary given (-gateway-bin)"
 	}
-	if _, err := os.Stat(s.GatewayBin); err != nil {
-		return fmt.Sprintf("the gateway binary %s is missing (make sandbox builds it)", s.GatewayBin)
+	if _, err := os.Stat(gatewayBin); err != nil {
+		return fmt.Sprintf("the gateway binary %s is missing (make sandbox builds it)", gatewayBin)
 	}
 	return ""
 }

@@ -27,7 +27,7 @@ func TestSandboxUpDown(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(bin, append([]string{"-state", state, "-manager-bin", managerBin}, args...)...).CombinedOutput()
+		out, err := exec.Command(bin, append([]string{"-state", state, "-manager-bin", managerBin, "-gateway-bin", ""}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("liqo-sandbox %v: %v\n%s", args, err, out)
 		}
@@ -38,6 +38,14 @@ func TestSandboxUpDown(t *testing.T) {
 	out := run("up")
 	if !strings.Contains(out, "clusters up in") || !strings.Contains(out, "TF_CLI_CONFIG_FILE=") {
 		t.Errorf("up printed:\n%s", out)
+	}
+	// No gateway binary is given here: the sandbox says networking is disabled and why, tells
+	// how to peer without it, and records it for `make demo`.
+	if !strings.Contains(out, "Networking disabled: no gateway binary given") || !strings.Contains(out, "Peer with networking = false.") {
+		t.Errorf("up did not say that networking is disabled, why, and what to do:\n%s", out)
+	}
+	if got, err := os.ReadFile(filepath.Join(state, "networking")); err != nil || !strings.HasPrefix(string(got), "disabled: no gateway binary given") {
+		t.Errorf("networking state %q, %v; want it disabled with the reason", got, err)
 	}
 	envDir, err := os.ReadFile(filepath.Join(state, "env-dir"))
 	if err != nil {
