@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -154,6 +155,7 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 	rssBefore := rssMB()
 	cpuBefore := cpuTime()
 	bedBefore := bd.bedCPU()
+	consReqBefore, provReqBefore := apiRequests(ctx, bd.consKube), apiRequests(ctx, bd.provKube)
 	start := time.Now()
 	scale(b, bd.cons.Client, n)
 	added := make(map[string]time.Time, n)
@@ -187,6 +189,8 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 	}
 	res := offloadResult{allRunning: time.Since(start), cpu: cpuTime() - cpuBefore}
 	b.Logf("CPU of the test bed's processes until every pod was Running: %s", bd.bedCPU().since(bedBefore))
+	b.Logf("requests per pod until every pod was Running: consumer %s; provider %s",
+		apiRequests(ctx, bd.consKube).perPod(consReqBefore, n), apiRequests(ctx, bd.provKube).perPod(provReqBefore, n))
 	res.rssMB = rssMB()
 	res.rssDeltaMB = res.rssMB - rssBefore
 	lat := make([]time.Duration, 0, n)
@@ -320,6 +324,74 @@ func (c processCPU) since(before processCPU) string {
 	parts := []string{"total " + total.String()}
 	for _, u := range uses {
 		parts = append(parts, fmt.Sprintf("%s %v", u.name, u.d))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// requestCounts are an API server's requests served so far, by verb and resource (its
+// apiserver_request_total metric, watches excluded).
+type requestCounts map[string]float64
+
+// apiRequests reads an API server's request counters; empty when its metrics cannot be read.
+func apiRequests(ctx context.Context, kube kubernetes.Interface) requestCounts {
+	out := requestCounts{}
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		var verb, resource, sub string
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			v = strings.Trim(v, `"`)
+			switch k {
+			case "verb":
+				verb = v
+			case "resource":
+				resource = v
+			case "subresource":
+				sub = v
+			}
+		}
+		if verb == "WATCH" || resource == "" {
+			continue
+		}
+		if sub != "" {
+			resource += "/" + sub
+		}
+		n, _ := strconv.ParseFloat(value, 64)
+		out[verb+" "+resource] += n
+	}
+	return out
+}
+
+// perPod lists the requests made since before, per pod, most first (those under 0.05 per pod
+// left out).
+func (c requestCounts) perPod(before requestCounts, pods int) string {
+	type entry struct {
+		key string
+		n   float64
+	}
+	var entries []entry
+	total := 0.0
+	for k, v := range c {
+		if d := (v - before[k]) / float64(pods); d >= 0.05 {
+			entries = append(entries, entry{k, d})
+			total += d
+		}
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return int((b.n - a.n) * 1000) })
+	parts := []string{fmt.Sprintf("%.1f in all", total)}
+	for _, e := range entries {
+		parts = append(parts, fmt.Sprintf("%s %.2f", e.key, e.n))
 	}
 	return strings.Join(parts, ", ")
 }
