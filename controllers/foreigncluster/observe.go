@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
@@ -19,6 +20,7 @@ import (
 type observation struct {
 	tenantNamespaces []string
 	tenants          []authv1beta1.Tenant
+	refusals         map[string]*tenant.Refusal // why a tenant gets no identity, by namespace/name
 	identities       []authv1beta1.Identity
 	slices           []authv1beta1.ResourceSlice // asked of the remote cluster (it provides)
 	granted          []authv1beta1.ResourceSlice // asked by the remote cluster (it consumes)
@@ -55,10 +57,20 @@ func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*o
 	if err := c.List(ctx, tenants); err != nil {
 		return nil, fmt.Errorf("listing tenants: %w", err)
 	}
+	o.refusals = map[string]*tenant.Refusal{}
 	for _, t := range tenants.Items {
-		if names(t.Spec.ClusterID, t.Labels, id) {
-			o.tenants = append(o.tenants, t)
+		if !names(t.Spec.ClusterID, t.Labels, id) {
+			continue
 		}
+		o.tenants = append(o.tenants, t)
+		if t.DeletionTimestamp != nil {
+			continue
+		}
+		refusal, err := tenant.Check(ctx, c, &t)
+		if err != nil {
+			return nil, fmt.Errorf("checking tenant %s/%s: %w", t.Namespace, t.Name, err)
+		}
+		o.refusals[t.Namespace+"/"+t.Name] = refusal
 	}
 	ids := &authv1beta1.IdentityList{}
 	if err := c.List(ctx, ids); err != nil {
@@ -169,11 +181,15 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 
 	var auth []corev1beta1.Condition
 	for _, t := range o.tenants {
-		s := corev1beta1.ConditionStatusEstablished
-		if t.Spec.TenantCondition != authv1beta1.TenantConditionActive && t.Spec.TenantCondition != "" {
-			s = corev1beta1.ConditionStatusNotReady
+		c := cond(corev1beta1.AuthTenantStatusCondition, corev1beta1.ConditionStatusEstablished,
+			fmt.Sprintf("Tenant %s/%s is %s", t.Namespace, t.Name, t.Spec.TenantCondition))
+		if f := o.refusals[t.Namespace+"/"+t.Name]; f != nil && f.Reason != tenant.ReasonNotActive {
+			// Refused: the reason the Tenant reconciler gives, with the field at fault.
+			c.Status, c.Reason, c.Message = corev1beta1.ConditionStatusError, f.Reason, fmt.Sprintf("Tenant %s/%s refused: %s", t.Namespace, t.Name, f.Message)
+		} else if t.Spec.TenantCondition != authv1beta1.TenantConditionActive && t.Spec.TenantCondition != "" {
+			c.Status, c.Reason = corev1beta1.ConditionStatusNotReady, string(corev1beta1.ConditionStatusNotReady)
 		}
-		auth = append(auth, cond(corev1beta1.AuthTenantStatusCondition, s, fmt.Sprintf("Tenant %s/%s is %s", t.Namespace, t.Name, t.Spec.TenantCondition)))
+		auth = append(auth, c)
 	}
 	for _, i := range o.identities {
 		if i.Spec.Type != authv1beta1.IdentityType("ControlPlane") {

@@ -13,11 +13,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
@@ -123,6 +126,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&netv1beta1.GatewayClient{}, byLabel).
 		Watches(&netv1beta1.Connection{}, byLabel).
 		Watches(&authv1beta1.Tenant{}, bySpec).
+		// A tenant's refusal depends on the nonce its signature is checked against.
+		Watches(&corev1.Secret{}, byLabel, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == nonce.NonceSecret
+		}))).
 		Watches(&authv1beta1.Identity{}, bySpec).
 		Watches(&authv1beta1.ResourceSlice{}, bySpec).
 		Watches(&offv1beta1.VirtualNode{}, bySpec).

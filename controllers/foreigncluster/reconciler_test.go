@@ -20,11 +20,14 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
+	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
+	tenantctrl "github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -69,12 +72,16 @@ func eventually(t *testing.T, what string, cond func(fc *corev1beta1.ForeignClus
 }
 
 func condition(m corev1beta1.Module, t corev1beta1.ConditionType) corev1beta1.ConditionStatusType {
+	return conditionOf(m, t).Status
+}
+
+func conditionOf(m corev1beta1.Module, t corev1beta1.ConditionType) corev1beta1.Condition {
 	for _, c := range m.Conditions {
 		if c.Type == t {
-			return c.Status
+			return c
 		}
 	}
-	return ""
+	return corev1beta1.Condition{}
 }
 
 // TestForeignClusterFollowsThePeering: the ForeignCluster appears with the first object about the
@@ -89,12 +96,32 @@ func TestForeignClusterFollowsThePeering(t *testing.T) {
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-b",
 		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-b", consts.TenantNamespaceLabel: "true"}}}
+	// A Tenant whose signature is not its key's signature of the nonce is refused: the
+	// condition says so, with the Tenant reconciler's reason and the field at fault.
+	key, err := signing.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonceSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: nonce.NonceSecret, Namespace: ns.Name,
+		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-b"}}, Data: map[string][]byte{nonce.NonceKey: []byte("the-nonce")}}
 	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "cl-b", Namespace: ns.Name},
-		Spec: authv1beta1.TenantSpec{ClusterID: "cl-b", TenantCondition: authv1beta1.TenantConditionActive}}
-	for _, o := range []client.Object{ns, tenant} {
+		Spec: authv1beta1.TenantSpec{ClusterID: "cl-b", TenantCondition: authv1beta1.TenantConditionActive,
+			PublicKey: key.Public, Signature: key.Sign([]byte("another-nonce"))}}
+	for _, o := range []client.Object{ns, nonceSecret, tenant} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
+	}
+	eventually(t, "ForeignCluster for a refused consumer", func(fc *corev1beta1.ForeignCluster, err error) bool {
+		cond := conditionOf(fc.Status.Modules.Authentication, corev1beta1.AuthTenantStatusCondition)
+		return err == nil && fc.Spec.ClusterID == "cl-b" && fc.Status.Role == corev1beta1.ConsumerRole &&
+			cond.Status == corev1beta1.ConditionStatusError && cond.Reason == tenantctrl.ReasonSignatureInvalid &&
+			strings.Contains(cond.Message, "spec.signature")
+	}, c, "cl-b")
+
+	tenant.Spec.Signature = key.Sign([]byte("the-nonce"))
+	if err := c.Update(ctx, tenant); err != nil {
+		t.Fatal(err)
 	}
 	eventually(t, "ForeignCluster for a consumer", func(fc *corev1beta1.ForeignCluster, err error) bool {
 		return err == nil && fc.Spec.ClusterID == "cl-b" && fc.Status.Role == corev1beta1.ConsumerRole &&

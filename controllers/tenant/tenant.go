@@ -12,6 +12,10 @@
 // the namespacemap controller does not bind the consumer there again while it has no Tenant.
 // Cordoning or draining a Tenant revokes nothing: a Cordoned tenant keeps its workloads and a
 // Drained one needs its access to withdraw them; only deleting the Tenant does.
+//
+// Check is the one place that decides whether a Tenant is refused; a refusal is a Warning
+// Event on the Tenant, and the foreigncluster controller shows it in the ForeignCluster's
+// AuthTenantStatus condition (Liqo's TenantStatus has no field for it).
 package tenant
 
 import (
@@ -48,13 +52,75 @@ const (
 	RoleBindingName = "liqo-binding-liqo-remote-controlplane"
 	// DefaultCertificateValidity is what the consumer's certificate is requested for.
 	DefaultCertificateValidity = 365 * 24 * time.Hour
-	// Event reasons.
-	reasonSignatureInvalid = "SignatureInvalid"
-	reasonCSRInvalid       = "CSRInvalid"
-	reasonNotActive        = "NotActive"
-	reasonWrongNamespace   = "WrongNamespace"
-	reasonIssued           = "IdentityIssued"
+	reasonIssued               = "IdentityIssued"
 )
+
+// Reasons a Tenant is refused: no identity is issued for it. Each is the reason of a Warning
+// Event on the Tenant and of the ForeignCluster's AuthTenantStatus condition.
+const (
+	// ReasonSignatureInvalid: spec.signature is not spec.publicKey's signature of the nonce.
+	ReasonSignatureInvalid = "SignatureInvalid"
+	// ReasonCSRInvalid: spec.csr is not a request the consumer may be issued.
+	ReasonCSRInvalid = "CSRInvalid"
+	// ReasonNotActive: the tenant is Cordoned or Drained.
+	ReasonNotActive = "NotActive"
+	// ReasonWrongNamespace: the Tenant is not in its consumer's tenant namespace.
+	ReasonWrongNamespace = "WrongNamespace"
+)
+
+// Refusal is why a Tenant gets no identity.
+type Refusal struct {
+	// Reason is one of the Reason constants.
+	Reason string
+	// Message names the field at fault and what it should be.
+	Message string
+}
+
+// verdict is what checking a Tenant found: a refusal, or the public key the consumer proved
+// it holds (nil under TolerateNoHandshake).
+type verdict struct {
+	refusal *Refusal
+	key     ed25519.PublicKey
+}
+
+func refuse(reason, format string, args ...any) verdict {
+	return verdict{refusal: &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}}
+}
+
+// Check reports why a Tenant is refused, or nil when an identity may be issued for it. The
+// Tenant reconciler refuses what Check refuses; the ForeignCluster reconciler shows it.
+func Check(ctx context.Context, c client.Reader, t *authv1beta1.Tenant) (*Refusal, error) {
+	v, err := check(ctx, c, t)
+	return v.refusal, err
+}
+
+func check(ctx context.Context, c client.Reader, t *authv1beta1.Tenant) (verdict, error) {
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: t.Namespace}, ns); err != nil {
+		return verdict{}, fmt.Errorf("reading namespace of tenant %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	if ns.Labels[consts.RemoteClusterIDLabel] != string(t.Spec.ClusterID) || ns.Labels[consts.TenantNamespaceLabel] != "true" {
+		return refuse(ReasonWrongNamespace, "namespace %s is not the tenant namespace of cluster %s (labels %s=%s, %s=true)",
+			t.Namespace, t.Spec.ClusterID, consts.RemoteClusterIDLabel, t.Spec.ClusterID, consts.TenantNamespaceLabel), nil
+	}
+	var v verdict
+	if t.Spec.AuthzPolicy != authv1beta1.AuthzPolicy("TolerateNoHandshake") {
+		var err error
+		if v, err = verify(ctx, c, t); err != nil || v.refusal != nil {
+			return v, err
+		}
+	}
+	if len(t.Spec.CSR) == 0 {
+		return v, nil // declarative peering: credentials made elsewhere
+	}
+	if t.Spec.TenantCondition != authv1beta1.TenantConditionActive && t.Spec.TenantCondition != "" {
+		return refuse(ReasonNotActive, "tenant is %s: no identity is issued until it is Active", t.Spec.TenantCondition), nil
+	}
+	if _, err := signing.CheckCSR(t.Spec.CSR, string(t.Spec.ClusterID), []string{nonce.ControlPlaneOrganization}, v.key); err != nil {
+		return refuse(ReasonCSRInvalid, "spec.csr refused: %v", err), nil
+	}
+	return v, nil
+}
 
 // Reconciler reconciles Tenants.
 type Reconciler struct {
@@ -103,37 +169,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: t.Namespace}, ns); err != nil {
-		return reconcile.Result{}, fmt.Errorf("reading namespace of tenant %s: %w", req, err)
+	v, err := check(ctx, r.Client, t)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	if ns.Labels[consts.RemoteClusterIDLabel] != string(t.Spec.ClusterID) || ns.Labels[consts.TenantNamespaceLabel] != "true" {
-		r.warn(t, reasonWrongNamespace, "namespace %s is not the tenant namespace of cluster %s (labels %s=%s, %s=true)",
-			t.Namespace, t.Spec.ClusterID, consts.RemoteClusterIDLabel, t.Spec.ClusterID, consts.TenantNamespaceLabel)
+	if f := v.refusal; f != nil {
+		// A tenant cordoned after its identity was issued keeps it: nothing to warn about.
+		if f.Reason != ReasonNotActive || t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
+			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, f.Reason, "Verify", "%s", f.Message)
+		}
 		return reconcile.Result{}, nil
 	}
-
-	var verifiedKey ed25519.PublicKey
-	if t.Spec.AuthzPolicy != authv1beta1.AuthzPolicy("TolerateNoHandshake") {
-		key, ok, err := r.verify(ctx, t)
-		if err != nil || !ok {
-			return reconcile.Result{}, err
-		}
-		verifiedKey = key
-	}
-
 	if len(t.Spec.CSR) == 0 {
 		return reconcile.Result{}, r.setStatus(ctx, t, nil) // declarative peering: credentials made elsewhere
-	}
-	if t.Spec.TenantCondition != authv1beta1.TenantConditionActive && t.Spec.TenantCondition != "" {
-		if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
-			r.warn(t, reasonNotActive, "tenant is %s: no identity is issued until it is Active", t.Spec.TenantCondition)
-		}
-		return reconcile.Result{}, nil
-	}
-	if _, err := signing.CheckCSR(t.Spec.CSR, string(t.Spec.ClusterID), []string{nonce.ControlPlaneOrganization}, verifiedKey); err != nil {
-		r.warn(t, reasonCSRInvalid, "spec.csr refused: %v", err)
-		return reconcile.Result{}, nil
 	}
 	name, renewIn := r.certificateToIssue(t)
 	var cert []byte
@@ -183,23 +231,21 @@ func (r *Reconciler) renewalDue(pem []byte) (time.Duration, error) {
 	return max(time.Until(cert.NotAfter)-r.renewBefore(), time.Second), nil
 }
 
-// verify checks the signed nonce; ok is false when the tenant is refused (an Event says why).
-func (r *Reconciler) verify(ctx context.Context, t *authv1beta1.Tenant) (ed25519.PublicKey, bool, error) {
+// verify checks the signed nonce; the verdict holds the verified key or why it is refused.
+func verify(ctx context.Context, c client.Reader, t *authv1beta1.Tenant) (verdict, error) {
 	secret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: nonce.NonceSecret}, secret); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: nonce.NonceSecret}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.warn(t, reasonSignatureInvalid, "no nonce in %s yet to verify the signature against", t.Namespace)
-			return nil, false, nil
+			return refuse(ReasonSignatureInvalid, "no nonce in %s yet to verify the signature against", t.Namespace), nil
 		}
-		return nil, false, fmt.Errorf("reading the nonce of tenant %s/%s: %w", t.Namespace, t.Name, err)
+		return verdict{}, fmt.Errorf("reading the nonce of tenant %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	pub := ed25519.PublicKey(t.Spec.PublicKey)
 	if !signing.Verify(pub, secret.Data[nonce.NonceKey], t.Spec.Signature) {
-		r.warn(t, reasonSignatureInvalid, "spec.signature is not spec.publicKey's signature of the nonce in %s/%s",
-			t.Namespace, nonce.NonceSecret)
-		return nil, false, nil
+		return refuse(ReasonSignatureInvalid, "spec.signature is not spec.publicKey's signature of the nonce in %s/%s",
+			t.Namespace, nonce.NonceSecret), nil
 	}
-	return pub, true, nil
+	return verdict{key: pub}, nil
 }
 
 // csrName is the CSR object of a tenant's request: one per request content, and one per
@@ -315,10 +361,6 @@ func (r *Reconciler) revoke(ctx context.Context, t *authv1beta1.Tenant) error {
 		return fmt.Errorf("removing finalizer of tenant %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	return nil
-}
-
-func (r *Reconciler) warn(t *authv1beta1.Tenant, reason, format string, args ...any) {
-	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Verify", format, args...)
 }
 
 // SetupWithManager watches Tenants, and the nonce Secrets and CSRs they depend on.
