@@ -307,10 +307,18 @@ func TestAccPeering(t *testing.T) {
 		src := strings.Replace(example, line, line+fmt.Sprintf("    %s = { config_path = %s }\n", key, kubeconfig), 1)
 		return strings.Replace(src, old, fmt.Sprintf("%s = %q", attr, key), 1)
 	}
+	res := "liqo_peering.this"
+	replaced := func(config string) resource.TestStep {
+		return resource.TestStep{
+			Config: config, ConfigVariables: vars("3"), PlanOnly: true, ExpectNonEmptyPlan: true,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(res, plancheck.ResourceActionReplace),
+			}},
+		}
+	}
 	bad := func(attrs string) string {
 		return block + "resource \"liqo_peering\" \"bad\" {\n" + attrs + "\n  networking = false\n}\n"
 	}
-	res := "liqo_peering.this"
 	at := func(name string) tfjsonpath.Path { return tfjsonpath.New(name) }
 	consumerCl := e.Cluster(cid).Client
 	deleteAndWait := func(obj client.Object, also ...client.Object) {
@@ -407,37 +415,12 @@ func TestAccPeering(t *testing.T) {
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 				},
 			},
-			{
-				// The two clusters swapped: a replacement (another peering, in the other
-				// direction), planned only.
-				Config:             swapped,
-				ConfigVariables:    vars("3"),
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(res, plancheck.ResourceActionReplace),
-				}},
-			},
-			{
-				// Only consumer_cluster changes (to another key, even of the same cluster): a replacement.
-				Config:             rekeyed("consumer_cluster", "consumer-again"),
-				ConfigVariables:    vars("3"),
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(res, plancheck.ResourceActionReplace),
-				}},
-			},
-			{
-				// Only provider_cluster changes: a replacement.
-				Config:             rekeyed("provider_cluster", "provider-again"),
-				ConfigVariables:    vars("3"),
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(res, plancheck.ResourceActionReplace),
-				}},
-			},
+			// The two clusters swapped: a replacement (another peering, in the other direction),
+			// planned only; so is a change of consumer_cluster alone (to another key, even of
+			// the same cluster) or of provider_cluster alone.
+			replaced(swapped),
+			replaced(rekeyed("consumer_cluster", "consumer-again")),
+			replaced(rekeyed("provider_cluster", "provider-again")),
 			{
 				Config:                  example,
 				ConfigVariables:         vars("3"),
