@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,13 +122,7 @@ func startPeeringManager(t *testing.T, bin string, cl *testenv.Cluster, podCIDR 
 		}
 	})
 	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return testenv.ProbeOK(ctx, probe, "/readyz"), nil
 	})
 	if err != nil {
 		t.Fatalf("controller manager of %s not ready: %v", cl.Name, err)

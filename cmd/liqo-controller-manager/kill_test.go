@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -112,13 +111,7 @@ func (p *managerProcess) start(t *testing.T, controllers ...string) {
 			return false, fmt.Errorf("the process exited: %v", p.cmd.ProcessState)
 		default:
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK && p.workersStarted(controllers...), nil
+		return testenv.ProbeOK(ctx, probe, "/readyz") && p.workersStarted(controllers...), nil
 	})
 	if err != nil {
 		t.Fatalf("%s manager (run %d) not ready: %v\n%s", p.name, p.runs, err, p.log.String())

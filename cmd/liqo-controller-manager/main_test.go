@@ -131,13 +131,7 @@ func waitReady(ctx context.Context, probe string, timeout time.Duration, exited 
 		if err := exited(); err != nil {
 			return false, err
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return testenv.ProbeOK(ctx, probe, "/readyz"), nil
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -287,12 +286,7 @@ func TestDeploymentRunner(t *testing.T) {
 		t.Errorf("node capacity %v addresses %v, want the grant and 127.0.0.1", node.Status.Capacity, node.Status.Addresses)
 	}
 	poll(t, "the binary's readiness probe", 30*time.Second, func(ctx context.Context) bool {
-		resp, err := http.Get("http://" + probe + "/readyz")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		return testenv.ProbeOK(ctx, probe, "/readyz")
 	})
 	// Its serving certificate: requested as the ServiceAccount, approved, issued, served.
 	ca, err := cons.ClientCA()
