@@ -7,6 +7,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STATE=${SANDBOX_STATE:-$ROOT/.sandbox}
 KUBECTL=${KUBECTL:-$ROOT/bin/testbed/kubectl}
+SANDBOX_BIN=${SANDBOX_BIN:-$ROOT/bin/liqo-sandbox}
 export TF_CLI_CONFIG_FILE=$STATE/terraformrc
 export TF_IN_AUTOMATION=1
 step() { printf '\n==> %s\n' "$*"; }
@@ -20,7 +21,7 @@ networking=false
 if [[ $(cat "$STATE/networking" 2>/dev/null) == enabled ]]; then
   networking=true
 else
-  echo "note: the sandbox's networking is $(cat "$STATE/networking" 2>/dev/null || echo disabled): peering with networking = false"
+  echo "note: no tunnel: the sandbox's networking is $(cat "$STATE/networking" 2>/dev/null || echo disabled), so the peering has networking = false"
 fi
 
 step "terraform apply examples/peering (networking = $networking)"
@@ -74,15 +75,24 @@ remote=$(kc consumer -n demo get namespaceoffloading offloading -o jsonpath='{.s
 step "the same pods running on the provider, in namespace $remote"
 kc provider -n "$remote" get pods -o wide
 if [[ $networking == true ]]; then
-  # The sandbox's stand-in pods: a network namespace per cluster with an address in its pod CIDR.
-  step "pod-to-pod traffic through the tunnel: consumer's stand-in pod (10.200.0.10) to the provider's (10.201.0.10)"
-  kc consumer get connections -A
-  if command -v ping >/dev/null; then
-    ip netns exec lqsb-consumer-pod ping -c 3 -W 2 10.201.0.10
-  else
-    echo "(install ping, e.g. apt-get install iputils-ping, to send it through the tunnel:"
-    echo " ip netns exec lqsb-consumer-pod ping 10.201.0.10)"
-  fi
+  step "the tunnel: the Connection on each side (the gateways' status)"
+  for cluster in consumer provider; do
+    kc "$cluster" wait connections --all --all-namespaces --for=jsonpath='{.status.value}'=Connected --timeout=60s >/dev/null
+    echo "# $cluster"
+    kc "$cluster" get connections --all-namespaces -o wide
+  done
+  # KWOK plays the nodes; the sandbox gives each running pod its address in the cluster's pod
+  # network and answers HTTP there with the pod's name (internal/sandbox/podnet.go).
+  step "pod-to-pod traffic through the tunnel: from the consumer's pod network to an offloaded pod"
+  pod=$(kc consumer -n demo get pods -l app=hello -o jsonpath='{.items[0].metadata.name}')
+  ip=""
+  for _ in $(seq 50); do
+    ip=$(kc consumer -n demo get pod "$pod" -o jsonpath='{.status.podIP}')
+    [[ -n $ip ]] && break
+    sleep 0.2
+  done
+  echo "the consumer's pod demo/$pod runs on the provider at $ip"
+  "$SANDBOX_BIN" -state "$STATE" request consumer "$ip"
 fi
 
 cat <<MSG

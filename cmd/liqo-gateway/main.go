@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
-	"github.com/peerkit/terraform-provider-liqo/gateway/nsdial"
+	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 )
 
 func main() {
@@ -58,7 +58,7 @@ func run() error {
 		return fmt.Errorf("loading cluster credentials: %w", err)
 	}
 	if apiNetns != "" {
-		if cfg.Dial, err = nsdial.Dialer(apiNetns); err != nil {
+		if cfg.Dial, err = netns.Dialer(apiNetns); err != nil {
 			return err
 		}
 	}

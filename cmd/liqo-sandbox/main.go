@@ -1,6 +1,8 @@
 // Command liqo-sandbox runs two local Kubernetes clusters, consumer and provider, on the test
 // bed's binaries: `up` starts them in the background and prints how to reach them, `down` stops
-// them and removes their files, `serve` is the background supervisor itself.
+// them and removes their files, `serve` is the background supervisor itself, and
+// `request <cluster> <address>` pings and sends an HTTP GET to a pod address from the named
+// cluster's pod network (with the sandbox's networking, as root).
 package main
 
 import (
@@ -30,7 +32,7 @@ func run(ctx context.Context, args []string) error {
 	managerBin := fs.String("manager-bin", filepath.Join(root, "bin", "liqo-controller-manager"), "the liqo-controller-manager binary run for each cluster")
 	gatewayBin := fs.String("gateway-bin", filepath.Join(root, "bin", "liqo-gateway"), "the liqo-gateway binary run for each gateway (as root; otherwise networking is disabled)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: liqo-sandbox [flags] up|down|serve\n")
+		fmt.Fprintf(fs.Output(), "usage: liqo-sandbox [flags] up|down|serve|request <from-cluster> <pod-address>\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -55,6 +57,14 @@ func run(ctx context.Context, args []string) error {
 		return sb.Down(ctx)
 	case "serve":
 		return sb.Serve(ctx)
+	case "request":
+		if fs.NArg() != 3 {
+			fs.Usage()
+			return fmt.Errorf("request takes a cluster and a pod address, e.g. request consumer 10.201.1.1")
+		}
+		out, err := sandbox.PodRequest(ctx, fs.Arg(1), fs.Arg(2))
+		fmt.Print(out)
+		return err
 	default:
 		fs.Usage()
 		return fmt.Errorf("unknown command %q", fs.Arg(0))

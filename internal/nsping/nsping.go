@@ -1,19 +1,18 @@
 // Package nsping pings from a named network namespace without a ping binary (machines and CI
-// images may have none): the ICMP socket is opened in the namespace by a thread that enters it
-// and comes back, so the rest of the process stays where it is. Tests of the tunnels use it.
+// images may have none): the ICMP socket is opened in the namespace (internal/netns), so the
+// rest of the process stays where it is. Tests of the tunnels and the sandbox's demo use it.
 package nsping
 
 import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
-	"runtime"
 	"time"
 
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
-	"golang.org/x/sys/unix"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 )
 
 // Ping sends count ICMP echoes to dst from the named network namespace (one of
@@ -66,38 +65,13 @@ func Ping(ns, dst string, count int) (time.Duration, error) {
 
 // listenICMPIn opens an ICMP socket in network namespace ns.
 func listenICMPIn(ns string) (*icmp.PacketConn, error) {
-	type result struct {
-		conn *icmp.PacketConn
-		err  error
+	var conn *icmp.PacketConn
+	err := netns.Do(netns.Named(ns), func() (err error) {
+		conn, err = icmp.ListenPacket("ip4:icmp", "0.0.0.0")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening an ICMP socket in %s: %w", ns, err)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked if the thread cannot come back: it then dies with the goroutine
-		self, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer func() { _ = self.Close() }()
-		target, err := os.Open(filepath.Join("/var/run/netns", ns))
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer func() { _ = target.Close() }()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: fmt.Errorf("entering %s: %w", ns, err)}
-			return
-		}
-		conn, err := icmp.ListenPacket("ip4:icmp", "0.0.0.0")
-		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err == nil {
-			runtime.UnlockOSThread()
-		}
-		ch <- result{conn, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		return nil, fmt.Errorf("opening an ICMP socket in %s: %w", ns, r.err)
-	}
-	return r.conn, nil
+	return conn, nil
 }

@@ -29,6 +29,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,7 +97,7 @@ func HostAddress(cluster string) string {
 // PodAddress is the address of the named cluster's stand-in pod: the .10 address of its pod
 // CIDR. Empty for an unknown cluster.
 func PodAddress(cluster string) string {
-	addr, _, err := podAddrs(cluster)
+	addr, _, _, err := podAddrs(cluster)
 	if err != nil {
 		return ""
 	}
@@ -104,20 +105,22 @@ func PodAddress(cluster string) string {
 }
 
 // podAddrs returns the stand-in pod's address and its gateway (the gateway host's address on
-// the pod link): .10 and .1 of the cluster's pod CIDR.
-func podAddrs(cluster string) (pod, gw string, err error) {
+// the pod link), .10 and .1 of the cluster's pod CIDR, and the CIDR's prefix length: the
+// gateway host reaches the whole pod CIDR on that link (the pods' addresses, podnet.go).
+func podAddrs(cluster string) (pod, gw string, bits int, err error) {
 	for _, o := range clusters(len(ClusterNames)) {
 		if o.Name != cluster {
 			continue
 		}
 		_, n, err := net.ParseCIDR(o.PodCIDR)
 		if err != nil || n.IP.To4() == nil {
-			return "", "", fmt.Errorf("cluster %s: pod CIDR %q is not an IPv4 network", cluster, o.PodCIDR)
+			return "", "", 0, fmt.Errorf("cluster %s: pod CIDR %q is not an IPv4 network", cluster, o.PodCIDR)
 		}
 		b := n.IP.To4()
-		return net.IPv4(b[0], b[1], b[2], b[3]+10).String(), net.IPv4(b[0], b[1], b[2], b[3]+1).String(), nil
+		bits, _ = n.Mask.Size()
+		return net.IPv4(b[0], b[1], b[2], b[3]+10).String(), net.IPv4(b[0], b[1], b[2], b[3]+1).String(), bits, nil
 	}
-	return "", "", fmt.Errorf("unknown sandbox cluster %q", cluster)
+	return "", "", 0, fmt.Errorf("unknown sandbox cluster %q", cluster)
 }
 
 // tunnelInterface names the tunnel of one gateway: unique across the sandbox's clusters (the
@@ -180,10 +183,11 @@ func networkUnsupported(euid int, gatewayBin string) string {
 // network is the sandbox's running network: namespaces, bridge, LoadBalancer controller and
 // gateway runner.
 type network struct {
-	out      io.Writer
-	clusters []string
-	runner   *gatewayRunner
-	cancel   context.CancelFunc
+	out        io.Writer
+	clusters   []string
+	runner     *gatewayRunner
+	podServers []*http.Server // the stand-in pods' HTTP servers (podnet.go)
+	cancel     context.CancelFunc
 }
 
 // startNetwork sets up the network of the clusters in env and starts the LoadBalancer controller
@@ -231,7 +235,16 @@ func (s *Sandbox) startNetwork(ctx context.Context, env *testenv.Env) (*network,
 	n.runner = &gatewayRunner{bin: s.GatewayBin, logDir: logDir, out: s.Out,
 		apiNetns: fmt.Sprintf("/proc/%d/ns/net", os.Getpid()), procs: map[gatewayKey]*gatewayProc{}}
 	for _, c := range env.Clusters {
-		if err := n.runner.watch(rctx, c); err != nil {
+		pods, err := newPodAddresses(c.Name)
+		if err != nil {
+			return nil, errors.Join(err, n.stop())
+		}
+		srv, err := pods.serve(s.Out)
+		if err != nil {
+			return nil, errors.Join(err, n.stop())
+		}
+		n.podServers = append(n.podServers, srv)
+		if err := n.runner.watch(rctx, c, pods); err != nil {
 			return nil, errors.Join(err, n.stop())
 		}
 	}
@@ -249,7 +262,7 @@ func (n *network) setup() error {
 	for _, cluster := range n.clusters {
 		i := clusterIndex(cluster)
 		host, pod := HostNetns(cluster), PodNetns(cluster)
-		podIP, podGW, err := podAddrs(cluster)
+		podIP, podGW, bits, err := podAddrs(cluster)
 		if err != nil {
 			return err
 		}
@@ -266,7 +279,7 @@ func (n *network) setup() error {
 			[]string{"-n", host, "link", "set", "ul0", "up"},
 			// The pod behind the gateway host.
 			[]string{"link", "add", "pod0", "netns", host, "type", "veth", "peer", "name", "eth0", "netns", pod},
-			[]string{"-n", host, "addr", "add", podGW + "/24", "dev", "pod0"},
+			[]string{"-n", host, "addr", "add", podGW + "/" + strconv.Itoa(bits), "dev", "pod0"},
 			[]string{"-n", host, "link", "set", "pod0", "up"},
 			[]string{"-n", pod, "addr", "add", podIP + "/24", "dev", "eth0"},
 			[]string{"-n", pod, "link", "set", "eth0", "up"},
@@ -313,6 +326,9 @@ func (n *network) stop() error {
 	if n.runner != nil {
 		fmt.Fprintln(n.out, "stopping gateways")
 		errs = append(errs, n.runner.stopAll())
+	}
+	for _, srv := range n.podServers {
+		errs = append(errs, srv.Close())
 	}
 	fmt.Fprintln(n.out, "removing the network namespaces and the bridge")
 	errs = append(errs, n.teardown())
@@ -492,6 +508,7 @@ type clusterWatch struct {
 	writer     client.Client
 	trigger    chan struct{}
 	clashes    map[gatewayKey]bool // servers reported as unable to run (port in use); loop only
+	pods       *podAddresses       // the cluster's pod addresses (podnet.go)
 }
 
 // poke asks for a sync of the cluster.
@@ -502,9 +519,9 @@ func (w *clusterWatch) poke() {
 	}
 }
 
-// watch starts following cluster c: an informer cache on GatewayServers, GatewayClients and
-// Services, each change triggering a sync.
-func (r *gatewayRunner) watch(ctx context.Context, c *testenv.Cluster) error {
+// watch starts following cluster c: an informer cache on GatewayServers, GatewayClients,
+// Services and Pods, each change triggering a sync (pods keep their addresses in pods).
+func (r *gatewayRunner) watch(ctx context.Context, c *testenv.Cluster, pods *podAddresses) error {
 	scheme, err := api.NewScheme()
 	if err != nil {
 		return fmt.Errorf("building scheme: %w", err)
@@ -518,13 +535,13 @@ func (r *gatewayRunner) watch(ctx context.Context, c *testenv.Cluster) error {
 		return fmt.Errorf("creating a client of cluster %s: %w", c.Name, err)
 	}
 	w := &clusterWatch{r: r, name: c.Name, kubeconfig: c.KubeconfigPath, reader: ca, writer: writer, trigger: make(chan struct{}, 1),
-		clashes: map[gatewayKey]bool{}}
+		clashes: map[gatewayKey]bool{}, pods: pods}
 	handler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { w.poke() },
 		UpdateFunc: func(any, any) { w.poke() },
 		DeleteFunc: func(any) { w.poke() },
 	}
-	for _, obj := range []client.Object{&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}, &corev1.Service{}} {
+	for _, obj := range []client.Object{&netv1beta1.GatewayServer{}, &netv1beta1.GatewayClient{}, &corev1.Service{}, &corev1.Pod{}} {
 		inf, err := ca.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("watching %T in cluster %s: %w", obj, c.Name, err)
@@ -567,10 +584,10 @@ func (w *clusterWatch) loop(ctx context.Context) {
 	}
 }
 
-// sync gives LoadBalancer gateway Services their ingress and runs one gateway per GatewayServer
-// and GatewayClient.
+// sync gives LoadBalancer gateway Services their ingress, the running pods their addresses,
+// and runs one gateway per GatewayServer and GatewayClient.
 func (w *clusterWatch) sync(ctx context.Context) error {
-	errLB := w.syncLoadBalancers(ctx)
+	errLB := errors.Join(w.syncLoadBalancers(ctx), w.pods.sync(ctx, w.reader))
 	want := map[gatewayKey]bool{}
 	servers := &netv1beta1.GatewayServerList{}
 	if err := w.reader.List(ctx, servers); err != nil {

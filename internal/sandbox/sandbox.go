@@ -42,18 +42,20 @@ var ClusterNames = []string{"consumer", "provider", "provider-2"}
 
 // clusters says what each of the first n sandbox clusters runs: the providers have KWOK nodes
 // to run the pods offloaded to them; all have a scheduler and a controller manager (CSR
-// signer, garbage collector, namespace deletion). Each has its own pod CIDR.
+// signer, garbage collector, namespace deletion). Each has its own pod CIDR, and each node a
+// /24 of it from x.x.1.0 on, as a node IPAM controller would give: x.x.0.0/24 is the sandbox's
+// network (the stand-in pod and its gateway host, gateways.go).
 func clusters(n int) []testenv.ClusterOptions {
 	all := []testenv.ClusterOptions{
 		{Name: "consumer", Scheduler: true, ControllerManager: true, KubeletAPI: true, PodCIDR: "10.200.0.0/16",
-			Nodes: []testenv.NodeOptions{{Name: "consumer-node-1", CPU: "4", Memory: "8Gi"}}},
+			Nodes: []testenv.NodeOptions{{Name: "consumer-node-1", CPU: "4", Memory: "8Gi", PodCIDR: "10.200.1.0/24"}}},
 		{Name: "provider", Scheduler: true, ControllerManager: true, KubeletAPI: true, PodCIDR: "10.201.0.0/16",
 			Nodes: []testenv.NodeOptions{
-				{Name: "provider-node-1", CPU: "8", Memory: "16Gi"},
-				{Name: "provider-node-2", CPU: "8", Memory: "16Gi"},
+				{Name: "provider-node-1", CPU: "8", Memory: "16Gi", PodCIDR: "10.201.1.0/24"},
+				{Name: "provider-node-2", CPU: "8", Memory: "16Gi", PodCIDR: "10.201.2.0/24"},
 			}},
 		{Name: "provider-2", Scheduler: true, ControllerManager: true, KubeletAPI: true, PodCIDR: "10.202.0.0/16",
-			Nodes: []testenv.NodeOptions{{Name: "provider-2-node-1", CPU: "8", Memory: "16Gi"}}},
+			Nodes: []testenv.NodeOptions{{Name: "provider-2-node-1", CPU: "8", Memory: "16Gi", PodCIDR: "10.202.1.0/24"}}},
 	}
 	return all[:n]
 }

@@ -31,6 +31,9 @@ type NodeOptions struct {
 	Labels map[string]string
 	// Taints are set on the node; pods must tolerate them.
 	Taints []corev1.Taint
+	// PodCIDR is the node's spec.podCIDR: KWOK gives the node's pods addresses from it, from
+	// its .1 on. Default: none, and the node's pods take addresses from the cluster's PodCIDR.
+	PodCIDR string
 }
 
 func (n NodeOptions) node() (*corev1.Node, error) {
@@ -44,13 +47,18 @@ func (n NodeOptions) node() (*corev1.Node, error) {
 		}
 		capacity[name] = v
 	}
+	if n.PodCIDR != "" {
+		if _, _, err := net.ParseCIDR(n.PodCIDR); err != nil {
+			return nil, fmt.Errorf("node %s: pod CIDR %q: %w", n.Name, n.PodCIDR, err)
+		}
+	}
 	labels := map[string]string{"type": "kwok", corev1.LabelHostname: n.Name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}
 	for k, v := range n.Labels {
 		labels[k] = v
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: map[string]string{KWOKNodeAnnotation: "fake"}},
-		Spec:       corev1.NodeSpec{Taints: n.Taints},
+		Spec:       corev1.NodeSpec{Taints: n.Taints, PodCIDR: n.PodCIDR},
 		Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 	}, nil
 }

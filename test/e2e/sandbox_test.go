@@ -26,6 +26,7 @@ import (
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -268,6 +269,27 @@ func (r *sandboxRun) nodeReady(t *testing.T, cluster, node string) bool {
 	return false
 }
 
+// expectDemoTunnel checks what the demo shows of the tunnel: the Connection Connected on each
+// side, then an offloaded pod answering HTTP at its address on the provider from the consumer's
+// stand-in pod, through the tunnel.
+func expectDemoTunnel(t *testing.T, out string) {
+	t.Helper()
+	for _, side := range []string{"consumer", "provider"} {
+		if !regexp.MustCompile(`(?m)^# ` + side + `\n.*\n.*\bConnected\b`).MatchString(out) {
+			t.Errorf("the demo does not show the %s's Connection Connected:\n%s", side, out)
+		}
+	}
+	m := regexp.MustCompile(`the consumer's pod demo/(\S+) runs on the provider at (\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the demo does not name the offloaded pod it reaches:\n%s", out)
+	}
+	want := fmt.Sprintf("from consumer's pod network (%s): 200 OK in", sandbox.PodAddress("consumer"))
+	answer := fmt.Sprintf("pod demo-consumer/%s of cluster provider (%s) answers %s", m[1], m[2], sandbox.PodAddress("consumer"))
+	if !strings.Contains(out, want) || !strings.Contains(out, answer) {
+		t.Errorf("the demo's request to the offloaded pod: want %q and %q in:\n%s", want, answer, out)
+	}
+}
+
 // TestMainJob: `make demo`'s script on a fresh two-cluster sandbox (examples/peering applied,
 // the demo namespace offloaded, a Deployment Available with its pods running on the provider,
 // and with networking the stand-in pods reaching each other through the tunnel, which they
@@ -286,7 +308,8 @@ func TestMainJob(t *testing.T) {
 	}
 
 	demo := exec.Command("bash", filepath.Join(r.root, "hack", "demo.sh"))
-	demo.Env = append(os.Environ(), "SANDBOX_STATE="+r.state, "KUBECTL="+filepath.Join(mustBinDir(t), "kubectl"))
+	demo.Env = append(os.Environ(), "SANDBOX_STATE="+r.state, "KUBECTL="+filepath.Join(mustBinDir(t), "kubectl"),
+		"SANDBOX_BIN="+filepath.Join(r.bins, "liqo-sandbox"))
 	demoOut, err := demo.CombinedOutput()
 	if err != nil {
 		t.Fatalf("hack/demo.sh: %v\n%s", err, demoOut)
@@ -316,6 +339,9 @@ func TestMainJob(t *testing.T) {
 		t.Errorf("%d of the Deployment's pods running on the provider, want 3", running)
 	}
 	if r.networking {
+		// The demo shows the tunnel: both sides' Connections, then an offloaded pod on the
+		// provider answering HTTP from the consumer's pod network.
+		expectDemoTunnel(t, string(demoOut))
 		r.expectPodTraffic(t, "examples/peering", both...)
 		// One tunnel interface per gateway: the server's on the provider, the client's on the
 		// consumer (what the check after destroy looks for).
