@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 )
 
 var (
@@ -38,6 +39,7 @@ type foreignClusterModel struct {
 	Networking            types.Object `tfsdk:"networking"`
 	Authentication        types.Object `tfsdk:"authentication"`
 	Offloading            types.Object `tfsdk:"offloading"`
+	TunnelLatency         types.String `tfsdk:"tunnel_latency"`
 }
 
 var (
@@ -104,6 +106,10 @@ func (d *foreignClusterDataSource) Schema(_ context.Context, _ datasource.Schema
 			"networking":              fcModuleAttribute("networking"),
 			"authentication":          fcModuleAttribute("authentication"),
 			"offloading":              fcModuleAttribute("offloading"),
+			"tunnel_latency": schema.StringAttribute{Computed: true, MarkdownDescription: "Round trip through the tunnel as " +
+				"this cluster's gateway last measured it (the `Connection`'s `status.latency` in the local tenant namespace, " +
+				"renewed about every 10 s), while it is connected; null otherwise. A measurement: it changes from one read to " +
+				"the next, so an output built on it changes at every plan. Resources keep no such value in state."},
 		},
 	}
 }
@@ -166,7 +172,31 @@ func (d *foreignClusterDataSource) Read(ctx context.Context, req datasource.Read
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	latency, err := tunnelLatency(ctx, c, fc.Status.TenantNamespace.Local)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading foreign cluster", err.Error())
+		return
+	}
+	cfg.TunnelLatency = stringOrNull(latency)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &cfg)...)
+}
+
+// tunnelLatency is the latency of the Connected Connection in a tenant namespace, or "" when
+// there is none (no namespace, no tunnel, or not connected).
+func tunnelLatency(ctx context.Context, c *clusterClient, namespace string) (string, error) {
+	if namespace == "" {
+		return "", nil
+	}
+	conns := &netv1beta1.ConnectionList{}
+	if err := c.ctrl.List(ctx, conns, client.InNamespace(namespace)); err != nil {
+		return "", fmt.Errorf("listing Connections in %s in %s: %w", namespace, c.describe(), err)
+	}
+	for _, conn := range conns.Items {
+		if conn.Status.Value == netv1beta1.Connected && conn.Status.Latency.Value != "" {
+			return conn.Status.Latency.Value, nil
+		}
+	}
+	return "", nil
 }
 
 // findForeignCluster finds the ForeignCluster of a remote cluster ID: the one named after it,

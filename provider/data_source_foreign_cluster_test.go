@@ -8,9 +8,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 )
 
 // setupForeignClusters stands in for the consumer's liqo controllers, which the test clusters do
@@ -53,6 +55,17 @@ func setupForeignClusters(t *testing.T) {
 		if err := c.Status().Update(ctx, fc); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The gateway's Connection in the local tenant namespace, with its measured latency.
+	offCreateOwned(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-fc-prov"}})
+	conn := &netv1beta1.Connection{ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: "liqo-tenant-cl-fc-prov"},
+		Spec: netv1beta1.ConnectionSpec{Type: netv1beta1.ConnectionTypeClient,
+			GatewayRef: corev1.ObjectReference{Kind: "GatewayClient", Name: "client", Namespace: "liqo-tenant-cl-fc-prov"}}}
+	offCreateOwned(t, c, conn)
+	conn.Status = netv1beta1.ConnectionStatus{Value: netv1beta1.Connected,
+		Latency: netv1beta1.ConnectionLatency{Value: "812µs", Timestamp: now}}
+	if err := c.Status().Update(ctx, conn); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -117,6 +130,9 @@ data "liqo_foreign_cluster" "absent" {
 					statecheck.ExpectKnownValue(byid, tfjsonpath.New("name"), knownvalue.StringExact("some-other-name")),
 					statecheck.ExpectKnownValue(byid, tfjsonpath.New("role"), knownvalue.StringExact("Consumer")),
 					statecheck.ExpectKnownValue(byid, tfjsonpath.New("api_server_url"), knownvalue.Null()),
+					// The tunnel's latency, from the Connection; none without a tenant namespace.
+					statecheck.ExpectKnownValue(prov, tfjsonpath.New("tunnel_latency"), knownvalue.StringExact("812µs")),
+					statecheck.ExpectKnownValue(byid, tfjsonpath.New("tunnel_latency"), knownvalue.Null()),
 				},
 			},
 		},

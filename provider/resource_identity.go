@@ -265,6 +265,12 @@ func (r *identityResource) writeObjects(ctx context.Context, c *clusterClient, p
 		id.Labels = map[string]string{}
 	}
 	id.Labels[consts.RemoteClusterIDLabel] = plan.ProviderClusterID.ValueString()
+	// This resource writes the kubeconfig Secret (its key is not the cluster's signing key): the
+	// identity controller must not write another one.
+	if id.Annotations == nil {
+		id.Annotations = map[string]string{}
+	}
+	id.Annotations[consts.IdentityKubeconfigSecretAnnotation] = plan.SecretName.ValueString()
 	id.Spec.ClusterID = corev1beta1.ClusterID(plan.ProviderClusterID.ValueString())
 	id.Spec.Type = authv1beta1.IdentityType(plan.Type.ValueString())
 	id.Spec.Namespace = plan.RemoteTenantNamespace.ValueString()
@@ -283,19 +289,25 @@ func (r *identityResource) writeObjects(ctx context.Context, c *clusterClient, p
 	}
 	plan.APIServer = types.StringValue(params.APIServer)
 
-	secretKey := client.ObjectKey{Namespace: key.Namespace, Name: plan.SecretName.ValueString()}
+	return created, writeIdentitySecret(ctx, c, id, plan, kubeconfig)
+}
+
+// writeIdentitySecret creates or updates the kubeconfig Secret of Identity id, taking over only
+// a Secret of the same identity (same labels).
+func writeIdentitySecret(ctx context.Context, c *clusterClient, id *authv1beta1.Identity, plan *identityModel, kubeconfig string) error {
+	secretKey := client.ObjectKey{Namespace: id.Namespace, Name: plan.SecretName.ValueString()}
 	secret := &corev1.Secret{}
-	err = c.ctrl.Get(ctx, secretKey, secret)
+	err := c.ctrl.Get(ctx, secretKey, secret)
 	exists := err == nil
 	switch {
 	case apierrors.IsNotFound(err):
 		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretKey.Namespace, Name: secretKey.Name}, Type: corev1.SecretTypeOpaque}
 	case err != nil:
-		return created, fmt.Errorf("reading Secret %s in %s: %w", secretKey, c.describe(), err)
+		return fmt.Errorf("reading Secret %s in %s: %w", secretKey, c.describe(), err)
 	case secret.Labels[consts.RemoteClusterIDLabel] != plan.ProviderClusterID.ValueString() ||
 		secret.Labels[consts.IdentityTypeLabel] != plan.Type.ValueString():
 		// Only a Secret left over by this identity (same labels) is taken over.
-		return created, fmt.Errorf("the Secret %s already exists in %s and is not the kubeconfig Secret of a %s identity of %s "+
+		return fmt.Errorf("the Secret %s already exists in %s and is not the kubeconfig Secret of a %s identity of %s "+
 			"(labels %s, %s): delete it or set `secret_name` to another name",
 			secretKey, c.describe(), plan.Type.ValueString(), plan.ProviderClusterID.ValueString(), consts.IdentityTypeLabel, consts.RemoteClusterIDLabel)
 	}
@@ -314,7 +326,7 @@ func (r *identityResource) writeObjects(ctx context.Context, c *clusterClient, p
 	secret.Data[consts.KubeconfigSecretKey] = []byte(kubeconfig)
 	gvk, err := c.ctrl.GroupVersionKindFor(id)
 	if err != nil {
-		return created, fmt.Errorf("kind of Identity: %w", err)
+		return fmt.Errorf("kind of Identity: %w", err)
 	}
 	// Owned by the Identity: the garbage collector removes it with it.
 	secret.OwnerReferences = []metav1.OwnerReference{{
@@ -326,9 +338,9 @@ func (r *identityResource) writeObjects(ctx context.Context, c *clusterClient, p
 		err = c.ctrl.Create(ctx, secret)
 	}
 	if err != nil {
-		return created, fmt.Errorf("writing Secret %s in %s: %w", secretKey, c.describe(), err)
+		return fmt.Errorf("writing Secret %s in %s: %w", secretKey, c.describe(), err)
 	}
-	return created, nil
+	return nil
 }
 
 // Create makes the Identity and its kubeconfig Secret.

@@ -95,7 +95,7 @@ var peeringGatewayAttrTypes = map[string]attr.Type{
 }
 
 var peeringStatusAttrTypes = map[string]attr.Type{
-	"networking": types.StringType, "authentication": types.StringType, "offloading": types.StringType, "latency": types.StringType,
+	"networking": types.StringType, "authentication": types.StringType, "offloading": types.StringType,
 }
 
 // peeringDefaultGateway is the gateway attribute when it is not configured.
@@ -270,15 +270,16 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "Resources the provider granted, by resource name: what the virtual node offers.",
 			},
 			"status": schema.SingleNestedAttribute{
-				Computed:            true,
-				MarkdownDescription: "State of each module, as `liqoctl info peer` shows it.",
+				Computed: true,
+				MarkdownDescription: "State of each module, as `liqoctl info peer` shows it. Only states that change when " +
+					"the peering does are kept here, so a plan after apply says \"No changes\"; the tunnel's latency, a " +
+					"measurement, is in the `liqo_foreign_cluster` data source.",
 				Attributes: map[string]schema.Attribute{
 					"networking": schema.StringAttribute{Computed: true,
 						MarkdownDescription: "`Established`, `Pending`, `Error`, `None`, or `Disabled` (`networking = false`)."},
 					"authentication": schema.StringAttribute{Computed: true, MarkdownDescription: "`Established`, `Pending` or `None`."},
 					"offloading": schema.StringAttribute{Computed: true,
 						MarkdownDescription: "`Ready` (virtual node Ready), `NotReady`, `Pending`, `Error` (slice denied) or `None`."},
-					"latency": schema.StringAttribute{Computed: true, MarkdownDescription: "Latency of the tunnel, when connected."},
 				},
 			},
 		},
@@ -545,7 +546,7 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	}
 	status, d := types.ObjectValue(peeringStatusAttrTypes, map[string]attr.Value{
 		"networking": types.StringValue(st.Networking), "authentication": types.StringValue(st.Authentication),
-		"offloading": types.StringValue(st.Offloading), "latency": stringOrNull(st.Latency),
+		"offloading": types.StringValue(st.Offloading),
 	})
 	if d.HasError() {
 		return fmt.Errorf("building status: %w", diagsError(d))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -340,7 +341,7 @@ func TestAccPeering(t *testing.T) {
 				"cpu": cpu, "memory": "4Gi", "pods": "20"}))),
 			statecheck.ExpectKnownValue(res, at("status"), knownvalue.ObjectExact(map[string]knownvalue.Check{
 				"networking": knownvalue.StringExact("Disabled"), "authentication": knownvalue.StringExact("Established"),
-				"offloading": knownvalue.StringExact("Ready"), "latency": knownvalue.Null()})),
+				"offloading": knownvalue.StringExact("Ready")})),
 			statecheck.ExpectKnownValue(res, at("gateway"), knownvalue.ObjectExact(map[string]knownvalue.Check{
 				"service_type": knownvalue.StringExact("LoadBalancer"), "port": knownvalue.Int64Exact(51840),
 				"node_port": knownvalue.Null(), "mtu": knownvalue.Int64Exact(1340)})),
@@ -892,12 +893,13 @@ func TestPeeringExampleSandboxNetworking(t *testing.T) {
 		"-var", "provider_kubeconfig=" + filepath.Join(state, "provider.kubeconfig")}
 	_, apply := mustTF(t, d, env, append([]string{"apply", "-auto-approve"}, args...)...)
 	status, _ := mustTF(t, d, env, "output", "-json", "status")
-	var st struct{ Networking, Authentication, Offloading, Latency string }
+	var st map[string]string
 	if err := json.Unmarshal([]byte(status), &st); err != nil {
 		t.Fatalf("decoding the status output: %v\n%s", err, status)
 	}
-	if st.Networking != "Established" || st.Latency == "" || st.Authentication != "Established" || st.Offloading != "Ready" {
-		t.Errorf("status after apply: %+v, want every module up and a tunnel latency", st)
+	want := map[string]string{"networking": "Established", "authentication": "Established", "offloading": "Ready"}
+	if !maps.Equal(st, want) {
+		t.Errorf("status after apply: %v, want %v (no measurement such as a latency)", st, want)
 	}
 	node := &corev1.Node{}
 	if err := clients["consumer"].Get(t.Context(), client.ObjectKey{Name: "provider"}, node); err != nil {
@@ -912,7 +914,7 @@ func TestPeeringExampleSandboxNetworking(t *testing.T) {
 		t.Error(err)
 	}
 	t.Logf("examples/peering with networking on the sandbox (terraform CLI): apply to a Ready virtual node and Established tunnel "+
-		"(latency %s) %s, no-change plan %s, destroy %s", st.Latency, apply.Round(time.Millisecond), plan.Round(time.Millisecond),
+		"%s, no-change plan %s, destroy %s", apply.Round(time.Millisecond), plan.Round(time.Millisecond),
 		destroy.Round(time.Millisecond))
 }
 

@@ -93,6 +93,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("reading configuration %s: %w", req.NamespacedName, err)
 	}
+	if conf.DeletionTimestamp != nil {
+		// Going: the garbage collector removes its Networks (in a foreground deletion it waits
+		// for them), so nothing is written again.
+		return ctrl.Result{}, nil
+	}
 	used, err := r.usedCIDRs(ctx, conf)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -109,9 +110,20 @@ func TestConfigurationNetworks(t *testing.T) {
 		"b-external-10-0-0-0-24 external 10.0.0.0/24->10.65.0.0/24",
 		"b-pod-10-0-0-0-16 pod 10.0.0.0/16->10.64.0.0/16")
 
-	// The Configuration goes, and its Networks with it.
-	if err := c.Delete(ctx, conf); err != nil {
+	// The Configuration goes, and its Networks with it: in a foreground deletion, as
+	// liqo_network_configuration deletes, the garbage collector removes the Networks first and
+	// nothing writes them again meanwhile.
+	if err := c.Delete(ctx, conf, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 		t.Fatal(err)
 	}
 	waitNetworks("configuration deleted")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(conf), &netv1beta1.Configuration{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Configuration is still there 30 s after its foreground deletion (%v)", err)
+		}
+	}
 }

@@ -169,10 +169,9 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 		s, msg := corev1beta1.ConditionStatusPending, "tunnel "+string(c.Status.Value)
 		switch c.Status.Value {
 		case netv1beta1.Connected:
+			// No latency here: it changes at every measurement, and the ForeignCluster would be
+			// rewritten (and the plans reading it changed) as often. It stays on the Connection.
 			s = corev1beta1.ConditionStatusEstablished
-			if c.Status.Latency.Value != "" {
-				msg += ", latency " + c.Status.Latency.Value
-			}
 		case netv1beta1.ConnectionError:
 			s = corev1beta1.ConditionStatusError
 		}

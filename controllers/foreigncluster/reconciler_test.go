@@ -147,8 +147,27 @@ func TestForeignClusterFollowsThePeering(t *testing.T) {
 	eventually(t, "both directions and networking", func(fc *corev1beta1.ForeignCluster, err error) bool {
 		return err == nil && fc.Status.Role == corev1beta1.ConsumerAndProviderRole &&
 			fc.Status.TenantNamespace.Remote == "liqo-tenant-cl-a" && fc.Status.APIServerURL == "https://203.0.113.7:6443" &&
-			condition(fc.Status.Modules.Networking, corev1beta1.NetworkConnectionStatusCondition) == corev1beta1.ConditionStatusEstablished
+			condition(fc.Status.Modules.Networking, corev1beta1.NetworkConnectionStatusCondition) == corev1beta1.ConditionStatusEstablished &&
+			conditionOf(fc.Status.Modules.Networking, corev1beta1.NetworkConnectionStatusCondition).Message == "tunnel Connected"
 	}, c, "cl-b")
+	// A new latency measurement is no change of the peering: the ForeignCluster is not rewritten
+	// (it holds no measurement, so plans that read it stay quiet).
+	before := &corev1beta1.ForeignCluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "cl-b"}, before); err != nil {
+		t.Fatal(err)
+	}
+	conn.Status.Latency.Value = "0.9ms"
+	if err := c.Status().Update(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the reconciler answers a Connection change within milliseconds
+	after := &corev1beta1.ForeignCluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "cl-b"}, after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("the ForeignCluster was rewritten for a new latency: conditions %+v", after.Status.Modules.Networking.Conditions)
+	}
 
 	binDir, err := testenv.BinDir()
 	if err != nil {

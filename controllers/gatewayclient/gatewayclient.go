@@ -76,6 +76,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("reading GatewayClient %s: %w", req.NamespacedName, err)
 	}
+	if gw.DeletionTimestamp != nil {
+		// Going: the garbage collector removes what it owns (in a foreground deletion it waits
+		// for them), so nothing is written again.
+		return ctrl.Result{}, nil
+	}
 	secretName := SecretName(gw)
 	if err := workload.EnsureKeySecret(ctx, r.Client, gw, secretName); err != nil {
 		return ctrl.Result{}, err

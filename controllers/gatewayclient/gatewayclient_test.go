@@ -112,4 +112,31 @@ func TestGatewayClient(t *testing.T) {
 			t.Fatal("deleted key Secret was not generated again")
 		}
 	}
+
+	// Being deleted (held here by a finalizer, in a foreground deletion by the garbage collector
+	// waiting for its Deployment), the client gets nothing written again.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+		t.Fatal(err)
+	}
+	gw.Finalizers = []string{"example.org/hold"}
+	if err := c.Update(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the reconciler answers within milliseconds
+	if err := c.Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.Deployment{}); err == nil {
+		t.Error("the Deployment was written again while its GatewayClient is being deleted")
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+		t.Fatal(err)
+	}
+	gw.Finalizers = nil
+	if err := c.Update(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
 }

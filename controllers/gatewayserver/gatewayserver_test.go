@@ -162,6 +162,44 @@ func TestGatewayServer(t *testing.T) {
 		}
 	})
 
+	t.Run("being deleted, nothing is written again", func(t *testing.T) {
+		// A foreground deletion waits for the garbage collector to remove the Deployment and the
+		// Service: re-creating them would hold the GatewayServer forever.
+		gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "going", Finalizers: []string{"example.org/hold"}},
+			Spec: netv1beta1.GatewayServerSpec{Endpoint: netv1beta1.Endpoint{Port: 51901, ServiceType: corev1.ServiceTypeClusterIP}}}
+		if err := c.Create(ctx, gw); err != nil {
+			t.Fatal(err)
+		}
+		dep, svc := &appsv1.Deployment{}, &corev1.Service{}
+		eventually(t, "deployment and service", func() error {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-going"}, dep); err != nil {
+				return err
+			}
+			return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-going"}, svc)
+		})
+		if err := c.Delete(ctx, gw); err != nil { // held by its finalizer
+			t.Fatal(err)
+		}
+		for _, o := range []client.Object{dep, svc} {
+			if err := c.Delete(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2 * time.Second) // the reconciler answers within milliseconds
+		for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-going"}, o); err == nil {
+				t.Errorf("%T gw-going written again while its GatewayServer is being deleted", o)
+			}
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			t.Fatal(err)
+		}
+		gw.Finalizers = nil
+		if err := c.Update(ctx, gw); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("LoadBalancer", func(t *testing.T) {
 		gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lb"},
 			Spec: netv1beta1.GatewayServerSpec{Endpoint: netv1beta1.Endpoint{Port: 443, ServiceType: corev1.ServiceTypeLoadBalancer},

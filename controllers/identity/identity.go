@@ -2,7 +2,8 @@
 // provider issued (certificate, CA, API server) becomes a kubeconfig Secret (data key
 // kubeconfig, labels liqo.io/identity-type and liqo.io/remote-cluster-id, annotation
 // liqo.io/remote-tenant-namespace) whose client key is the cluster's signing key, the key the
-// certificate request was made with.
+// certificate request was made with. An Identity whose author wrote its kubeconfig Secret
+// itself (annotation liqo.io/kubeconfig-secret) only gets its status pointed at that Secret.
 package identity
 
 import (
@@ -45,6 +46,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, id); err != nil || id.DeletionTimestamp != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if name := id.Annotations[consts.IdentityKubeconfigSecretAnnotation]; name != "" {
+		// Its author wrote the kubeconfig (with a key of its own, not the cluster's signing key,
+		// so a Secret written here would not authenticate): point at it, and leave renewals to
+		// the author too.
+		return reconcile.Result{}, r.pointAt(ctx, id, name)
+	}
 	p := id.Spec.AuthParams
 	if len(p.SignedCRT) == 0 || p.APIServer == "" {
 		return reconcile.Result{}, nil // credentials not there yet
@@ -76,12 +83,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("writing kubeconfig Secret of identity %s: %w", req, err)
 	}
-	if id.Status.KubeconfigSecretRef == nil || id.Status.KubeconfigSecretRef.Name != secret.Name {
-		before := id.DeepCopy()
-		id.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret.Name}
-		if err := r.Client.Status().Patch(ctx, id, client.MergeFrom(before)); err != nil {
-			return reconcile.Result{}, fmt.Errorf("updating status of identity %s: %w", req, err)
-		}
+	if err := r.pointAt(ctx, id, secret.Name); err != nil {
+		return reconcile.Result{}, err
 	}
 	if id.Spec.Type != authv1beta1.ControlPlaneIdentityType || id.Spec.Namespace == "" {
 		return reconcile.Result{}, nil
@@ -152,6 +155,19 @@ func kubeconfigFor(remoteID string, p authv1beta1.AuthParams, keyPEM []byte, nam
 		return nil, fmt.Errorf("encoding kubeconfig: %w", err)
 	}
 	return data, nil
+}
+
+// pointAt sets the Identity's status.kubeconfigSecretRef to the named Secret.
+func (r *Reconciler) pointAt(ctx context.Context, id *authv1beta1.Identity, secret string) error {
+	if id.Status.KubeconfigSecretRef != nil && id.Status.KubeconfigSecretRef.Name == secret {
+		return nil
+	}
+	before := id.DeepCopy()
+	id.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret}
+	if err := r.Client.Status().Patch(ctx, id, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("updating status of identity %s/%s: %w", id.Namespace, id.Name, err)
+	}
+	return nil
 }
 
 // SetupWithManager watches Identities and the Secrets they own.

@@ -148,4 +148,8 @@ resource "liqo_namespace_offloading" "this" {
   namespace                  = var.offloaded_namespace
   namespace_mapping_strategy = "DefaultName"
   pod_offloading_strategy    = "LocalAndRemote"
+
+  # Destroyed before the credentials: the consumer removes its remote namespace on the provider
+  # with them.
+  depends_on = [liqo_resource_slice.this]
 }

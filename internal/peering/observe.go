@@ -39,7 +39,7 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 		for _, c := range conns.Items {
 			switch c.Status.Value {
 			case netv1beta1.Connected:
-				st.Networking, st.Latency = StatusEstablished, c.Status.Latency.Value
+				st.Networking = StatusEstablished
 			case netv1beta1.ConnectionError:
 				st.Networking = StatusError
 			default:

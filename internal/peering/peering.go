@@ -73,8 +73,6 @@ type State struct {
 	Networking, Authentication, Offloading string
 	// Granted are the resources the provider granted.
 	Granted corev1.ResourceList
-	// Latency is the tunnel's measured latency, when connected.
-	Latency string
 }
 
 // Names of the objects a peering is made of, so that they can be found again (import, drift).

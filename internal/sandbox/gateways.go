@@ -509,6 +509,7 @@ type clusterWatch struct {
 	trigger    chan struct{}
 	clashes    map[gatewayKey]bool // servers reported as unable to run (port in use); loop only
 	pods       *podAddresses       // the cluster's pod addresses (podnet.go)
+	nodePorts  *[]string           // the node-port rules written in the gateway host, nil before the first (nodeports.go)
 }
 
 // poke asks for a sync of the cluster.
@@ -584,10 +585,11 @@ func (w *clusterWatch) loop(ctx context.Context) {
 	}
 }
 
-// sync gives LoadBalancer gateway Services their ingress, the running pods their addresses,
-// and runs one gateway per GatewayServer and GatewayClient.
+// sync gives LoadBalancer gateway Services their ingress, NodePort ones their node ports on the
+// gateway host, the running pods their addresses, and runs one gateway per GatewayServer and
+// GatewayClient.
 func (w *clusterWatch) sync(ctx context.Context) error {
-	errLB := errors.Join(w.syncLoadBalancers(ctx), w.pods.sync(ctx, w.reader))
+	errLB := errors.Join(w.syncLoadBalancers(ctx), w.syncNodePorts(ctx), w.pods.sync(ctx, w.reader))
 	want := map[gatewayKey]bool{}
 	servers := &netv1beta1.GatewayServerList{}
 	if err := w.reader.List(ctx, servers); err != nil {

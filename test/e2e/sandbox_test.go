@@ -1,6 +1,7 @@
 // Package e2e runs the main job end to end against the sandbox, as a user does: `make demo`'s
-// script on a fresh sandbox, then the examples (peering, bidirectional, the fleet module over
-// three clusters) with the real terraform CLI, checking what each step leaves in the clusters.
+// script on a fresh sandbox, then the examples (peering, bidirectional, declarative, the fleet
+// module over three clusters) with the real terraform CLI, checking what each step leaves in the
+// clusters and that plans after apply stay quiet.
 package e2e
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
@@ -269,6 +271,29 @@ func (r *sandboxRun) nodeReady(t *testing.T, cluster, node string) bool {
 	return false
 }
 
+// quietWait is how long after an apply the plans of expectQuietPlans start: past the gateways'
+// keep-alive and latency refresh (10 s), so that the controllers and gateways have written
+// their periodic status at least once.
+const quietWait = 12 * time.Second
+
+// expectQuietPlans waits quietWait, then plans the example twice: each plan must find no
+// change (exit 0 with -detailed-exitcode) and no object changed outside of Terraform, as a
+// reviewer or a drift detection run would see it. It returns the last plan's duration.
+func (r *sandboxRun) expectQuietPlans(t *testing.T, example string, args ...string) time.Duration {
+	t.Helper()
+	time.Sleep(quietWait)
+	var took time.Duration
+	for i := 1; i <= 2; i++ {
+		out, d, code := r.tf(t, example, append([]string{"plan", "-detailed-exitcode"}, args...)...)
+		took = d
+		if code != 0 || strings.Contains(out, "changed outside of Terraform") || !strings.Contains(out, "No changes.") {
+			t.Errorf("%s: plan %d, %s after apply: exit %d, want 0, \"No changes.\" and nothing changed outside of Terraform\n%s",
+				example, i, quietWait, code, out)
+		}
+	}
+	return took
+}
+
 // expectDemoTunnel checks what the demo shows of the tunnel: the Connection Connected on each
 // side, then an offloaded pod answering HTTP at its address on the provider from the consumer's
 // stand-in pod, through the tunnel.
@@ -293,9 +318,9 @@ func expectDemoTunnel(t *testing.T, out string) {
 // TestMainJob: `make demo`'s script on a fresh two-cluster sandbox (examples/peering applied,
 // the demo namespace offloaded, a Deployment Available with its pods running on the provider,
 // and with networking the stand-in pods reaching each other through the tunnel, which they
-// could not before); then a second plan is empty, a cpu change is an in-place update, and
+// could not before); then two plans after the keep-alive interval are empty, a cpu change is an in-place update, and
 // destroy leaves no Liqo object, tenant or remote namespace, virtual node, gateway process or
-// tunnel interface in either cluster. Then the bidirectional example (a second plan empty),
+// tunnel interface in either cluster. Then the bidirectional example (quiet plans likewise),
 // destroying one direction first: the other keeps its virtual node and its tunnel. Timings
 // are logged.
 func TestMainJob(t *testing.T) {
@@ -355,11 +380,8 @@ func TestMainJob(t *testing.T) {
 		return r.tfArgs("peering", append([]string{"consumer_kubeconfig=" + filepath.Join(r.state, "consumer.kubeconfig"),
 			"provider_kubeconfig=" + filepath.Join(r.state, "provider.kubeconfig")}, vars...)...)
 	}
-	out, plan, code := r.tf(t, "peering", append([]string{"plan", "-detailed-exitcode"}, args()...)...)
-	if code != 0 {
-		t.Errorf("second plan: exit %d, want 0 (no changes)\n%s", code, out)
-	}
-	out, _, code = r.tf(t, "peering", append([]string{"plan", "-detailed-exitcode"}, args("cpu=3")...)...)
+	plan := r.expectQuietPlans(t, "peering", args()...)
+	out, _, code := r.tf(t, "peering", append([]string{"plan", "-detailed-exitcode"}, args("cpu=3")...)...)
 	if code != 2 || !strings.Contains(out, "update in-place") || strings.Contains(out, "must be replaced") {
 		t.Errorf("plan with cpu = 3: exit %d, want an in-place update\n%s", code, out)
 	}
@@ -384,10 +406,7 @@ func TestMainJob(t *testing.T) {
 	if !r.nodeReady(t, "consumer", "provider") || !r.nodeReady(t, "provider", "consumer") {
 		t.Fatal("bidirectional: a virtual node is not Ready")
 	}
-	out, biPlan, code := r.tf(t, "bidirectional", append([]string{"plan", "-detailed-exitcode"}, bi...)...)
-	if code != 0 {
-		t.Errorf("bidirectional: second plan: exit %d, want 0 (no changes)\n%s", code, out)
-	}
+	biPlan := r.expectQuietPlans(t, "bidirectional", bi...)
 	if r.networking {
 		r.expectPodTraffic(t, "examples/bidirectional", both...)
 	}
@@ -436,10 +455,7 @@ func TestFleet(t *testing.T) {
 		r.expectPodTraffic(t, "examples/fleet", [2]string{"consumer", "provider"}, [2]string{"consumer", "provider-2"},
 			[2]string{"provider", "consumer"}, [2]string{"provider-2", "consumer"})
 	}
-	out, plan, code := r.tf(t, "fleet", append([]string{"plan", "-detailed-exitcode"}, args...)...)
-	if code != 0 {
-		t.Errorf("plan after apply: exit %d, want 0\n%s", code, out)
-	}
+	plan := r.expectQuietPlans(t, "fleet", args...)
 	destroy := r.mustTF(t, "fleet", append([]string{"destroy", "-auto-approve"}, args...)...)
 	r.expectNothingLeft(t)
 	t.Logf("examples/fleet (3 clusters, hub-and-spoke, networking %t): apply to Ready virtual nodes %s, no-change plan %s, destroy %s",
@@ -453,4 +469,61 @@ func mustBinDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestDeclarative: examples/declarative (seed 003's flow, resource by resource, across two
+// provider aliases) on the sandbox, its gateway server behind a node port of the provider's
+// gateway host: apply; with networking both Connections come up and the stand-in pods reach
+// each other through the tunnel; two plans after the keep-alive interval are empty; destroy
+// leaves nothing. Timings are logged.
+func TestDeclarative(t *testing.T) {
+	r := startSandbox(t, 2)
+	args := []string{"-input=false", "-no-color", "-state=" + filepath.Join(r.state, "declarative.tfstate"),
+		"-var", "consumer_kubeconfig=" + filepath.Join(r.state, "consumer.kubeconfig"),
+		"-var", "provider_kubeconfig=" + filepath.Join(r.state, "provider.kubeconfig"),
+		"-var", "consumer_cluster_id=consumer", "-var", "provider_cluster_id=provider",
+		"-var", "gateway_address=" + sandbox.HostAddress("provider")}
+	apply := r.mustTF(t, "declarative", append([]string{"apply", "-auto-approve"}, args...)...)
+	// The example does not wait for the virtual node: the slice is granted, then the node comes,
+	// named after the provider and the slice ("test").
+	deadline := time.Now().Add(60 * time.Second)
+	for !r.nodeReady(t, "consumer", "provider-test") && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !r.nodeReady(t, "consumer", "provider-test") {
+		t.Error("the consumer's virtual node provider-test is not Ready 60 s after apply")
+	}
+	if r.networking {
+		for _, side := range []string{"consumer", "provider"} {
+			r.waitConnected(t, side)
+		}
+		r.expectPodTraffic(t, "examples/declarative", [2]string{"consumer", "provider"}, [2]string{"provider", "consumer"})
+	}
+	plan := r.expectQuietPlans(t, "declarative", args...)
+	destroy := r.mustTF(t, "declarative", append([]string{"destroy", "-auto-approve"}, args...)...)
+	r.expectNothingLeft(t)
+	t.Logf("examples/declarative (networking %t): apply %s, no-change plan %s, destroy %s",
+		r.networking, apply.Round(time.Millisecond), plan.Round(time.Millisecond), destroy.Round(time.Millisecond))
+}
+
+// waitConnected waits up to 30 s for a Connection of the named cluster to be Connected.
+func (r *sandboxRun) waitConnected(t *testing.T, cluster string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var seen []string
+	for time.Now().Before(deadline) {
+		conns := &netv1beta1.ConnectionList{}
+		if err := r.clients[cluster].List(t.Context(), conns); err != nil {
+			t.Fatal(err)
+		}
+		seen = seen[:0]
+		for _, c := range conns.Items {
+			if c.Status.Value == netv1beta1.Connected {
+				return
+			}
+			seen = append(seen, c.Namespace+"/"+c.Name+": "+string(c.Status.Value))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Errorf("no Connection of %s Connected within 30 s: %v", cluster, seen)
 }
