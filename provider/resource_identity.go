@@ -270,7 +270,7 @@ func (r *identityResource) writeObjects(ctx context.Context, c *clusterClient, p
 	if id.Annotations == nil {
 		id.Annotations = map[string]string{}
 	}
-	id.Annotations[consts.IdentityKubeconfigSecretAnnotation] = plan.SecretName.ValueString()
+	id.Annotations[consts.KubeconfigSecretAnnotation] = plan.SecretName.ValueString()
 	id.Spec.ClusterID = corev1beta1.ClusterID(plan.ProviderClusterID.ValueString())
 	id.Spec.Type = authv1beta1.IdentityType(plan.Type.ValueString())
 	id.Spec.Namespace = plan.RemoteTenantNamespace.ValueString()

@@ -32,6 +32,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 )
 
 var (
@@ -622,6 +623,17 @@ func (r *resourceSliceResource) Delete(ctx context.Context, req resource.DeleteR
 	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}}
 	if err := deleteAndWait(ctx, c, rs, timeout); err != nil {
 		resp.Diagnostics.AddError("Deleting resource slice", err.Error())
+		return
+	}
+	// Then what the slice brought: its virtual node, and with the provider's last slice the
+	// offloaded namespaces' maps, while the identity that depends on this slice still works.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	consumer := peering.Cluster{Name: c.describe(), Client: c.ctrl}
+	if err := peering.ReleaseSlice(ctx, consumer, rs.Namespace, rs.Name, corev1beta1.ClusterID(state.ProviderClusterID.ValueString()),
+		200*time.Millisecond); err != nil {
+		resp.Diagnostics.AddError("Deleting resource slice", fmt.Sprintf("ResourceSlice %s/%s deleted, but: %v; raise timeouts.delete or look at what holds it",
+			rs.Namespace, rs.Name, err))
 	}
 }
 

@@ -46,7 +46,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, id); err != nil || id.DeletionTimestamp != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if name := id.Annotations[consts.IdentityKubeconfigSecretAnnotation]; name != "" {
+	if name := id.Annotations[consts.KubeconfigSecretAnnotation]; name != "" {
 		// Its author wrote the kubeconfig (with a key of its own, not the cluster's signing key,
 		// so a Secret written here would not authenticate): point at it, and leave renewals to
 		// the author too.

@@ -32,9 +32,6 @@ const (
 	KubeletClusterRole = "liqo-virtual-kubelet"
 	// KubeletPort is the port of the kubelet endpoint in the virtual kubelet's pod.
 	KubeletPort = 10250
-	// KubeconfigSecretAnnotation names, on the pod template, the identity Secret the virtual
-	// kubelet reads: pointing the VirtualNode at another Secret rolls the Deployment.
-	KubeconfigSecretAnnotation = "liqo.io/kubeconfig-secret" //nolint:gosec // an annotation key, not a credential
 	// fieldOwner is the server-side-apply field manager of the runner.
 	fieldOwner = "liqo-virtual-node"
 	appName    = "liqo-virtual-kubelet"
@@ -180,7 +177,7 @@ func (r *Reconciler) deployment(vn *offv1beta1.VirtualNode, name string, labels 
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(labels).
-				WithAnnotations(map[string]string{KubeconfigSecretAnnotation: secret}).
+				WithAnnotations(map[string]string{consts.KubeconfigSecretAnnotation: secret}).
 				WithSpec(corev1ac.PodSpec().
 					WithServiceAccountName(name).
 					WithSecurityContext(corev1ac.PodSecurityContext().WithRunAsNonRoot(true).

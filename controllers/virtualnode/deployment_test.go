@@ -181,8 +181,8 @@ func TestDeploymentRunner(t *testing.T) {
 	if len(c.Env) != 1 || c.Env[0].Name != "POD_IP" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "status.podIP" {
 		t.Errorf("container env %+v, want POD_IP from status.podIP", c.Env)
 	}
-	if got := dep.Spec.Template.Annotations[virtualnode.KubeconfigSecretAnnotation]; got != "kubeconfig-controlplane" {
-		t.Errorf("template annotation %s = %q, want the identity Secret", virtualnode.KubeconfigSecretAnnotation, got)
+	if got := dep.Spec.Template.Annotations[consts.KubeconfigSecretAnnotation]; got != "kubeconfig-controlplane" {
+		t.Errorf("template annotation %s = %q, want the identity Secret", consts.KubeconfigSecretAnnotation, got)
 	}
 	sa := &corev1.ServiceAccount{}
 	if err := cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sa); err != nil {
@@ -217,7 +217,7 @@ func TestDeploymentRunner(t *testing.T) {
 	}
 	poll(t, "the Deployment following the VirtualNode's new Secret", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep) == nil &&
-			dep.Spec.Template.Annotations[virtualnode.KubeconfigSecretAnnotation] == "kubeconfig-renewed"
+			dep.Spec.Template.Annotations[consts.KubeconfigSecretAnnotation] == "kubeconfig-renewed"
 	})
 	drift := dep.DeepCopy()
 	drift.Spec.Replicas = ptr.To[int32](3)

@@ -13,11 +13,12 @@ const (
 	// RemoteTenantNamespaceAnnotation names, on an identity Secret, the tenant namespace in the
 	// remote cluster that the identity works in.
 	RemoteTenantNamespaceAnnotation = "liqo.io/remote-tenant-namespace"
-	// IdentityKubeconfigSecretAnnotation names, on an Identity, the kubeconfig Secret its author
-	// wrote with a client key of its own (liqo_identity, from liqo_consumer_identity): the
-	// identity controller, whose kubeconfigs use the cluster's signing key, then writes no
-	// Secret and only points the Identity's status at that one. Ours, not upstream Liqo's.
-	IdentityKubeconfigSecretAnnotation = "liqo.io/kubeconfig-secret"
+	// KubeconfigSecretAnnotation names an identity kubeconfig Secret. On an Identity: the Secret
+	// its author wrote with a client key of its own (liqo_identity, from liqo_consumer_identity);
+	// the identity controller, whose kubeconfigs use the cluster's signing key, then writes none
+	// and only points the Identity's status at it (ours, not upstream Liqo's). On a virtual
+	// kubelet's pod template: the Secret it reads, so that another Secret rolls the Deployment.
+	KubeconfigSecretAnnotation = "liqo.io/kubeconfig-secret" //nolint:gosec // an annotation key, not a credential
 	// GatewayResourceLabel ("true") marks the network objects a gateway reads (key Secret, PublicKey).
 	GatewayResourceLabel = "networking.liqo.io/gateway-resource"
 	// TypeLabel gives the type of a Liqo node; VirtualNodeType is its value on virtual nodes.

@@ -58,11 +58,13 @@ func Do(ns string, fn func() error) error {
 func Listen(ns, network, address string) (net.Listener, error) {
 	var ln net.Listener
 	err := Do(ns, func() (err error) {
-		ln, err = net.Listen(network, address)
-		return err
+		if ln, err = net.Listen(network, address); err != nil {
+			return fmt.Errorf("listening on %s %s: %w", network, address, err)
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s %s in network namespace %s: %w", network, address, ns, err)
+		return nil, fmt.Errorf("in network namespace %s: %w", ns, err)
 	}
 	return ln, nil
 }
@@ -85,11 +87,13 @@ func DialContext(ctx context.Context, ns, network, address string) (net.Conn, er
 	var conn net.Conn
 	err := Do(ns, func() (err error) {
 		var d net.Dialer
-		conn, err = d.DialContext(ctx, network, address)
-		return err
+		if conn, err = d.DialContext(ctx, network, address); err != nil {
+			return fmt.Errorf("dialing %s %s: %w", network, address, err)
+		}
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dialing %s %s from network namespace %s: %w", network, address, ns, err)
+		return nil, fmt.Errorf("from network namespace %s: %w", ns, err)
 	}
 	return conn, nil
 }

@@ -67,8 +67,10 @@ func Ping(ns, dst string, count int) (time.Duration, error) {
 func listenICMPIn(ns string) (*icmp.PacketConn, error) {
 	var conn *icmp.PacketConn
 	err := netns.Do(netns.Named(ns), func() (err error) {
-		conn, err = icmp.ListenPacket("ip4:icmp", "0.0.0.0")
-		return err
+		if conn, err = icmp.ListenPacket("ip4:icmp", "0.0.0.0"); err != nil {
+			return fmt.Errorf("listening for ICMP: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opening an ICMP socket in %s: %w", ns, err)

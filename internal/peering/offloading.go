@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
@@ -94,40 +96,58 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 		})
 }
 
-// removeOffloading deletes the ResourceSlice (its virtual node is drained and removed, and
-// its copy on the provider deleted, before the slice goes), then the namespace maps of the
-// namespaces offloaded to the provider, so that the provider deletes their remote namespaces
-// while the consumer's identity can still reach it.
+// removeOffloading deletes the ResourceSlice and releases the provider (ReleaseSlice).
 func (p *pair) removeOffloading(ctx context.Context) error {
 	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: p.sliceName()}}
 	if err := deleteAndWait(ctx, p.consumer, slice, p.opts.PollInterval); err != nil {
 		return err
 	}
-	providerID := p.providerID
-	slice.Spec.ProviderClusterID = &providerID
-	err := waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("virtual node %s on %s to be gone", virtualnode.NameFor(slice), p.consumer.Name),
+	return ReleaseSlice(ctx, p.consumer, p.consumerNS(), p.sliceName(), p.providerID, p.opts.PollInterval)
+}
+
+// ReleaseSlice finishes the removal of a consumer's ResourceSlice (namespace/name, of the
+// provider providerID) once the slice is deleted: it waits until the slice's virtual node is
+// gone (drained, its pods' copies on the provider removed), and, when no other slice of that
+// provider remains in the namespace, deletes the namespace maps of the namespaces offloaded to
+// the provider and waits until they are gone, so that the provider deletes their remote
+// namespaces while the consumer's identity can still reach it. Callers delete the identity
+// only after it returns. interval is how often it looks.
+func ReleaseSlice(ctx context.Context, consumer Cluster, namespace, name string, providerID corev1beta1.ClusterID, interval time.Duration) error {
+	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID}}
+	node := virtualnode.NameFor(slice)
+	err := waitFor(ctx, interval, fmt.Sprintf("virtual node %s on %s to be gone", node, consumer.Name),
 		func(ctx context.Context) (bool, error) {
-			err := p.consumer.Client.Get(ctx, client.ObjectKey{Name: virtualnode.NameFor(slice)}, &corev1.Node{})
+			err := consumer.Client.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{})
 			if apierrors.IsNotFound(err) {
 				return true, nil
 			}
 			if err != nil {
-				return false, fmt.Errorf("reading node %s: %w", virtualnode.NameFor(slice), err)
+				return false, fmt.Errorf("reading node %s: %w", node, err)
 			}
 			return false, nil
 		})
 	if err != nil {
 		return err
 	}
-	// With the virtual node gone no NamespaceOffloading selects the provider any more, so the
-	// maps are not written again.
+	slices := &authv1beta1.ResourceSliceList{}
+	if err := consumer.Client.List(ctx, slices, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing the resource slices in %s on %s: %w", namespace, consumer.Name, err)
+	}
+	for _, s := range slices.Items {
+		if s.Name != name && s.Spec.ProviderClusterID != nil && *s.Spec.ProviderClusterID == providerID {
+			return nil // the provider still serves another slice, and the offloaded namespaces with it
+		}
+	}
+	// With no virtual node of the provider left no NamespaceOffloading selects it any more, so
+	// the maps are not written again.
 	maps := &offv1beta1.NamespaceMapList{}
-	if err := p.consumer.Client.List(ctx, maps, client.InNamespace(p.consumerNS()),
-		client.MatchingLabels{consts.RemoteClusterIDLabel: string(p.providerID), consts.ReplicationLabel: "true"}); err != nil {
-		return fmt.Errorf("listing the namespace maps of %s on %s: %w", p.provider.Name, p.consumer.Name, err)
+	if err := consumer.Client.List(ctx, maps, client.InNamespace(namespace),
+		client.MatchingLabels{consts.RemoteClusterIDLabel: string(providerID), consts.ReplicationLabel: "true"}); err != nil {
+		return fmt.Errorf("listing the namespace maps of %s on %s: %w", providerID, consumer.Name, err)
 	}
 	for i := range maps.Items {
-		if err := deleteAndWait(ctx, p.consumer, &maps.Items[i], p.opts.PollInterval); err != nil {
+		if err := deleteAndWait(ctx, consumer, &maps.Items[i], interval); err != nil {
 			return err
 		}
 	}

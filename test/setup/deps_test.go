@@ -6,6 +6,7 @@
 package setup
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,11 +18,10 @@ import (
 
 // machine is a PATH made of one folder: links to the real commands it should have, and stubs.
 type machine struct {
-	bin     string // the folder on PATH
-	record  string // what the stubs were asked to do, one line per call
-	root    string // the repository
-	asUser  bool   // run the script as nobody (setpriv), not as root
-	extraEn []string
+	bin    string // the folder on PATH
+	record string // what the stubs were asked to do, one line per call
+	root   string // the repository
+	asUser bool   // run the script as nobody (setpriv), not as root
 }
 
 func newMachine(t *testing.T, have ...string) *machine {
@@ -95,7 +95,8 @@ func (m *machine) run(t *testing.T, env ...string) (string, int) {
 	cmd.Env = append([]string{"PATH=" + m.bin, "TERRAFORM_DIR=" + filepath.Join(filepath.Dir(m.bin), "terraform-cli")}, env...)
 	out, err := cmd.CombinedOutput()
 	code := 0
-	if exit, ok := err.(*exec.ExitError); ok {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
 		code = exit.ExitCode()
 	} else if err != nil {
 		t.Fatalf("running hack/deps.sh: %v", err)
