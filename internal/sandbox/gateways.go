@@ -692,9 +692,7 @@ func (w *clusterWatch) syncLoadBalancers(ctx context.Context) error {
 	var errs []error
 	for i := range svcs.Items {
 		svc := &svcs.Items[i]
-		owner := metav1.GetControllerOf(svc)
-		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || owner == nil || owner.Kind != "GatewayServer" ||
-			!strings.HasPrefix(owner.APIVersion, netv1beta1.GroupVersion.Group+"/") {
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !ofGatewayServer(svc) {
 			continue
 		}
 		if in := svc.Status.LoadBalancer.Ingress; len(in) == 1 && in[0].IP == ip {

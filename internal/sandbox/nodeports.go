@@ -29,9 +29,7 @@ func nodePortRules(svcs []corev1.Service) []string {
 	var rules []string
 	for i := range svcs {
 		svc := &svcs[i]
-		owner := metav1.GetControllerOf(svc)
-		if svc.Spec.Type != corev1.ServiceTypeNodePort || owner == nil || owner.Kind != "GatewayServer" ||
-			!strings.HasPrefix(owner.APIVersion, netv1beta1.GroupVersion.Group+"/") {
+		if svc.Spec.Type != corev1.ServiceTypeNodePort || !ofGatewayServer(svc) {
 			continue
 		}
 		for _, p := range svc.Spec.Ports {
@@ -51,6 +49,12 @@ func nodePortRules(svcs []corev1.Service) []string {
 	}
 	slices.Sort(rules)
 	return slices.Compact(rules)
+}
+
+// ofGatewayServer tells whether a GatewayServer controls the Service.
+func ofGatewayServer(svc *corev1.Service) bool {
+	owner := metav1.GetControllerOf(svc)
+	return owner != nil && owner.Kind == "GatewayServer" && strings.HasPrefix(owner.APIVersion, netv1beta1.GroupVersion.Group+"/")
 }
 
 // syncNodePorts writes the cluster's node-port rules into its gateway host when they changed.
