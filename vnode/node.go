@@ -6,6 +6,7 @@ import (
 
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
 
 // Taint is the NoExecute taint of virtual nodes: only pods that tolerate it (those of offloaded
@@ -13,7 +14,7 @@ import (
 var Taint = corev1.Taint{Key: "virtual-node.liqo.io/not-allowed", Value: "true", Effect: corev1.TaintEffectNoExecute}
 
 // Version is what virtual nodes report as their kubelet version.
-const Version = "liqo-vk/v0.1.0"
+const Version = "liqo-vk/v" + version.Version
 
 // NodeFor returns the Node that stands for a VirtualNode.
 func NodeFor(vn *offv1beta1.VirtualNode) *corev1.Node {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
 
 // chartDir is the Helm chart of the controller manager.
@@ -190,4 +191,60 @@ func grep(s, word string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestChartNamesAndVersion: the chart's version, appVersion and image tags are the project's
+// version (internal/version), and its Deployment carries what upstream liqoctl finds the
+// manager by: labels name and component controller-manager, a container of that name.
+func TestChartNamesAndVersion(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart := map[string]any{}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	if chart["version"] != version.Version || chart["appVersion"] != version.Version {
+		t.Errorf("Chart.yaml version %v, appVersion %v; want %s (internal/version)", chart["version"], chart["appVersion"], version.Version)
+	}
+	objs := renderChart(t, consts.LiqoNamespace, map[string]any{"clusterID": "cl-a"})
+	var dep *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			dep = o
+		}
+	}
+	if dep == nil {
+		t.Fatal("the chart renders no Deployment")
+	}
+	if l := dep.GetLabels(); dep.GetName() != consts.ControllerManagerDeployment ||
+		l[consts.AppNameLabel] != consts.ControllerManagerApp || l[consts.AppComponentLabel] != consts.ControllerManagerApp {
+		t.Errorf("Deployment %s, labels %v; want %s labelled %s=%s, %s=%s", dep.GetName(), l, consts.ControllerManagerDeployment,
+			consts.AppNameLabel, consts.ControllerManagerApp, consts.AppComponentLabel, consts.ControllerManagerApp)
+	}
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	found := false
+	for _, c := range containers {
+		m, _ := c.(map[string]any)
+		if m["name"] == consts.ControllerManagerApp {
+			found = true
+			if m["image"] != version.ControllerManagerImage {
+				t.Errorf("controller-manager image %v, want %s", m["image"], version.ControllerManagerImage)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no container named %s in %v", consts.ControllerManagerApp, containers)
+	}
+	for _, img := range []string{"gatewayImage"} {
+		values := map[string]any{}
+		raw, _ := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+		if err := yaml.Unmarshal(raw, &values); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := values[img].(string); !strings.HasSuffix(s, ":"+version.Version) {
+			t.Errorf("values %s = %q, want tag %s", img, s, version.Version)
+		}
+	}
 }

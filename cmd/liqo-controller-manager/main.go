@@ -85,6 +85,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.identity.ServiceCIDR, "service-cidr", "", "the cluster's service CIDR, e.g. 10.96.0.0/12")
 	fs.StringVar(&o.identity.ExternalCIDR, "external-cidr", "", "the CIDR peers use to reach this cluster's external addresses, e.g. 10.70.0.0/16")
 	fs.StringVar(&o.apiServerURL, "api-server-url", "", "the API server URL peers should use (default: the one this manager connects to)")
+	fs.StringVar(&o.apiServerURL, "api-server-address-override", "", "upstream Liqo's name of --api-server-url (an address without scheme means https)")
 	fs.StringVar(&o.gatewayImage, "gateway-image", "", "image of the gateway Deployments (default: the built-in one)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
@@ -187,6 +188,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	if o.apiServerURL != "" && !strings.Contains(o.apiServerURL, "://") {
+		o.apiServerURL = "https://" + o.apiServerURL
 	}
 	if o.apiServerURL == "" {
 		o.apiServerURL = cfg.Host

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,6 +120,29 @@ func Ensure(ctx context.Context, c client.Client, cfg Config) (corev1beta1.Clust
 	return id, nil
 }
 
+// clusterIDConfigMapLabels are how upstream Liqo's tools find the cluster-ID ConfigMap.
+var clusterIDConfigMapLabels = map[string]string{consts.AppNameLabel: consts.ClusterIDConfigMapApp, consts.AppComponentLabel: consts.ClusterIDConfigMapApp}
+
+// labelClusterIDConfigMap adds clusterIDConfigMapLabels to a ConfigMap recorded without them.
+func labelClusterIDConfigMap(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+	missing := false
+	for k, v := range clusterIDConfigMapLabels {
+		missing = missing || cm.Labels[k] != v
+	}
+	if !missing {
+		return nil
+	}
+	patch := client.MergeFrom(cm.DeepCopy())
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	maps.Copy(cm.Labels, clusterIDConfigMapLabels)
+	if err := c.Patch(ctx, cm, patch); err != nil {
+		return fmt.Errorf("labelling %s/%s: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+	}
+	return nil
+}
+
 func ensureClusterID(ctx context.Context, c client.Client, want corev1beta1.ClusterID) (corev1beta1.ClusterID, error) {
 	cm := &corev1.ConfigMap{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap}, cm)
@@ -131,12 +155,16 @@ func ensureClusterID(ctx context.Context, c client.Client, want corev1beta1.Clus
 			ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap, Labels: map[string]string{managedByLabel: managedBy}},
 			Data:       map[string]string{consts.ClusterIDKey: string(want)},
 		}
+		maps.Copy(cm.Labels, clusterIDConfigMapLabels)
 		if err := c.Create(ctx, cm); err != nil {
 			return "", fmt.Errorf("recording cluster ID in %s/%s: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
 		}
 		return want, nil
 	case err != nil:
 		return "", fmt.Errorf("reading %s/%s: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+	}
+	if err := labelClusterIDConfigMap(ctx, c, cm); err != nil {
+		return "", err
 	}
 	got := corev1beta1.ClusterID(cm.Data[consts.ClusterIDKey])
 	switch {

@@ -47,7 +47,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
-	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -75,7 +74,7 @@ type Reconciler struct {
 
 // isCopy tells whether a NamespaceMap is a consumer's replicated one (not a local original).
 func isCopy(o client.Object) bool {
-	return o.GetLabels()[replication.OriginClusterIDLabel] != "" && o.GetLabels()[consts.ReplicationLabel] != "true"
+	return o.GetLabels()[consts.ReplicationOriginLabel] != "" && o.GetLabels()[consts.ReplicationLabel] != "true"
 }
 
 // Reconcile brings the namespaces of one replicated NamespaceMap in line, and its status.
@@ -338,7 +337,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *offv1beta1.NamespaceMa
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	mapsFor := func(ctx context.Context, consumer, name string) []reconcile.Request {
 		maps := &offv1beta1.NamespaceMapList{}
-		if err := mgr.GetClient().List(ctx, maps, client.HasLabels{replication.OriginClusterIDLabel}); err != nil {
+		if err := mgr.GetClient().List(ctx, maps, client.HasLabels{consts.ReplicationOriginLabel}); err != nil {
 			return nil
 		}
 		var out []reconcile.Request
@@ -366,7 +365,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	ofTenant := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		maps := &offv1beta1.NamespaceMapList{}
-		if err := mgr.GetClient().List(ctx, maps, client.InNamespace(o.GetNamespace()), client.HasLabels{replication.OriginClusterIDLabel}); err != nil {
+		if err := mgr.GetClient().List(ctx, maps, client.InNamespace(o.GetNamespace()), client.HasLabels{consts.ReplicationOriginLabel}); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(maps.Items))

@@ -19,7 +19,6 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
-	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
@@ -43,8 +42,8 @@ func tenantNamespace(name, consumer string) *corev1.Namespace {
 // replicated is a NamespaceMap as the replication controller of consumer writes it.
 func replicated(namespace, consumer string, desired map[string]string) *offv1beta1.NamespaceMap {
 	return &offv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "cl-provider",
-		Labels:      map[string]string{replication.OriginClusterIDLabel: consumer, consts.RemoteClusterIDLabel: consumer},
-		Annotations: map[string]string{replication.OriginNamespaceAnnotation: "liqo-tenant-cl-provider"}},
+		Labels:      map[string]string{consts.ReplicationOriginLabel: consumer, consts.RemoteClusterIDLabel: consumer},
+		Annotations: map[string]string{consts.ReplicationOriginNamespaceAnnotation: "liqo-tenant-cl-provider"}},
 		Spec: offv1beta1.NamespaceMapSpec{DesiredMapping: desired}}
 }
 

@@ -124,7 +124,7 @@ func (r *Reconciler) read(ctx context.Context) (*world, error) {
 		return nil, fmt.Errorf("listing ForeignClusters: %w", err)
 	}
 	for _, fc := range fcs.Items {
-		if fc.Annotations[consts.PeerGoneAnnotation] == "true" {
+		if consts.PeerGone(fc.Annotations) {
 			w.gone[fc.Spec.ClusterID] = true
 		}
 	}

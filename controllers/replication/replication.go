@@ -42,10 +42,6 @@ import (
 const (
 	// finalizer keeps a local object until its remote copy is deleted.
 	finalizer = "liqo.io/replication"
-	// OriginClusterIDLabel marks a remote copy with the cluster it was replicated from.
-	OriginClusterIDLabel = "liqo.io/origin-cluster-id"
-	// OriginNamespaceAnnotation names the namespace of the original on the origin cluster.
-	OriginNamespaceAnnotation = "liqo.io/origin-namespace"
 	// syncTimeout bounds the first listing of a provider's objects.
 	syncTimeout = 30 * time.Second
 )
@@ -175,9 +171,17 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		}
 		return reconcile.Result{}, r.release(ctx, local)
 	}
-	if controllerutil.AddFinalizer(local, finalizer) {
+	// The finalizer, and where the copy goes (upstream's label), in one update.
+	added := controllerutil.AddFinalizer(local, finalizer)
+	if local.GetLabels()[consts.ReplicationDestinationLabel] != string(providerID) {
+		labels := local.GetLabels()
+		labels[consts.ReplicationDestinationLabel] = string(providerID)
+		local.SetLabels(labels)
+		added = true
+	}
+	if added {
 		if err := r.Client.Update(ctx, local); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer to %s %s: %w", r.Kind.Name, req, err)
+			return reconcile.Result{}, fmt.Errorf("adding finalizer and destination label to %s %s: %w", r.Kind.Name, req, err)
 		}
 	}
 
@@ -237,14 +241,17 @@ func (r *Reconciler[T]) copyOf(local T, namespace string) T {
 	for k, v := range local.GetLabels() {
 		labels[k] = v
 	}
-	delete(labels, consts.ReplicationLabel) // the copy is not to be replicated again
-	labels[OriginClusterIDLabel] = string(r.LocalClusterID)
+	// The copy is not to be replicated again; it says where it comes from.
+	delete(labels, consts.ReplicationLabel)
+	delete(labels, consts.ReplicationDestinationLabel)
+	labels[consts.ReplicatedLabel] = "true"
+	labels[consts.ReplicationOriginLabel] = string(r.LocalClusterID)
 	labels[consts.RemoteClusterIDLabel] = string(r.LocalClusterID)
 	out := r.Kind.New()
 	out.SetNamespace(namespace)
 	out.SetName(local.GetName())
 	out.SetLabels(labels)
-	out.SetAnnotations(map[string]string{OriginNamespaceAnnotation: local.GetNamespace()})
+	out.SetAnnotations(map[string]string{consts.ReplicationOriginNamespaceAnnotation: local.GetNamespace()})
 	spec, ok := local.DeepCopyObject().(T)
 	if ok {
 		assign(r.Kind.Spec(out), r.Kind.Spec(spec))
@@ -262,7 +269,7 @@ func peerGone(ctx context.Context, c client.Reader, id corev1beta1.ClusterID) (b
 		return false, fmt.Errorf("listing ForeignClusters to find %s: %w", id, err)
 	}
 	for _, fc := range fcs.Items {
-		if fc.Spec.ClusterID == id && fc.Annotations[consts.PeerGoneAnnotation] == "true" {
+		if fc.Spec.ClusterID == id && consts.PeerGone(fc.Annotations) {
 			return true, nil
 		}
 	}
@@ -308,10 +315,10 @@ func (r *Reconciler[T]) peerFor(ctx context.Context, id corev1beta1.ClusterID) (
 	// The reconcile context is the controller's: the remote cache stops with the manager.
 	pctx, cancel := context.WithCancel(ctx)
 	toLocal := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if o.GetLabels()[OriginClusterIDLabel] != string(r.LocalClusterID) {
+		if o.GetLabels()[consts.ReplicationOriginLabel] != string(r.LocalClusterID) {
 			return nil
 		}
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetAnnotations()[OriginNamespaceAnnotation], Name: o.GetName()}}}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetAnnotations()[consts.ReplicationOriginNamespaceAnnotation], Name: o.GetName()}}}
 	})
 	if err := r.ctrl.Watch(source.Kind[client.Object](remoteCache, r.Kind.New(), toLocal)); err != nil {
 		cancel()
@@ -361,7 +368,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
 		}), identities, builder.OnlyMetadata).
 		Watches(&corev1beta1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			fc, ok := o.(*corev1beta1.ForeignCluster)
-			if !ok || fc.Annotations[consts.PeerGoneAnnotation] != "true" {
+			if !ok || !consts.PeerGone(fc.Annotations) {
 				return nil
 			}
 			return ofProvider(ctx, fc.Spec.ClusterID)

@@ -136,7 +136,7 @@ func TestReplication(t *testing.T) {
 		return prov.Client.Get(ctx, remoteKey, remote) == nil
 	})
 	if remote.Spec.ConsumerClusterID == nil || *remote.Spec.ConsumerClusterID != "cl-consumer" ||
-		remote.Labels[replication.OriginClusterIDLabel] != "cl-consumer" || remote.Spec.Resources.Cpu().String() != "4" {
+		remote.Labels[consts.ReplicationOriginLabel] != "cl-consumer" || remote.Spec.Resources.Cpu().String() != "4" {
 		t.Errorf("copy: labels %v spec %+v", remote.Labels, remote.Spec)
 	}
 
@@ -256,11 +256,17 @@ func TestNamespaceMapReplication(t *testing.T) {
 	poll(t, "the copy on the provider", func(ctx context.Context) bool {
 		return prov.Client.Get(ctx, remoteKey, remote) == nil
 	})
-	if remote.Labels[replication.OriginClusterIDLabel] != "cl-consumer" || remote.Labels[consts.RemoteClusterIDLabel] != "cl-consumer" ||
-		remote.Labels[consts.ReplicationLabel] != "" || remote.Annotations[replication.OriginNamespaceAnnotation] != consNS ||
-		remote.Spec.DesiredMapping["demo"] != "demo-cl-consumer" {
+	if remote.Labels[consts.ReplicationOriginLabel] != "cl-consumer" || remote.Labels[consts.RemoteClusterIDLabel] != "cl-consumer" ||
+		remote.Labels[consts.ReplicationLabel] != "" || remote.Annotations[consts.ReplicationOriginNamespaceAnnotation] != consNS ||
+		remote.Spec.DesiredMapping["demo"] != "demo-cl-consumer" || remote.Labels[consts.ReplicatedLabel] != "true" ||
+		remote.Labels[consts.ReplicationDestinationLabel] != "" {
 		t.Errorf("copy: labels %v annotations %v spec %+v", remote.Labels, remote.Annotations, remote.Spec)
 	}
+	// The original names where it went (upstream's label, which its tools select on).
+	poll(t, "the original's destination label", func(ctx context.Context) bool {
+		return cons.Client.Get(ctx, client.ObjectKeyFromObject(local), local) == nil &&
+			local.Labels[consts.ReplicationDestinationLabel] == "cl-provider"
+	})
 
 	// The provider reports (the stand-in for its namespacemap controller): status comes back.
 	setRemoteStatus := func(current map[string]offv1beta1.RemoteNamespaceStatus) {

@@ -23,7 +23,6 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
-	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
@@ -176,7 +175,7 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	// A remote namespace of the consumer, as its replicated NamespaceMap asks: the identity
 	// works there.
 	nm := &offv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "cl-provider",
-		Labels: map[string]string{replication.OriginClusterIDLabel: "cl-consumer", consts.RemoteClusterIDLabel: "cl-consumer"}},
+		Labels: map[string]string{consts.ReplicationOriginLabel: "cl-consumer", consts.RemoteClusterIDLabel: "cl-consumer"}},
 		Spec: offv1beta1.NamespaceMapSpec{DesiredMapping: map[string]string{"demo": remoteNS}}}
 	if err := prov.Client.Create(ctx, nm); err != nil {
 		t.Fatal(err)

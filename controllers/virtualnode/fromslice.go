@@ -63,6 +63,7 @@ func (r *SliceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 			vn.Labels = map[string]string{}
 		}
 		vn.Labels[consts.RemoteClusterIDLabel] = string(*slice.Spec.ProviderClusterID)
+		vn.Labels[consts.ResourceSliceNameLabel] = slice.Name
 		vn.Spec.ClusterID = *slice.Spec.ProviderClusterID
 		vn.Spec.CreateNode = ptr.To(true)
 		vn.Spec.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret}

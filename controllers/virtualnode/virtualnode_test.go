@@ -20,6 +20,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
@@ -112,6 +113,11 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	poll(t, "a Ready virtual node", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == corev1.ConditionTrue
 	})
+	// The VirtualNode names its slice (upstream's label: liqoctl shows a virtual node's slice by it).
+	vn := &offv1beta1.VirtualNode{}
+	if err := cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vn); err != nil || vn.Labels[consts.ResourceSliceNameLabel] != "test" {
+		t.Errorf("VirtualNode %s/%s: labels %v (%v), want %s=test", ns, name, vn.Labels, err, consts.ResourceSliceNameLabel)
+	}
 	if node.Labels[consts.TypeLabel] != consts.VirtualNodeType || node.Labels[consts.RemoteClusterIDLabel] != "cl-provider" {
 		t.Errorf("node labels %v", node.Labels)
 	}

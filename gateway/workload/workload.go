@@ -22,6 +22,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // DefaultImage is the gateway image when the controller names none.
@@ -30,13 +31,13 @@ const DefaultImage = "ghcr.io/peerkit/liqo-gateway:latest"
 // Labels.
 const (
 	// RemoteClusterIDLabel names the remote cluster of a peering's objects.
-	RemoteClusterIDLabel = "liqo.io/remote-cluster-id"
+	RemoteClusterIDLabel = consts.RemoteClusterIDLabel
 	// GatewayResourceLabel ("true") marks the network objects a gateway reads.
-	GatewayResourceLabel = "networking.liqo.io/gateway-resource"
+	GatewayResourceLabel = consts.GatewayResourceLabel
 	// ComponentLabel and NameLabel select a gateway's pods.
-	ComponentLabel = "app.kubernetes.io/component"
+	ComponentLabel = consts.AppComponentLabel
 	// NameLabel holds the gateway object's name.
-	NameLabel = "app.kubernetes.io/name"
+	NameLabel = consts.AppNameLabel
 )
 
 // Params describe one gateway's workload.

@@ -56,6 +56,8 @@ const (
 	// PeerGoneAnnotation ("true") on a ForeignCluster says the peer is gone for good: local
 	// cleanup finishes without reaching it.
 	PeerGoneAnnotation = "liqo.io/peer-gone"
+	// PeerGoneUpstreamAnnotation is upstream Liqo's PeerGoneAnnotation; either says it.
+	PeerGoneUpstreamAnnotation = "liqo.io/foreign-cluster-permanently-unreachable"
 	// SchedulingEnabledLabel ("true") marks, on the consumer, a namespace whose pods the
 	// pod-placement admission webhook shapes after the namespace's NamespaceOffloading
 	// (tolerations and node affinity). The namespace-offloading controller sets it while a
@@ -71,6 +73,40 @@ const (
 	// ReflectedLabel and OriginClusterIDLabel with its cluster ID): the consumer may write
 	// Secrets in its remote namespaces but not read them, so it cannot check for itself.
 	ReflectedSecretsPolicy = "liqo-reflected-secrets" //nolint:gosec // a policy's name, not a credential
+)
+
+// Kubernetes' recommended application labels, which upstream Liqo's tools select on: liqoctl
+// finds the cluster-ID ConfigMap and the controller manager's Deployment by name and component.
+const (
+	// AppNameLabel is app.kubernetes.io/name.
+	AppNameLabel = "app.kubernetes.io/name"
+	// AppComponentLabel is app.kubernetes.io/component.
+	AppComponentLabel = "app.kubernetes.io/component"
+	// ClusterIDConfigMapApp is the name and component of the cluster-ID ConfigMap.
+	ClusterIDConfigMapApp = "clusterid-configmap"
+	// ControllerManagerApp is the name and component of the controller manager's Deployment, and
+	// the name of its container, whose image tag is the installed version.
+	ControllerManagerApp = "controller-manager"
+	// ControllerManagerDeployment is the controller manager's Deployment in LiqoNamespace.
+	ControllerManagerDeployment = "liqo-controller-manager"
+)
+
+// Replication of a consumer's objects (ResourceSlices, NamespaceMaps) to a provider, with
+// upstream Liqo's labels, which its tools select on (liqoctl tells a provided slice by
+// ReplicatedLabel).
+const (
+	// ReplicationDestinationLabel names, on an original asking for replication, the cluster its
+	// copy goes to.
+	ReplicationDestinationLabel = "liqo.io/remoteID"
+	// ReplicatedLabel ("true") marks a copy replicated from another cluster.
+	ReplicatedLabel = "liqo.io/replicated"
+	// ReplicationOriginLabel names, on a copy, the cluster it was replicated from.
+	ReplicationOriginLabel = "liqo.io/originID"
+	// ReplicationOriginNamespaceAnnotation names, on a copy, the namespace of the original on
+	// its cluster (ours: upstream finds it from the tenant namespaces).
+	ReplicationOriginNamespaceAnnotation = "liqo.io/origin-namespace"
+	// ResourceSliceNameLabel names, on a VirtualNode, the ResourceSlice it was made from.
+	ResourceSliceNameLabel = "liqo.io/resourceslice-name"
 )
 
 const (
@@ -114,3 +150,9 @@ const (
 	// ExternalCIDRType is NetworkCIDRTypeLabel's value for a remote external CIDR.
 	ExternalCIDRType = "external"
 )
+
+// PeerGone tells whether a ForeignCluster's annotations say the peer is gone for good
+// (PeerGoneAnnotation or upstream's PeerGoneUpstreamAnnotation set to "true").
+func PeerGone(annotations map[string]string) bool {
+	return annotations[PeerGoneAnnotation] == "true" || annotations[PeerGoneUpstreamAnnotation] == "true"
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // ensureAuthentication runs the handshake unless it is done: the provider's nonce, signed by
@@ -26,7 +27,7 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 			return err
 		}
 		tenant = &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tenantKey.Namespace, Name: tenantKey.Name,
-			Labels: map[string]string{managedByLabel: managedBy}},
+			Labels: map[string]string{consts.RemoteClusterIDLabel: string(p.consumerID), managedByLabel: managedBy}},
 			Spec: authv1beta1.TenantSpec{ClusterID: p.consumerID, AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
 				PublicKey: signed.Data[nonce.PublicKeyKey], Signature: signed.Data[nonce.SignatureKey], CSR: signed.Data[nonce.CSRKey]}}
 		if err := p.provider.Client.Create(ctx, tenant); err != nil {
@@ -53,7 +54,7 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 	err = p.consumer.Client.Get(ctx, client.ObjectKeyFromObject(id), id)
 	switch {
 	case apierrors.IsNotFound(err):
-		id.Labels = map[string]string{managedByLabel: managedBy}
+		id.Labels = map[string]string{consts.RemoteClusterIDLabel: string(p.providerID), managedByLabel: managedBy}
 		id.Spec = authv1beta1.IdentitySpec{ClusterID: p.providerID, Type: authv1beta1.ControlPlaneIdentityType,
 			Namespace: p.providerNS(), AuthParams: *tenant.Status.AuthParams}
 		if err := p.consumer.Client.Create(ctx, id); err != nil {

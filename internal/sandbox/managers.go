@@ -12,7 +12,14 @@ import (
 	"syscall"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
 
 // managerReadyTimeout bounds a controller manager's start (CRDs, identity, caches).
@@ -30,11 +37,13 @@ type manager struct {
 // name is its ID, its pod CIDR is the one its KWOK nodes use, virtual nodes run in-process,
 // and the API server calls the admission webhooks at a local address.
 func managerArgs(c *testenv.Cluster, opts testenv.ClusterOptions, probeAddr, webhookAddr string) []string {
-	args := []string{"--kubeconfig", c.KubeconfigPath, "--cluster-id", c.Name,
-		"--health-probe-bind-address", probeAddr, "--metrics-bind-address", "0",
-		"--webhook-bind-address", webhookAddr, "--webhook-url", "https://" + webhookAddr}
+	// One "--flag=value" argument each, as in the chart: tools read the flags back from the
+	// installation's record (recordInstallation) in that form.
+	args := []string{"--kubeconfig=" + c.KubeconfigPath, "--cluster-id=" + c.Name, "--api-server-address-override=" + c.Config.Host,
+		"--health-probe-bind-address=" + probeAddr, "--metrics-bind-address=0",
+		"--webhook-bind-address=" + webhookAddr, "--webhook-url=https://" + webhookAddr}
 	if opts.PodCIDR != "" {
-		args = append(args, "--pod-cidr", opts.PodCIDR)
+		args = append(args, "--pod-cidr="+opts.PodCIDR)
 	}
 	return args
 }
@@ -90,7 +99,41 @@ func (s *Sandbox) startManagers(ctx context.Context, env *testenv.Env, opts []te
 				filepath.Join(logDir, m.cluster+"-controller-manager.log"), err)
 		}
 	}
+	for _, m := range managers {
+		if err := recordInstallation(ctx, env.Cluster(m.cluster), m.cmd.Args[1:], m.cmd.Process.Pid); err != nil {
+			return managers, err
+		}
+	}
 	return managers, nil
+}
+
+// recordInstallation writes, in the cluster's liqo namespace, the controller manager's
+// Deployment as the chart would install it (labels, container name, image of this version,
+// flags) but with no replica: the manager runs as a process of the sandbox (pid). Tools that
+// discover an installation through it, such as upstream liqoctl (`liqoctl info`: version,
+// flags, API server), then find this one.
+func recordInstallation(ctx context.Context, c *testenv.Cluster, args []string, pid int) error {
+	labels := map[string]string{consts.AppNameLabel: consts.ControllerManagerApp, consts.AppComponentLabel: consts.ControllerManagerApp,
+		"app.kubernetes.io/part-of": "liqo"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: consts.ControllerManagerDeployment, Labels: labels,
+			Annotations: map[string]string{"liqo-sandbox/process": fmt.Sprintf("the controller manager runs as process %d of the sandbox's supervisor, "+
+				"not as this Deployment's pods", pid)}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{consts.AppNameLabel: consts.ControllerManagerApp,
+				consts.AppComponentLabel: consts.ControllerManagerApp}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: consts.ControllerManagerApp,
+					Image: version.ControllerManagerImage, Args: args}}},
+			},
+		},
+	}
+	if err := c.Client.Create(ctx, dep); err != nil {
+		return fmt.Errorf("recording the controller manager's installation in %s: %w", c.Name, err)
+	}
+	return nil
 }
 
 // waitReady polls a manager's readiness endpoint.

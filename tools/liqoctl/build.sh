@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds upstream Liqo's liqoctl at a pinned version, once, for the compatibility tests: the
+# module comes from the Go module proxy (`go install ...@version` is refused: its go.mod has a
+# replace directive), is copied somewhere writable and built there, stamped with its version.
+# Output: $1 (default <repo>/bin/liqoctl-<version>); nothing is rebuilt when it is there and
+# reports that version.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+LIQO_VERSION=v1.2.0
+out=${1:-$repo/bin/liqoctl-$LIQO_VERSION}
+
+if [[ -x "$out" ]] && "$out" version --client 2>/dev/null | grep -q "Client version: $LIQO_VERSION$"; then
+  echo "liqoctl: $out is $LIQO_VERSION"
+  exit 0
+fi
+echo "liqoctl: building upstream liqoctl $LIQO_VERSION into $out (cold: about 3.5 min on 2 cores)"
+start=$(date +%s)
+dir=$(go mod download -json "github.com/liqotech/liqo@$LIQO_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+if [[ -z "$dir" || ! -d "$dir" ]]; then
+  echo "liqoctl: the module github.com/liqotech/liqo@$LIQO_VERSION could not be downloaded" >&2
+  exit 1
+fi
+src="$repo/bin/liqo-src-$LIQO_VERSION"
+rm -rf "$src"
+mkdir -p "$(dirname "$src")"
+cp -r "$dir" "$src"
+chmod -R u+w "$src"
+(cd "$src" && CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+  -ldflags "-s -w -X github.com/liqotech/liqo/pkg/liqoctl/version.LiqoctlVersion=$LIQO_VERSION" -o "$out" ./cmd/liqoctl)
+rm -rf "$src"
+"$out" version --client
+echo "liqoctl: built in $(( $(date +%s) - start ))s"
