@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peerrbac"
 )
 
 var (
@@ -59,16 +60,6 @@ const consumerIdentityTypeName = "liqo_consumer_identity"
 
 // consumerIdentityManagedLabel marks the RBAC objects and CSRs this resource manages.
 const consumerIdentityManagedLabel = "liqo.io/managed-by"
-
-// consumerIdentityRules are the least privileges of a consumer's control plane in its tenant
-// namespace: its ResourceSlices and NamespaceMaps and their status, nothing else.
-func consumerIdentityRules() []rbacv1.PolicyRule {
-	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices", "resourceslices/status"}, Verbs: verbs},
-		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps", "namespacemaps/status"}, Verbs: verbs},
-	}
-}
 
 // consumerIdentityResource issues, in the provider cluster, a client certificate for a consumer
 // cluster through the CSR API and binds it to least privileges in the consumer's tenant namespace.
@@ -334,7 +325,7 @@ func (r *consumerIdentityResource) ensureRBAC(ctx context.Context, c *clusterCli
 		err := c.ctrl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, role)
 		switch {
 		case apierrors.IsNotFound(err):
-			role = &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: m.labels()}, Rules: consumerIdentityRules()}
+			role = &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: m.labels()}, Rules: peerrbac.ControlPlaneRules()}
 			if err := c.ctrl.Create(ctx, role); err != nil {
 				return fmt.Errorf("creating Role %s/%s in %s: %w", ns, name, c.describe(), err)
 			}
@@ -343,7 +334,7 @@ func (r *consumerIdentityResource) ensureRBAC(ctx context.Context, c *clusterCli
 		case role.Labels[consumerIdentityManagedLabel] == "":
 			return fmt.Errorf("the Role %s/%s already exists in %s and is not managed by %s: delete it or set `name`", ns, name, c.describe(), consumerIdentityTypeName)
 		default:
-			role.Rules = consumerIdentityRules()
+			role.Rules = peerrbac.ControlPlaneRules()
 			if err := c.ctrl.Update(ctx, role); err != nil {
 				return fmt.Errorf("updating Role %s/%s in %s: %w", ns, name, c.describe(), err)
 			}

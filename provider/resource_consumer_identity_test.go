@@ -18,12 +18,14 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/peerrbac"
 	"github.com/peerkit/terraform-provider-liqo/provider"
 )
 
@@ -188,8 +190,8 @@ func TestAccConsumerIdentity(t *testing.T) {
 						if err := cluster("provider").Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "liqo-consumer-ciacc-a"}, role); err != nil {
 							return err
 						}
-						if len(role.Rules) != 2 {
-							return fmt.Errorf("role rules %+v", role.Rules)
+						if !equality.Semantic.DeepEqual(role.Rules, peerrbac.ControlPlaneRules()) {
+							return fmt.Errorf("role rules %+v, want the controller manager's %+v", role.Rules, peerrbac.ControlPlaneRules())
 						}
 						return nil
 					},

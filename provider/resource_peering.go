@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 )
 
@@ -51,7 +52,6 @@ const peeringDefaultTimeout = 2 * time.Minute
 // Gateway defaults, as `liqoctl peer` has them.
 const (
 	peeringDefaultServiceType = string(corev1.ServiceTypeLoadBalancer)
-	peeringDefaultPort        = 51840
 	peeringDefaultMTU         = 1340
 )
 
@@ -101,7 +101,7 @@ var peeringStatusAttrTypes = map[string]attr.Type{
 // peeringDefaultGateway is the gateway attribute when it is not configured.
 func peeringDefaultGateway() types.Object {
 	return types.ObjectValueMust(peeringGatewayAttrTypes, map[string]attr.Value{
-		"service_type": types.StringValue(peeringDefaultServiceType), "port": types.Int64Value(peeringDefaultPort),
+		"service_type": types.StringValue(peeringDefaultServiceType), "port": types.Int64Value(consts.DefaultGatewayPort),
 		"node_port": types.Int64Null(), "mtu": types.Int64Value(peeringDefaultMTU),
 	})
 }
@@ -226,7 +226,7 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 							string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeClusterIP))},
 					},
 					"port": schema.Int64Attribute{
-						Optional: true, Computed: true, Default: int64default.StaticInt64(peeringDefaultPort),
+						Optional: true, Computed: true, Default: int64default.StaticInt64(consts.DefaultGatewayPort),
 						MarkdownDescription: "UDP port of the gateway server; default `51840`.",
 						Validators:          []validator.Int64{nwPortValidator()},
 					},

@@ -75,8 +75,9 @@ func (r *tenantNamespaceResource) Schema(ctx context.Context, _ resource.SchemaR
 			},
 			"labels": schema.MapAttribute{
 				Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "More labels for the namespace. The two Liqo labels are set by the resource.",
-				Validators:          []validator.Map{mapvalidator.KeysAre(stringvalidator.NoneOf(consts.RemoteClusterIDLabel, consts.TenantNamespaceLabel))},
+				MarkdownDescription: "More labels for the namespace. The resource sets `liqo.io/remote-cluster-id`, `liqo.io/tenant-namespace=true` and, unless given here, " +
+					"Pod Security's `pod-security.kubernetes.io/{enforce,audit,warn}=privileged` (the peering's gateway pods need NET_ADMIN), as Liqo does.",
+				Validators: []validator.Map{mapvalidator.KeysAre(stringvalidator.NoneOf(consts.RemoteClusterIDLabel, consts.TenantNamespaceLabel))},
 			},
 		},
 		Blocks: map[string]schema.Block{
@@ -104,14 +105,16 @@ func (r *tenantNamespaceResource) ModifyPlan(ctx context.Context, req resource.M
 }
 
 func (m *tenantNamespaceModel) labels(ctx context.Context) (map[string]string, error) {
-	out := map[string]string{}
+	out := consts.TenantNamespaceLabels(m.RemoteClusterID.ValueString())
 	if !m.Labels.IsNull() && !m.Labels.IsUnknown() {
-		if d := m.Labels.ElementsAs(ctx, &out, false); d.HasError() {
+		more := map[string]string{}
+		if d := m.Labels.ElementsAs(ctx, &more, false); d.HasError() {
 			return nil, fmt.Errorf("reading labels: %v", d)
 		}
+		for k, v := range more { // may lower the Pod Security levels; the Liqo labels are refused by the validator
+			out[k] = v
+		}
 	}
-	out[consts.RemoteClusterIDLabel] = m.RemoteClusterID.ValueString()
-	out[consts.TenantNamespaceLabel] = "true"
 	return out, nil
 }
 

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
-	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -200,21 +199,21 @@ func TestKilledMidHandshakeConverges(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // the watch event is on its way to the frozen process
 	prov.kill(t)
-	nonceKey := client.ObjectKey{Namespace: provNS, Name: nonce.NonceSecret}
+	nonceKey := client.ObjectKey{Namespace: provNS, Name: consts.NonceSecret}
 	if err := provCl.Client.Get(ctx, nonceKey, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a nonce made by a frozen manager: %v", err)
 	}
 	prov.start(t, "nonce", "tenant")
 	n := &corev1.Secret{}
 	eventually(t, "the provider's nonce after the restart", func(ctx context.Context) (bool, error) {
-		return provCl.Client.Get(ctx, nonceKey, n) == nil && len(n.Data[nonce.NonceKey]) > 0, nil
+		return provCl.Client.Get(ctx, nonceKey, n) == nil && len(n.Data[consts.NonceKey]) > 0, nil
 	})
-	signedNonce := n.Data[nonce.NonceKey]
+	signedNonce := n.Data[consts.NonceKey]
 
 	// The signed-nonce request, created while the consumer's manager is frozen: the request
 	// reaches its watch, but the manager is killed before it can answer.
-	signed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: nonce.SignedNonceSecret},
-		Data: map[string][]byte{nonce.NonceKey: signedNonce}}
+	signed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: consts.SignedNonceSecret},
+		Data: map[string][]byte{consts.NonceKey: signedNonce}}
 	cons.freeze(t)
 	if err := consCl.Client.Create(ctx, signed); err != nil {
 		t.Fatal(err)
@@ -224,22 +223,26 @@ func TestKilledMidHandshakeConverges(t *testing.T) {
 	if err := consCl.Client.Get(ctx, client.ObjectKeyFromObject(signed), signed); err != nil {
 		t.Fatal(err)
 	}
-	if len(signed.Data[nonce.SignatureKey]) > 0 {
+	if len(signed.Data[consts.SignedNonceKey]) > 0 {
 		t.Fatal("the signed-nonce request was answered by a frozen manager")
 	}
 	cons.start(t, "signednonce", "identity")
 	eventually(t, "the consumer's signature after the restart", func(ctx context.Context) (bool, error) {
 		err := consCl.Client.Get(ctx, client.ObjectKeyFromObject(signed), signed)
-		return err == nil && len(signed.Data[nonce.SignatureKey]) > 0, nil
+		return err == nil && len(signed.Data[consts.SignedNonceKey]) > 0, nil
 	})
-	if !signing.Verify(signed.Data[nonce.PublicKeyKey], signedNonce, signed.Data[nonce.SignatureKey]) {
+	pub, err := signing.ParseTenantKey(signed.Data[consts.PublicKeySecretKey])
+	if err != nil {
+		t.Fatalf("the consumer's public key: %v", err)
+	}
+	if !signing.Verify(pub, signedNonce, signed.Data[consts.SignedNonceKey]) {
 		t.Fatal("the consumer's signature does not verify against its public key and the provider's nonce")
 	}
 
 	// The Tenant; the provider's manager is killed as soon as the tenant's CSR appears.
 	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
 		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
-		PublicKey: signed.Data[nonce.PublicKeyKey], Signature: signed.Data[nonce.SignatureKey], CSR: signed.Data[nonce.CSRKey]}}
+		PublicKey: signed.Data[consts.PublicKeySecretKey], Signature: signed.Data[consts.SignedNonceKey], CSR: signed.Data[consts.CSRKey]}}
 	if err := provCl.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +280,7 @@ func TestKilledMidHandshakeConverges(t *testing.T) {
 	if err := provCl.Client.Get(ctx, nonceKey, n); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(n.Data[nonce.NonceKey], signedNonce) {
+	if !bytes.Equal(n.Data[consts.NonceKey], signedNonce) {
 		t.Error("the provider's nonce changed after the consumer signed it")
 	}
 	// Exactly one CSR, approved and issued, whose certificate is the Tenant's.

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
-	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -78,22 +77,22 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 	// The provider's nonce, signed by the consumer.
 	n := &corev1.Secret{}
 	eventually(t, "the provider's nonce", func(ctx context.Context) (bool, error) {
-		return prov.Client.Get(ctx, client.ObjectKey{Namespace: provNS, Name: nonce.NonceSecret}, n) == nil, nil
+		return prov.Client.Get(ctx, client.ObjectKey{Namespace: provNS, Name: consts.NonceSecret}, n) == nil, nil
 	})
-	signed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: nonce.SignedNonceSecret},
-		Data: map[string][]byte{nonce.NonceKey: n.Data[nonce.NonceKey]}}
+	signed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: consts.SignedNonceSecret},
+		Data: map[string][]byte{consts.NonceKey: n.Data[consts.NonceKey]}}
 	if err := cons.Client.Create(ctx, signed); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the consumer's signature", func(ctx context.Context) (bool, error) {
 		err := cons.Client.Get(ctx, client.ObjectKeyFromObject(signed), signed)
-		return err == nil && len(signed.Data[nonce.SignatureKey]) > 0, nil
+		return err == nil && len(signed.Data[consts.SignedNonceKey]) > 0, nil
 	})
 
 	// The Tenant on the provider; its issued identity on the consumer.
 	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
 		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
-		PublicKey: signed.Data[nonce.PublicKeyKey], Signature: signed.Data[nonce.SignatureKey], CSR: signed.Data[nonce.CSRKey]}}
+		PublicKey: signed.Data[consts.PublicKeySecretKey], Signature: signed.Data[consts.SignedNonceKey], CSR: signed.Data[consts.CSRKey]}}
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}

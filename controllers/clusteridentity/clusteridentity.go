@@ -24,14 +24,12 @@ import (
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peerrbac"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 )
 
 // Names of the objects this package keeps.
 const (
-	// SigningKeySecret is the Secret in the liqo namespace holding the cluster's signing key
-	// (data keys privateKey and publicKey, PEM).
-	SigningKeySecret = "liqo-cluster-signing-key" //nolint:gosec // a Secret's name, not a credential
 	// RemoteControlPlaneClusterRole is what a consumer's identity is bound to in its tenant
 	// namespace on the provider: resource slices and namespace maps there, nothing else.
 	RemoteControlPlaneClusterRole = "liqo-remote-controlplane"
@@ -189,16 +187,16 @@ func ensureClusterID(ctx context.Context, c client.Client, want corev1beta1.Clus
 
 func ensureSigningKey(ctx context.Context, c client.Client) error {
 	secret := &corev1.Secret{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: SigningKeySecret}, secret)
+	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.SigningKeySecret}, secret)
 	if err == nil {
 		if _, perr := signing.ParsePrivate(secret.Data[consts.PrivateKeySecretKey]); perr != nil {
 			return fmt.Errorf("secret %s/%s does not hold a valid signing key (%w): delete it to make a new one, "+
-				"knowing that peers must then re-authenticate", consts.LiqoNamespace, SigningKeySecret, perr)
+				"knowing that peers must then re-authenticate", consts.LiqoNamespace, consts.SigningKeySecret, perr)
 		}
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading secret %s/%s: %w", consts.LiqoNamespace, SigningKeySecret, err)
+		return fmt.Errorf("reading secret %s/%s: %w", consts.LiqoNamespace, consts.SigningKeySecret, err)
 	}
 	key, err := signing.Generate()
 	if err != nil {
@@ -213,12 +211,12 @@ func ensureSigningKey(ctx context.Context, c client.Client) error {
 		return err
 	}
 	secret = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: SigningKeySecret, Labels: map[string]string{managedByLabel: managedBy}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: consts.SigningKeySecret, Labels: map[string]string{managedByLabel: managedBy}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{consts.PrivateKeySecretKey: priv, consts.PublicKeySecretKey: pub},
 	}
 	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating secret %s/%s: %w", consts.LiqoNamespace, SigningKeySecret, err)
+		return fmt.Errorf("creating secret %s/%s: %w", consts.LiqoNamespace, consts.SigningKeySecret, err)
 	}
 	return nil
 }
@@ -252,45 +250,10 @@ func ensureNetwork(ctx context.Context, c client.Client, name, cidr string) erro
 	return nil
 }
 
-// remoteControlPlaneRules are what a consumer may do in its tenant namespace on the provider.
-var remoteControlPlaneRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices", "resourceslices/status"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps", "namespacemaps/status"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-	// Its own Tenant, read-only: the renewed certificate is picked up from its status.
-	{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"get", "list", "watch"}},
-}
-
-// remoteWorkloadRules are what a consumer's virtual kubelet may do in one of its remote
-// namespaces on the provider: pods only through ShadowPods (which the provider turns into pods
-// it owns, within the grant), the objects those pods need, and reading what the pods do.
-//
-// Secrets are written and never read, not even through the answer to a write: no get, list or
-// watch; no patch (a JSON patch that copies /data/<key> to /metadata/name is refused with an
-// error that quotes the value, before any admission, and "test" operations probe values); no
-// deletecollection (it answers with what it deleted). The ValidatingAdmissionPolicy
-// consts.ReflectedSecretsPolicy (secretpolicy.go) keeps creates, updates and deletes to the
-// consumer's own copies, which it cannot check itself.
-var remoteWorkloadRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowpods"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
-	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowpods/status"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"configmaps", "services", "serviceaccounts"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
-	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "update", "delete"}},
-	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
-	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
-	{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "events"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
-	{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/attach"}, Verbs: []string{"create", "get"}},
-}
-
 func ensureClusterRoles(ctx context.Context, c client.Client) error {
 	for name, rules := range map[string][]rbacv1.PolicyRule{
-		RemoteControlPlaneClusterRole: remoteControlPlaneRules,
-		RemoteWorkloadClusterRole:     remoteWorkloadRules,
+		RemoteControlPlaneClusterRole: peerrbac.ControlPlaneRules(),
+		RemoteWorkloadClusterRole:     peerrbac.WorkloadRules(),
 	} {
 		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		_, err := controllerutil.CreateOrPatch(ctx, c, role, func() error {

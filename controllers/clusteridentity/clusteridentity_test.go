@@ -31,7 +31,7 @@ var cfg = clusteridentity.Config{ClusterID: "cl-a", PodCIDR: "10.244.0.0/16", Se
 func signingKey(t *testing.T, c client.Client) []byte {
 	t.Helper()
 	s := &corev1.Secret{}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: consts.LiqoNamespace, Name: clusteridentity.SigningKeySecret}, s); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.SigningKeySecret}, s); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := signing.ParsePrivate(s.Data[consts.PrivateKeySecretKey]); err != nil {

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
@@ -128,7 +127,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&authv1beta1.Tenant{}, bySpec).
 		// A tenant's refusal depends on the nonce its signature is checked against.
 		Watches(&corev1.Secret{}, byLabel, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetName() == nonce.NonceSecret
+			return o.GetName() == consts.NonceSecret
 		}))).
 		Watches(&authv1beta1.Identity{}, bySpec).
 		Watches(&authv1beta1.ResourceSlice{}, bySpec).

@@ -20,7 +20,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
-	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	tenantctrl "github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
@@ -102,8 +101,8 @@ func TestForeignClusterFollowsThePeering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nonceSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: nonce.NonceSecret, Namespace: ns.Name,
-		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-b"}}, Data: map[string][]byte{nonce.NonceKey: []byte("the-nonce")}}
+	nonceSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: consts.NonceSecret, Namespace: ns.Name,
+		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-b"}}, Data: map[string][]byte{consts.NonceKey: []byte("the-nonce")}}
 	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "cl-b", Namespace: ns.Name},
 		Spec: authv1beta1.TenantSpec{ClusterID: "cl-b", TenantCondition: authv1beta1.TenantConditionActive,
 			PublicKey: key.Public, Signature: key.Sign([]byte("another-nonce"))}}

@@ -25,6 +25,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // Reconciler makes GatewayClients real.
@@ -118,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) template(ctx context.Context, gw *netv1beta1.GatewayClient, secretName string) (*workload.Base, error) {
 	ref := gw.Spec.ClientTemplateRef
 	data := workload.TemplateData{Name: gw.Name, Namespace: gw.Namespace, GatewayUID: string(gw.UID),
-		ClusterID: gw.Labels[workload.RemoteClusterIDLabel], SecretName: secretName, Spec: gw.Spec}
+		ClusterID: gw.Labels[consts.RemoteClusterIDLabel], SecretName: secretName, Spec: gw.Spec}
 	base, err := workload.Load(ctx, r.Client, ref, gw.Namespace, data)
 	if errors.Is(err, workload.ErrTemplateNotFound) && workload.DefaultTemplateRef(ref) {
 		if err := workload.EnsureDefaultTemplate(ctx, r.Client, ref); err != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // Reconciler makes GatewayServers real.
@@ -114,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		port = gw.Spec.Endpoint.Ports[0]
 	}
 	if port == 0 {
-		port = agent.DefaultPort
+		port = consts.DefaultGatewayPort
 	}
 	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: agent.ModeServer, SecretName: secretName, Image: r.Image, Port: port, Base: base})
 	if err != nil {
@@ -235,7 +236,7 @@ func (r *Reconciler) ensureService(ctx context.Context, gw *netv1beta1.GatewaySe
 func (r *Reconciler) template(ctx context.Context, gw *netv1beta1.GatewayServer, secretName string) (*workload.Base, error) {
 	ref := gw.Spec.ServerTemplateRef
 	data := workload.TemplateData{Name: gw.Name, Namespace: gw.Namespace, GatewayUID: string(gw.UID),
-		ClusterID: gw.Labels[workload.RemoteClusterIDLabel], SecretName: secretName, Spec: gw.Spec}
+		ClusterID: gw.Labels[consts.RemoteClusterIDLabel], SecretName: secretName, Spec: gw.Spec}
 	base, err := workload.Load(ctx, r.Client, ref, gw.Namespace, data)
 	if errors.Is(err, workload.ErrTemplateNotFound) && workload.DefaultTemplateRef(ref) {
 		if err := workload.EnsureDefaultTemplate(ctx, r.Client, ref); err != nil {

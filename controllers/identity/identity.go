@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
@@ -57,7 +56,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil // credentials not there yet
 	}
 	keySecret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: clusteridentity.SigningKeySecret}, keySecret); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.SigningKeySecret}, keySecret); err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading the cluster's signing key for identity %s: %w", req, err)
 	}
 	kubeconfig, err := kubeconfigFor(string(id.Spec.ClusterID), p, keySecret.Data[consts.PrivateKeySecretKey], id.Spec.Namespace)

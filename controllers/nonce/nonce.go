@@ -9,6 +9,7 @@ package nonce
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,32 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 )
 
-// Names and data keys of the handshake Secrets.
-const (
-	// NonceSecret holds the provider's nonce (data key NonceKey) in a tenant namespace.
-	NonceSecret = "liqo-nonce"
-	// SignedNonceSecret, on the consumer, holds a provider's nonce to sign (NonceKey) and, once
-	// answered, SignatureKey, PublicKeyKey (raw Ed25519) and CSRKey (PEM).
-	SignedNonceSecret = "liqo-signed-nonce" //nolint:gosec // a Secret's name, not a credential
-	// NonceKey is the data key of the nonce.
-	NonceKey = "nonce"
-	// SignatureKey is the data key of the nonce's signature.
-	SignatureKey = "signature"
-	// PublicKeyKey is the data key of the consumer's raw Ed25519 public key.
-	PublicKeyKey = "publicKey"
-	// CSRKey is the data key of the consumer's certificate request (PEM).
-	CSRKey = "csr"
-	// nonceSize is the nonce's length in bytes.
-	nonceSize = 32
-)
-
-// ControlPlaneOrganization is the organization of the certificates of consumers' control planes.
-const ControlPlaneOrganization = "liqo.io"
+// nonceSize is how many random bytes a nonce holds; it is stored base64-encoded, as text
+// (upstream's form, which survives a Secret's stringData).
+const nonceSize = 64
 
 // tenantNamespaces selects tenant namespaces.
 var tenantNamespaces = predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -59,29 +41,66 @@ type ProviderReconciler struct {
 	Client client.Client
 }
 
-// Reconcile ensures the namespace's nonce Secret.
+// Reconcile ensures the namespace's nonce Secret: created with a nonce, or, when someone
+// created it without one (upstream liqoctl does, then waits), filled in; labelled as upstream's
+// tools look it up.
 func (r *ProviderReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil || ns.DeletionTimestamp != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: NonceSecret}, &corev1.Secret{})
-	if !apierrors.IsNotFound(err) {
-		return reconcile.Result{}, err //nolint:wrapcheck // nil, or a read error controller-runtime logs with the request
+	labels := map[string]string{consts.RemoteClusterIDLabel: ns.Labels[consts.RemoteClusterIDLabel], consts.NonceLabel: "true"}
+	secret := &corev1.Secret{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: consts.NonceSecret}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		nonce, err := newNonce()
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: consts.NonceSecret, Labels: labels},
+			Data: map[string][]byte{consts.NonceKey: nonce}}
+		if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, fmt.Errorf("creating nonce in %s: %w", ns.Name, err)
+		}
+		return reconcile.Result{}, nil
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("reading the nonce of %s: %w", ns.Name, err)
 	}
-	nonce := make([]byte, nonceSize)
-	if _, err := rand.Read(nonce); err != nil {
-		return reconcile.Result{}, fmt.Errorf("generating nonce: %w", err)
+	changed := false
+	if len(secret.Data[consts.NonceKey]) == 0 {
+		nonce, err := newNonce()
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if secret.Data == nil {
+			secret.Data = map[string][]byte{}
+		}
+		secret.Data[consts.NonceKey], changed = nonce, true
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: NonceSecret,
-			Labels: map[string]string{consts.RemoteClusterIDLabel: ns.Labels[consts.RemoteClusterIDLabel]}},
-		Data: map[string][]byte{NonceKey: nonce},
+	for k, v := range labels {
+		if secret.Labels[k] != v {
+			if secret.Labels == nil {
+				secret.Labels = map[string]string{}
+			}
+			secret.Labels[k], changed = v, true
+		}
 	}
-	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return reconcile.Result{}, fmt.Errorf("creating nonce in %s: %w", ns.Name, err)
+	if changed {
+		if err := r.Client.Update(ctx, secret); err != nil {
+			return reconcile.Result{}, fmt.Errorf("filling in the nonce of %s: %w", ns.Name, err)
+		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// newNonce returns a fresh nonce: nonceSize random bytes, base64-encoded.
+func newNonce() ([]byte, error) {
+	raw := make([]byte, nonceSize)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("generating nonce: %w", err)
+	}
+	return []byte(base64.StdEncoding.EncodeToString(raw)), nil
 }
 
 // SetupWithManager watches tenant namespaces and their nonce Secrets.
@@ -91,7 +110,7 @@ func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	err := ctrl.NewControllerManagedBy(mgr).Named("nonce").
 		For(&corev1.Namespace{}, builder.WithPredicates(tenantNamespaces)).
-		Watches(&corev1.Secret{}, toNamespace, builder.OnlyMetadata, builder.WithPredicates(named(NonceSecret))).
+		Watches(&corev1.Secret{}, toNamespace, builder.OnlyMetadata, builder.WithPredicates(named(consts.NonceSecret))).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the nonce controller: %w", err)
@@ -111,22 +130,26 @@ func (r *ConsumerReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err := r.Client.Get(ctx, req.NamespacedName, secret); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	nonce := secret.Data[NonceKey]
-	if len(nonce) == 0 || len(secret.Data[SignatureKey]) > 0 {
+	nonce := secret.Data[consts.NonceKey]
+	if len(nonce) == 0 || len(secret.Data[consts.SignedNonceKey]) > 0 {
 		return reconcile.Result{}, nil
 	}
 	key, clusterID, err := localIdentity(ctx, r.Client)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	csr, err := key.CSR(clusterID, ControlPlaneOrganization)
+	csr, err := key.CSR(clusterID, consts.ConsumerGroup)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	public, err := key.EncodePublic()
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("encoding the cluster's public key: %w", err)
+	}
 	patch := client.MergeFrom(secret.DeepCopy())
-	secret.Data[SignatureKey] = key.Sign(nonce)
-	secret.Data[PublicKeyKey] = key.Public
-	secret.Data[CSRKey] = csr
+	secret.Data[consts.SignedNonceKey] = key.Sign(nonce)
+	secret.Data[consts.PublicKeySecretKey] = public
+	secret.Data[consts.CSRKey] = csr
 	if err := r.Client.Patch(ctx, secret, patch); err != nil {
 		return reconcile.Result{}, fmt.Errorf("answering signed-nonce request %s: %w", req, err)
 	}
@@ -136,7 +159,7 @@ func (r *ConsumerReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 // SetupWithManager watches liqo-signed-nonce Secrets.
 func (r *ConsumerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("signednonce").
-		For(&corev1.Secret{}, builder.WithPredicates(named(SignedNonceSecret))).
+		For(&corev1.Secret{}, builder.WithPredicates(named(consts.SignedNonceSecret))).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the signed-nonce controller: %w", err)
@@ -147,7 +170,7 @@ func (r *ConsumerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // localIdentity reads the cluster's signing key and ID.
 func localIdentity(ctx context.Context, c client.Client) (*signing.KeyPair, string, error) {
 	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: clusteridentity.SigningKeySecret}, secret); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.SigningKeySecret}, secret); err != nil {
 		return nil, "", fmt.Errorf("reading the cluster's signing key: %w", err)
 	}
 	key, err := signing.ParsePrivate(secret.Data[consts.PrivateKeySecretKey])

@@ -2,6 +2,7 @@ package tenant_test
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -54,16 +55,16 @@ func handshake(t *testing.T, provider, consumer client.Client, providerNS, consu
 	ctx := t.Context()
 	n := &corev1.Secret{}
 	poll(t, "the provider's nonce", func(ctx context.Context) (bool, error) {
-		return provider.Get(ctx, client.ObjectKey{Namespace: providerNS, Name: nonce.NonceSecret}, n) == nil, nil
+		return provider.Get(ctx, client.ObjectKey{Namespace: providerNS, Name: consts.NonceSecret}, n) == nil, nil
 	})
-	req := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: nonce.SignedNonceSecret},
-		Data: map[string][]byte{nonce.NonceKey: n.Data[nonce.NonceKey]}}
+	req := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: consts.SignedNonceSecret},
+		Data: map[string][]byte{consts.NonceKey: n.Data[consts.NonceKey]}}
 	if err := consumer.Create(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "the consumer's signature", func(ctx context.Context) (bool, error) {
 		err := consumer.Get(ctx, client.ObjectKeyFromObject(req), req)
-		return err == nil && len(req.Data[nonce.SignatureKey]) > 0, nil
+		return err == nil && len(req.Data[consts.SignedNonceKey]) > 0, nil
 	})
 	return req
 }
@@ -118,7 +119,7 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 
 	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
 		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
-		PublicKey: answer.Data[nonce.PublicKeyKey], Signature: answer.Data[nonce.SignatureKey], CSR: answer.Data[nonce.CSRKey],
+		PublicKey: answer.Data[consts.PublicKeySecretKey], Signature: answer.Data[consts.SignedNonceKey], CSR: answer.Data[consts.CSRKey],
 	}}
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
@@ -204,8 +205,8 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 
 	// A wrong signature is refused, with the reason in an Event.
 	bad := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "other-tenant", Name: "cl-other"}, Spec: authv1beta1.TenantSpec{
-		ClusterID: "cl-other", AuthzPolicy: "KeysExchange", PublicKey: answer.Data[nonce.PublicKeyKey],
-		Signature: answer.Data[nonce.SignatureKey], CSR: answer.Data[nonce.CSRKey],
+		ClusterID: "cl-other", AuthzPolicy: "KeysExchange", PublicKey: answer.Data[consts.PublicKeySecretKey],
+		Signature: answer.Data[consts.SignedNonceKey], CSR: answer.Data[consts.CSRKey],
 	}}
 	if err := prov.Client.Create(ctx, bad); err != nil {
 		t.Fatal(err)
@@ -272,7 +273,7 @@ func TestCordonedTenantGetsNoIdentity(t *testing.T) {
 	answer := handshake(t, prov.Client, cons.Client, "t-cons", "t-prov")
 	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
 		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionCordoned,
-		PublicKey: answer.Data[nonce.PublicKeyKey], Signature: answer.Data[nonce.SignatureKey], CSR: answer.Data[nonce.CSRKey],
+		PublicKey: answer.Data[consts.PublicKeySecretKey], Signature: answer.Data[consts.SignedNonceKey], CSR: answer.Data[consts.CSRKey],
 	}}
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
@@ -341,7 +342,7 @@ func TestHandshakeConvergesAfterRestart(t *testing.T) {
 	stopProvider() // killed mid-handshake: the Tenant arrives while nothing runs
 	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
 		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
-		PublicKey: answer.Data[nonce.PublicKeyKey], Signature: answer.Data[nonce.SignatureKey], CSR: answer.Data[nonce.CSRKey],
+		PublicKey: answer.Data[consts.PublicKeySecretKey], Signature: answer.Data[consts.SignedNonceKey], CSR: answer.Data[consts.CSRKey],
 	}}
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
@@ -384,4 +385,52 @@ func startManagerStoppable(t *testing.T, cl *testenv.Cluster, setup func(ctrl.Ma
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// TestNonceForUpstreamLiqoctl: upstream liqoctl creates the provider's nonce Secret itself,
+// empty and labelled, then waits for a controller to fill it: ours fills it (a base64 nonce, text
+// that survives stringData) and keeps its labels; its own nonces carry upstream's labels too.
+func TestNonceForUpstreamLiqoctl(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "provider"})
+	prov := env.Cluster("provider")
+	ctx := t.Context()
+	startManager(t, prov, func(mgr ctrl.Manager) error {
+		return (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+	})
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-up"}}
+	if err := prov.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	empty := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: consts.NonceSecret,
+		Labels: map[string]string{consts.NonceLabel: "true", consts.RemoteClusterIDLabel: "cl-up"}}}
+	if err := prov.Client.Create(ctx, empty); err != nil {
+		t.Fatal(err)
+	}
+	// Now a tenant namespace (liqoctl makes the namespace first; the order does not matter).
+	ns.Labels = map[string]string{consts.RemoteClusterIDLabel: "cl-up", consts.TenantNamespaceLabel: "true"}
+	if err := prov.Client.Update(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the nonce filled in", func(ctx context.Context) (bool, error) {
+		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(empty), empty)
+		return err == nil && len(empty.Data[consts.NonceKey]) > 0, nil
+	})
+	if _, err := base64.StdEncoding.DecodeString(string(empty.Data[consts.NonceKey])); err != nil || len(empty.Data[consts.NonceKey]) < 64 {
+		t.Errorf("nonce %q: want base64 text of at least 64 characters (%v)", empty.Data[consts.NonceKey], err)
+	}
+	if empty.Labels[consts.NonceLabel] != "true" || empty.Labels[consts.RemoteClusterIDLabel] != "cl-up" {
+		t.Errorf("labels %v", empty.Labels)
+	}
+
+	// A nonce the controller makes on its own carries the same labels.
+	if err := prov.Client.Create(ctx, tenantNamespace("liqo-tenant-cl-own", "cl-own")); err != nil {
+		t.Fatal(err)
+	}
+	own := &corev1.Secret{}
+	poll(t, "the controller's own nonce", func(ctx context.Context) (bool, error) {
+		return prov.Client.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-cl-own", Name: consts.NonceSecret}, own) == nil, nil
+	})
+	if own.Labels[consts.NonceLabel] != "true" || own.Labels[consts.RemoteClusterIDLabel] != "cl-own" || len(own.Data[consts.NonceKey]) == 0 {
+		t.Errorf("own nonce: labels %v, %d bytes", own.Labels, len(own.Data[consts.NonceKey]))
+	}
 }

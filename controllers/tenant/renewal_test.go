@@ -59,7 +59,7 @@ func TestCertificateRenewal(t *testing.T) {
 	answer := handshake(t, prov.Client, cons.Client, "t-cons", "t-prov")
 	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
 		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
-		PublicKey: answer.Data[nonce.PublicKeyKey], Signature: answer.Data[nonce.SignatureKey], CSR: answer.Data[nonce.CSRKey],
+		PublicKey: answer.Data[consts.PublicKeySecretKey], Signature: answer.Data[consts.SignedNonceKey], CSR: answer.Data[consts.CSRKey],
 	}}
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)

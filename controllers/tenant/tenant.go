@@ -39,7 +39,6 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
-	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
@@ -116,7 +115,7 @@ func check(ctx context.Context, c client.Reader, t *authv1beta1.Tenant) (verdict
 	if t.Spec.TenantCondition != authv1beta1.TenantConditionActive && t.Spec.TenantCondition != "" {
 		return refuse(ReasonNotActive, "tenant is %s: no identity is issued until it is Active", t.Spec.TenantCondition), nil
 	}
-	if _, err := signing.CheckCSR(t.Spec.CSR, string(t.Spec.ClusterID), []string{nonce.ControlPlaneOrganization}, v.key); err != nil {
+	if _, err := signing.CheckCSR(t.Spec.CSR, string(t.Spec.ClusterID), []string{consts.ConsumerGroup}, v.key); err != nil {
 		return refuse(ReasonCSRInvalid, "spec.csr refused: %v", err), nil
 	}
 	return v, nil
@@ -234,16 +233,19 @@ func (r *Reconciler) renewalDue(pem []byte) (time.Duration, error) {
 // verify checks the signed nonce; the verdict holds the verified key or why it is refused.
 func verify(ctx context.Context, c client.Reader, t *authv1beta1.Tenant) (verdict, error) {
 	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: nonce.NonceSecret}, secret); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: consts.NonceSecret}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return refuse(ReasonSignatureInvalid, "no nonce in %s yet to verify the signature against", t.Namespace), nil
 		}
 		return verdict{}, fmt.Errorf("reading the nonce of tenant %s/%s: %w", t.Namespace, t.Name, err)
 	}
-	pub := ed25519.PublicKey(t.Spec.PublicKey)
-	if !signing.Verify(pub, secret.Data[nonce.NonceKey], t.Spec.Signature) {
+	pub, err := signing.ParseTenantKey(t.Spec.PublicKey)
+	if err != nil {
+		return refuse(ReasonSignatureInvalid, "spec.publicKey: %v", err), nil
+	}
+	if !signing.Verify(pub, secret.Data[consts.NonceKey], t.Spec.Signature) {
 		return refuse(ReasonSignatureInvalid, "spec.signature is not spec.publicKey's signature of the nonce in %s/%s",
-			t.Namespace, nonce.NonceSecret), nil
+			t.Namespace, consts.NonceSecret), nil
 	}
 	return verdict{key: pub}, nil
 }

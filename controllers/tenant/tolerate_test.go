@@ -54,7 +54,7 @@ func TestTolerateNoHandshake(t *testing.T) {
 		{id: "cl-wrong", policy: authv1beta1.TolerateNoHandshake, wrong: true},
 		{id: "cl-strict", policy: authv1beta1.KeysExchange, wrong: true},
 		// No handshake to pass, but a group no consumer may have.
-		{id: "cl-masters", policy: authv1beta1.TolerateNoHandshake, orgs: []string{nonce.ControlPlaneOrganization, "system:masters"}},
+		{id: "cl-masters", policy: authv1beta1.TolerateNoHandshake, orgs: []string{consts.ConsumerGroup, "system:masters"}},
 	}
 	for _, c := range consumers {
 		c.tenantN = "liqo-tenant-" + c.id
@@ -77,7 +77,7 @@ func TestTolerateNoHandshake(t *testing.T) {
 	}
 	for _, c := range consumers {
 		poll(t, "the nonce in "+c.tenantN, func(ctx context.Context) (bool, error) {
-			return prov.Client.Get(ctx, client.ObjectKey{Namespace: c.tenantN, Name: nonce.NonceSecret}, &corev1.Secret{}) == nil, nil
+			return prov.Client.Get(ctx, client.ObjectKey{Namespace: c.tenantN, Name: consts.NonceSecret}, &corev1.Secret{}) == nil, nil
 		})
 		if err := prov.Client.Create(ctx, c.tenant); err != nil {
 			t.Fatal(err)

@@ -21,14 +21,9 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
-// NameFor is the VirtualNode (and Node) of a slice: the provider's cluster ID, followed by the
-// slice's name unless they are the same.
+// NameFor is the VirtualNode (and Node) of a slice (consts.VirtualNodeName).
 func NameFor(slice *authv1beta1.ResourceSlice) string {
-	id := string(*slice.Spec.ProviderClusterID)
-	if slice.Name == id {
-		return id
-	}
-	return id + "-" + slice.Name
+	return consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name)
 }
 
 // SliceReconciler keeps one VirtualNode per accepted slice.

@@ -14,14 +14,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
-)
-
-// Secret data keys of a gateway's key pair (raw 32 bytes each).
-const (
-	// PrivateKeyField holds the private key.
-	PrivateKeyField = "privateKey"
-	// PublicKeyField holds the public key.
-	PublicKeyField = "publicKey"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // desired is what the objects ask the gateway to be.
@@ -53,7 +46,7 @@ func (a *Agent) readDesired(ctx context.Context) (*desired, error) {
 		if secretName == "" && gw.Status.SecretRef != nil {
 			secretName = gw.Status.SecretRef.Name
 		}
-		d.listenPort = firstPort(gw.Spec.Endpoint.Port, gw.Spec.Endpoint.Ports, DefaultPort)
+		d.listenPort = firstPort(gw.Spec.Endpoint.Port, gw.Spec.Endpoint.Ports, consts.DefaultGatewayPort)
 	case ModeClient:
 		gw := &netv1beta1.GatewayClient{}
 		if err := a.reader.Get(ctx, key, gw); err != nil {
@@ -79,9 +72,9 @@ func (a *Agent) readDesired(ctx context.Context) (*desired, error) {
 	if err := a.reader.Get(ctx, client.ObjectKey{Namespace: a.opts.Namespace, Name: secretName}, secret); err != nil {
 		return nil, fmt.Errorf("%w for key Secret %s: %w", errWaiting, secretName, err)
 	}
-	pk, err := parseKey(secret.Data[PrivateKeyField])
+	pk, err := parseKey(secret.Data[consts.PrivateKeySecretKey])
 	if err != nil {
-		return nil, fmt.Errorf("key Secret %s, field %s: %w", secretName, PrivateKeyField, err)
+		return nil, fmt.Errorf("key Secret %s, field %s: %w", secretName, consts.PrivateKeySecretKey, err)
 	}
 	d.privateKey = pk
 

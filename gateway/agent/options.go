@@ -22,9 +22,6 @@ const (
 	ModeClient Mode = "client"
 )
 
-// DefaultPort is the UDP port of a server whose GatewayServer names none.
-const DefaultPort = 51840
-
 // DefaultTunnelCIDR holds the two tunnel addresses: the server takes the first host, the client
 // the second. It is link-local and only ever used inside the tunnel.
 const DefaultTunnelCIDR = "169.254.18.0/30"

@@ -28,18 +28,6 @@ import (
 // DefaultImage is the gateway image when the controller names none.
 const DefaultImage = "ghcr.io/peerkit/liqo-gateway:latest"
 
-// Labels.
-const (
-	// RemoteClusterIDLabel names the remote cluster of a peering's objects.
-	RemoteClusterIDLabel = consts.RemoteClusterIDLabel
-	// GatewayResourceLabel ("true") marks the network objects a gateway reads.
-	GatewayResourceLabel = consts.GatewayResourceLabel
-	// ComponentLabel and NameLabel select a gateway's pods.
-	ComponentLabel = consts.AppComponentLabel
-	// NameLabel holds the gateway object's name.
-	NameLabel = consts.AppNameLabel
-)
-
 // Params describe one gateway's workload.
 type Params struct {
 	// Owner is the GatewayServer or GatewayClient; everything rendered is owned by it.
@@ -61,7 +49,7 @@ func Name(owner client.Object) string { return "gw-" + owner.GetName() }
 
 // Selector is the pod labels of a gateway.
 func Selector(owner client.Object, mode agent.Mode) map[string]string {
-	return map[string]string{ComponentLabel: "gateway-" + string(mode), NameLabel: owner.GetName()}
+	return map[string]string{consts.AppComponentLabel: "gateway-" + string(mode), consts.AppNameLabel: owner.GetName()}
 }
 
 // EnsureKeySecret makes sure the key Secret name exists in the owner's namespace, generating a
@@ -81,11 +69,11 @@ func EnsureKeySecret(ctx context.Context, c client.Client, owner client.Object, 
 	}
 	pub := k.PublicKey()
 	s = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: name, Labels: map[string]string{GatewayResourceLabel: "true"}},
-		Data:       map[string][]byte{agent.PrivateKeyField: k[:], agent.PublicKeyField: pub[:]},
+		ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: name, Labels: map[string]string{consts.GatewayResourceLabel: "true"}},
+		Data:       map[string][]byte{consts.PrivateKeySecretKey: k[:], consts.PublicKeySecretKey: pub[:]},
 	}
-	if id := owner.GetLabels()[RemoteClusterIDLabel]; id != "" {
-		s.Labels[RemoteClusterIDLabel] = id
+	if id := owner.GetLabels()[consts.RemoteClusterIDLabel]; id != "" {
+		s.Labels[consts.RemoteClusterIDLabel] = id
 	}
 	if err := controllerutil.SetControllerReference(owner, s, c.Scheme()); err != nil {
 		return fmt.Errorf("owning key Secret %s: %w", name, err)
@@ -274,8 +262,8 @@ func InternalEndpoint(ctx context.Context, c client.Reader, owner client.Object,
 // whose Deployment pod is, from its labels; "" when pod is no such gateway's.
 func GatewayOfPod(pod client.Object, mode agent.Mode) string {
 	l := pod.GetLabels()
-	if l[ComponentLabel] != "gateway-"+string(mode) {
+	if l[consts.AppComponentLabel] != "gateway-"+string(mode) {
 		return ""
 	}
-	return l[NameLabel]
+	return l[consts.AppNameLabel]
 }

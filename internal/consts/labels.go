@@ -120,8 +120,12 @@ const (
 	KubeconfigSecretKey = "kubeconfig"
 	// PrivateKeySecretKey and PublicKeySecretKey are the data keys of a WireGuard key Secret.
 	PrivateKeySecretKey = "privateKey"
-	// PublicKeySecretKey is the data key of the public key in a WireGuard key Secret.
+	// PublicKeySecretKey is the data key of the public key in a WireGuard key Secret (raw 32
+	// bytes), in the signing-key Secret and in a signed-nonce Secret (PKIX PEM).
 	PublicKeySecretKey = "publicKey"
+	// DefaultGatewayPort is the UDP port of a gateway server whose GatewayServer names none
+	// (upstream liqoctl's default).
+	DefaultGatewayPort = 51840
 	// NamespaceOffloadingName is the only name a namespace's NamespaceOffloading may have.
 	NamespaceOffloadingName = "offloading"
 )

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
@@ -29,7 +28,7 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 		tenant = &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tenantKey.Namespace, Name: tenantKey.Name,
 			Labels: map[string]string{consts.RemoteClusterIDLabel: string(p.consumerID), managedByLabel: managedBy}},
 			Spec: authv1beta1.TenantSpec{ClusterID: p.consumerID, AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
-				PublicKey: signed.Data[nonce.PublicKeyKey], Signature: signed.Data[nonce.SignatureKey], CSR: signed.Data[nonce.CSRKey]}}
+				PublicKey: signed.Data[consts.PublicKeySecretKey], Signature: signed.Data[consts.SignedNonceKey], CSR: signed.Data[consts.CSRKey]}}
 		if err := p.provider.Client.Create(ctx, tenant); err != nil {
 			return fmt.Errorf("creating Tenant %s on %s: %w", tenantKey, p.provider.Name, err)
 		}
@@ -76,7 +75,7 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 // needed.
 func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
 	n := &corev1.Secret{}
-	nonceKey := client.ObjectKey{Namespace: p.providerNS(), Name: nonce.NonceSecret}
+	nonceKey := client.ObjectKey{Namespace: p.providerNS(), Name: consts.NonceSecret}
 	err := waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("the nonce %s on %s (made by its controller manager)", nonceKey, p.provider.Name),
 		func(ctx context.Context) (bool, error) {
 			err := p.provider.Client.Get(ctx, nonceKey, n)
@@ -86,24 +85,25 @@ func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
 			if err != nil {
 				return false, fmt.Errorf("reading %s: %w", nonceKey, err)
 			}
-			return len(n.Data[nonce.NonceKey]) > 0, nil
+			return len(n.Data[consts.NonceKey]) > 0, nil
 		})
 	if err != nil {
 		return nil, err
 	}
 	signed := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: p.consumerNS(), Name: nonce.SignedNonceSecret}
+	key := client.ObjectKey{Namespace: p.consumerNS(), Name: consts.SignedNonceSecret}
 	err = p.consumer.Client.Get(ctx, key, signed)
 	switch {
 	case apierrors.IsNotFound(err):
-		signed = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{managedByLabel: managedBy}},
-			Data: map[string][]byte{nonce.NonceKey: n.Data[nonce.NonceKey]}}
+		signed = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{
+			consts.SignedNonceLabel: "true", consts.RemoteClusterIDLabel: string(p.providerID), managedByLabel: managedBy}},
+			Data: map[string][]byte{consts.NonceKey: n.Data[consts.NonceKey]}}
 		if err := p.consumer.Client.Create(ctx, signed); err != nil {
 			return nil, fmt.Errorf("asking %s to sign the nonce (Secret %s): %w", p.consumer.Name, key, err)
 		}
 	case err != nil:
 		return nil, fmt.Errorf("reading %s on %s: %w", key, p.consumer.Name, err)
-	case string(signed.Data[nonce.NonceKey]) != string(n.Data[nonce.NonceKey]):
+	case string(signed.Data[consts.NonceKey]) != string(n.Data[consts.NonceKey]):
 		// A stale request (the provider's nonce changed): ask again.
 		if err := p.consumer.Client.Delete(ctx, signed); client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("replacing the stale signed nonce %s on %s: %w", key, p.consumer.Name, err)
@@ -115,7 +115,7 @@ func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
 			if err := p.consumer.Client.Get(ctx, key, signed); err != nil {
 				return false, fmt.Errorf("reading %s: %w", key, err)
 			}
-			return len(signed.Data[nonce.SignatureKey]) > 0, nil
+			return len(signed.Data[consts.SignedNonceKey]) > 0, nil
 		})
 	return signed, err
 }
@@ -128,7 +128,7 @@ func (p *pair) removeAuthentication(ctx context.Context) error {
 		obj client.Object
 	}{
 		{p.consumer, &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: IdentityPrefix + string(p.providerID)}}},
-		{p.consumer, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: nonce.SignedNonceSecret}}},
+		{p.consumer, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: consts.SignedNonceSecret}}},
 		{p.provider, &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: p.providerNS(), Name: string(p.consumerID)}}},
 	}
 	for _, s := range steps {

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
@@ -142,7 +141,7 @@ func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewaySer
 func endpointCurrent(ep *netv1beta1.EndpointStatus, g Gateway) bool {
 	port := g.Port
 	if port == 0 {
-		port = agent.DefaultPort
+		port = consts.DefaultGatewayPort
 	}
 	switch {
 	case g.ServiceType == corev1.ServiceTypeNodePort && g.NodePort != 0:
@@ -193,9 +192,9 @@ func (p *pair) exchangeKeys(ctx context.Context, server, client side, serverSecr
 		if err := s.from.c.Client.Get(ctx, clientKey(s.from.ns, s.fromSecret), secret); err != nil {
 			return fmt.Errorf("reading the gateway keys %s/%s on %s: %w", s.from.ns, s.fromSecret, s.from.c.Name, err)
 		}
-		pub := secret.Data[agent.PublicKeyField]
+		pub := secret.Data[consts.PublicKeySecretKey]
 		if len(pub) != 32 {
-			return fmt.Errorf("the gateway keys %s/%s on %s have no 32-byte %s", s.from.ns, s.fromSecret, s.from.c.Name, agent.PublicKeyField)
+			return fmt.Errorf("the gateway keys %s/%s on %s have no 32-byte %s", s.from.ns, s.fromSecret, s.from.c.Name, consts.PublicKeySecretKey)
 		}
 		pk := &netv1beta1.PublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: s.to.ns, Name: PublicKeyName}}
 		_, err := controllerutil.CreateOrPatch(ctx, s.to.c.Client, pk, func() error {

@@ -8,9 +8,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // Module states, as `liqoctl info peer` words them.
@@ -81,7 +81,7 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 			}
 		}
 		node := &corev1.Node{}
-		name := virtualnode.NameFor(slice)
+		name := consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name)
 		err := p.consumer.Client.Get(ctx, client.ObjectKey{Name: name}, node)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("reading virtual node %s on %s: %w", name, p.consumer.Name, err)

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
@@ -81,7 +80,7 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 		return err
 	}
 	node := &corev1.Node{}
-	name := virtualnode.NameFor(slice)
+	name := consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name)
 	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("virtual node %s on %s to be Ready with the granted resources", name, p.consumer.Name),
 		func(ctx context.Context) (bool, error) {
 			if err := p.consumer.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
@@ -115,7 +114,7 @@ func (p *pair) removeOffloading(ctx context.Context) error {
 func ReleaseSlice(ctx context.Context, consumer Cluster, namespace, name string, providerID corev1beta1.ClusterID, interval time.Duration) error {
 	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID}}
-	node := virtualnode.NameFor(slice)
+	node := consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name)
 	err := waitFor(ctx, interval, fmt.Sprintf("virtual node %s on %s to be gone", node, consumer.Name),
 		func(ctx context.Context) (bool, error) {
 			err := consumer.Client.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{})

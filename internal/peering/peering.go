@@ -91,7 +91,9 @@ const (
 )
 
 // TenantNamespace is the tenant namespace a cluster keeps for the peer with the given ID.
-func TenantNamespace(remote corev1beta1.ClusterID) string { return "liqo-tenant-" + string(remote) }
+func TenantNamespace(remote corev1beta1.ClusterID) string {
+	return consts.TenantNamespace(string(remote))
+}
 
 // ClusterID reads a cluster's ID, recorded by its controller manager.
 func ClusterID(ctx context.Context, c Cluster) (corev1beta1.ClusterID, error) {
@@ -215,8 +217,9 @@ func (p *pair) ensureTenantNamespaces(ctx context.Context) error {
 		err := side.c.Client.Get(ctx, client.ObjectKey{Name: side.name}, ns)
 		switch {
 		case apierrors.IsNotFound(err):
-			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: side.name, Labels: map[string]string{
-				consts.RemoteClusterIDLabel: string(side.remote), consts.TenantNamespaceLabel: "true", managedByLabel: managedBy}}}
+			labels := consts.TenantNamespaceLabels(string(side.remote))
+			labels[managedByLabel] = managedBy
+			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: side.name, Labels: labels}}
 			if err := side.c.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) { // made meanwhile: fine
 				return fmt.Errorf("creating tenant namespace %s on %s: %w", side.name, side.c.Name, err)
 			}

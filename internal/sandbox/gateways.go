@@ -46,9 +46,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -654,7 +654,7 @@ func serverPort(g *netv1beta1.GatewayServer) int32 {
 	if len(g.Spec.Endpoint.Ports) > 0 {
 		return g.Spec.Endpoint.Ports[0]
 	}
-	return agent.DefaultPort
+	return consts.DefaultGatewayPort
 }
 
 // portClash reports, once, that GatewayServer g cannot run because the server other in the same

@@ -96,6 +96,19 @@ func ParsePublic(data []byte) (ed25519.PublicKey, error) {
 	return pub, nil
 }
 
+// ParseTenantKey decodes a Tenant's spec.publicKey: a PKIX PEM Ed25519 key (what upstream Liqo
+// writes, and we now too) or the raw 32-byte key (what we wrote before).
+func ParseTenantKey(data []byte) (ed25519.PublicKey, error) {
+	if len(data) == ed25519.PublicKeySize {
+		return ed25519.PublicKey(data), nil
+	}
+	pub, err := ParsePublic(data)
+	if err != nil {
+		return nil, fmt.Errorf("neither a PEM Ed25519 public key nor a raw %d-byte one: %w", ed25519.PublicKeySize, err)
+	}
+	return pub, nil
+}
+
 // Sign signs a nonce.
 func (k *KeyPair) Sign(nonce []byte) []byte {
 	return ed25519.Sign(k.Private, nonce)

@@ -99,3 +99,27 @@ func TestCSR(t *testing.T) {
 		t.Errorf("request without an organization: %v", err)
 	}
 }
+
+// A Tenant's public key is accepted in upstream Liqo's PEM form and as the raw key; anything
+// else is an error.
+func TestParseTenantKey(t *testing.T) {
+	k, err := signing.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey, err := k.EncodePublic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"PEM": pemKey, "raw": []byte(k.Public)} {
+		got, err := signing.ParseTenantKey(data)
+		if err != nil || !got.Equal(k.Public) {
+			t.Errorf("%s: %v, %v; want the key", name, got, err)
+		}
+	}
+	for name, data := range map[string][]byte{"empty": nil, "short": []byte("abc"), "not PEM": make([]byte, 40)} {
+		if _, err := signing.ParseTenantKey(data); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

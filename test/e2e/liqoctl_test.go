@@ -161,3 +161,41 @@ func TestLiqoctlInfo(t *testing.T) {
 	r.mustTF(t, "peering", append([]string{"destroy", "-auto-approve"}, args...)...)
 	r.expectNothingLeft(t)
 }
+
+// TestLiqoctlPeer: a peering made by upstream liqoctl v1.2.0 against our controllers, without
+// networking (its handshake, the slice, the virtual node), shows healthy in its own `info`, and
+// its `unpeer --delete-namespaces` removes everything it made.
+func TestLiqoctlPeer(t *testing.T) {
+	bin := liqoctlBin(t)
+	r := startSandbox(t, 2)
+	remote := []string{"--remote-kubeconfig", filepath.Join(r.state, "provider.kubeconfig")}
+	r.liqoctl(t, bin, "consumer", append([]string{"peer", "--networking-disabled", "--timeout", "3m"}, remote...)...)
+
+	var cons map[string]liqoctlPeer
+	raw := r.liqoctl(t, bin, "consumer", "info", "peer", "provider", "-o", "json")
+	if err := json.Unmarshal(raw, &cons); err != nil {
+		t.Fatalf("liqoctl info peer provider -o json: %v\n%s", err, raw)
+	}
+	p := cons["provider"]
+	if p.Info.Role != "Provider" || p.Authentication.Status != "Healthy" || p.Network.Status != "Disabled" ||
+		len(p.Authentication.ResourceSlices) != 1 || p.Authentication.ResourceSlices[0].Action != "Consuming" || !p.Authentication.ResourceSlices[0].Accepted ||
+		len(p.Offloading.VirtualNodes) != 1 || p.Offloading.VirtualNodes[0].Status != "Healthy" {
+		t.Errorf("liqoctl info peer provider on the consumer after liqoctl peer:\n%s", raw)
+	}
+	var prov map[string]liqoctlPeer
+	raw = r.liqoctl(t, bin, "provider", "info", "peer", "consumer", "-o", "json")
+	if err := json.Unmarshal(raw, &prov); err != nil {
+		t.Fatalf("liqoctl info peer consumer -o json: %v\n%s", err, raw)
+	}
+	if q := prov["consumer"]; q.Info.Role != "Consumer" || len(q.Authentication.ResourceSlices) != 1 ||
+		q.Authentication.ResourceSlices[0].Action != "Providing" || !q.Authentication.ResourceSlices[0].Accepted {
+		t.Errorf("liqoctl info peer consumer on the provider after liqoctl peer:\n%s", raw)
+	}
+	node := p.Offloading.VirtualNodes
+	if len(node) == 1 && !r.nodeReady(t, "consumer", node[0].Name) {
+		t.Errorf("virtual node %s is not Ready after liqoctl peer", node[0].Name)
+	}
+
+	r.liqoctl(t, bin, "consumer", append([]string{"unpeer", "--delete-namespaces", "--timeout", "3m"}, remote...)...)
+	r.expectNothingLeft(t)
+}

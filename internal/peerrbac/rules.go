@@ -1,0 +1,46 @@
+// Package peerrbac holds what a peer may do in a provider cluster: the least-privilege rules of
+// a consumer's control plane in its tenant namespace and of its virtual kubelet in its remote
+// namespaces. The controller manager's ClusterRoles and liqo_consumer_identity's Role both grant
+// exactly these.
+package peerrbac
+
+import rbacv1 "k8s.io/api/rbac/v1"
+
+// readWrite is every verb on a resource but deletecollection.
+var readWrite = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+
+// ControlPlaneRules are what a consumer's control plane may do in its tenant namespace on the
+// provider: its ResourceSlices and NamespaceMaps and their status, and read its own Tenant (the
+// renewed certificate is picked up from its status). Nothing else.
+func ControlPlaneRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices", "resourceslices/status"}, Verbs: readWrite},
+		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps", "namespacemaps/status"}, Verbs: readWrite},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"get", "list", "watch"}},
+	}
+}
+
+// WorkloadRules are what a consumer's virtual kubelet may do in one of its remote namespaces on
+// the provider: pods only through ShadowPods (which the provider turns into pods it owns, within
+// the grant), the objects those pods need, and reading what the pods do.
+//
+// Secrets are written and never read, not even through the answer to a write: no get, list or
+// watch; no patch (a JSON patch that copies /data/<key> to /metadata/name is refused with an
+// error that quotes the value, before any admission, and "test" operations probe values); no
+// deletecollection (it answers with what it deleted). The ValidatingAdmissionPolicy
+// consts.ReflectedSecretsPolicy keeps creates, updates and deletes to the consumer's own copies,
+// which it cannot check itself.
+func WorkloadRules() []rbacv1.PolicyRule {
+	all := append(append([]string{}, readWrite...), "deletecollection")
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowpods"}, Verbs: all},
+		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowpods/status"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "services", "serviceaccounts"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "update", "delete"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "events"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/attach"}, Verbs: []string{"create", "get"}},
+	}
+}
