@@ -15,7 +15,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
@@ -186,7 +185,7 @@ func TestKilledMidHandshakeConverges(t *testing.T) {
 		"--cluster-id", "cl-provider", "--pod-cidr", "10.100.0.0/16")
 
 	// Tenant namespaces. The provider's is created while its manager is frozen, which is then
-	// killed: the namespace reached its watch, the nonce was never made.
+	// killed: the namespace and the nonce request reached its watch, the nonce was never made.
 	const consNS, provNS = "liqo-tenant-cl-provider", "liqo-tenant-cl-consumer"
 	if err := consCl.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consNS,
 		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-provider", consts.TenantNamespaceLabel: "true"}}}); err != nil {
@@ -197,11 +196,14 @@ func TestKilledMidHandshakeConverges(t *testing.T) {
 		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-consumer", consts.TenantNamespaceLabel: "true"}}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := testenv.AskNonce(ctx, provCl.Client, provNS, "cl-consumer"); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(200 * time.Millisecond) // the watch event is on its way to the frozen process
 	prov.kill(t)
 	nonceKey := client.ObjectKey{Namespace: provNS, Name: consts.NonceSecret}
-	if err := provCl.Client.Get(ctx, nonceKey, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("a nonce made by a frozen manager: %v", err)
+	if n := (&corev1.Secret{}); provCl.Client.Get(ctx, nonceKey, n) != nil || len(n.Data[consts.NonceKey]) > 0 {
+		t.Fatalf("the nonce request is gone or was answered by a frozen manager: %v", n.Data)
 	}
 	prov.start(t, "nonce", "tenant")
 	n := &corev1.Secret{}

@@ -64,6 +64,7 @@ type options struct {
 	caData       []byte
 	gatewayImage string
 	share        negotiation.Policy
+	defaults     corev1.ResourceList
 	metricsAddr  string
 	probeAddr    string
 	leaderElect  bool
@@ -97,6 +98,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	var fixed string
 	fs.Int64Var(&o.share.Percent, "share-percent", 50, "percent of the nodes' allocatable resources shared with consumers")
 	fs.StringVar(&fixed, "share", "", "a fixed amount shared with consumers instead, e.g. cpu=8,memory=16Gi,pods=200")
+	var defaults string
+	fs.StringVar(&defaults, "default-node-resources", "cpu=4,memory=8Gi,pods=110,ephemeral-storage=20Gi",
+		"granted to a slice for each resource it does not ask for (or what is left, if less); upstream Liqo's flag and defaults")
 	o.webhooks.bindFlags(fs)
 	o.vk.bindFlags(fs)
 	o.zap.BindFlags(fs)
@@ -119,6 +123,13 @@ func parse(args []string, out io.Writer) (*options, error) {
 			return nil, fmt.Errorf("--share: %w", err)
 		}
 		o.share.Fixed = list
+	}
+	if defaults != "" {
+		list, err := parseResourceList(defaults)
+		if err != nil {
+			return nil, fmt.Errorf("--default-node-resources: %w", err)
+		}
+		o.defaults = list
 	}
 	if err := o.identity.Validate(); err != nil {
 		return nil, err
@@ -260,7 +271,7 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-namespacemap")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap reconciler: %w", err)
 	}
-	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share}).SetupWithManager(mgr); err != nil {
+	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
 	}
 	if err := (&shadowpod.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-shadowpod")}).SetupWithManager(mgr); err != nil {
@@ -288,10 +299,11 @@ func setup(mgr ctrl.Manager, o *options) error {
 	return setupWebhooks(mgr, o.webhooks)
 }
 
-// parseResourceList reads name=quantity pairs separated by commas.
+// parseResourceList reads name=quantity pairs separated by commas (a trailing comma, as a
+// chart's loop writes it, is fine).
 func parseResourceList(s string) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
-	for _, pair := range strings.Split(s, ",") {
+	for _, pair := range strings.Split(strings.TrimSuffix(strings.TrimSpace(s), ","), ",") {
 		name, value, ok := strings.Cut(strings.TrimSpace(pair), "=")
 		if !ok || name == "" {
 			return nil, fmt.Errorf("%q is not name=quantity", pair)

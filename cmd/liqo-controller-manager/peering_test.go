@@ -75,9 +75,12 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 	}
 
 	// The provider's nonce, signed by the consumer.
+	if err := testenv.AskNonce(ctx, prov.Client, provNS, "cl-consumer"); err != nil {
+		t.Fatal(err)
+	}
 	n := &corev1.Secret{}
 	eventually(t, "the provider's nonce", func(ctx context.Context) (bool, error) {
-		return prov.Client.Get(ctx, client.ObjectKey{Namespace: provNS, Name: consts.NonceSecret}, n) == nil, nil
+		return prov.Client.Get(ctx, client.ObjectKey{Namespace: provNS, Name: consts.NonceSecret}, n) == nil && len(n.Data[consts.NonceKey]) > 0, nil
 	})
 	signed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: consts.SignedNonceSecret},
 		Data: map[string][]byte{consts.NonceKey: n.Data[consts.NonceKey]}}

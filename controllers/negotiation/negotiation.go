@@ -36,6 +36,10 @@ type Reconciler struct {
 	Client client.Client
 	// Policy is how much is shared.
 	Policy Policy
+	// Defaults are granted for the resources a slice does not name (upstream liqoctl asks for
+	// none unless told to): each default, or what is left of it if less; a resource with
+	// nothing left is not granted.
+	Defaults corev1.ResourceList
 }
 
 // Reconcile decides one slice.
@@ -53,7 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	accepted := condition(slice, authv1beta1.ResourceSliceConditionTypeResources) == authv1beta1.ResourceSliceConditionAccepted &&
-		equality.Semantic.DeepEqual(slice.Status.Resources, slice.Spec.Resources)
+		grantedAsAsked(slice, r.Defaults)
 
 	status := slice.Status.DeepCopy()
 	var auth, res authv1beta1.ResourceSliceCondition
@@ -84,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			status.Resources = nil
 		} else {
 			res = cond(authv1beta1.ResourceSliceConditionTypeResources, true, ReasonGranted, "granted")
-			status.Resources = slice.Spec.Resources.DeepCopy()
+			status.Resources = withDefaults(slice.Spec.Resources, r.Defaults, available)
 		}
 	}
 	status.Conditions = merge(slice.Status.Conditions, auth, res)
@@ -138,6 +142,51 @@ func (r *Reconciler) available(ctx context.Context, self *authv1beta1.ResourceSl
 		}
 	}
 	return shared, nil
+}
+
+// withDefaults is what a slice asking for want is granted: want, and for each resource it does
+// not name, the default or what is available of it if less (nothing when nothing is left).
+func withDefaults(want, defaults, available corev1.ResourceList) corev1.ResourceList {
+	out := want.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, d := range defaults {
+		if _, asked := want[name]; asked {
+			continue
+		}
+		left, ok := available[name]
+		if !ok || left.Sign() <= 0 {
+			continue
+		}
+		if d.Cmp(left) > 0 {
+			d = left
+		}
+		out[name] = d
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// grantedAsAsked tells whether a slice's status grants exactly what its spec names and a
+// quantity of each default resource it does not name (withDefaults' result, which depends on
+// what was available when it was granted).
+func grantedAsAsked(slice *authv1beta1.ResourceSlice, defaults corev1.ResourceList) bool {
+	for name, q := range slice.Spec.Resources {
+		if got, ok := slice.Status.Resources[name]; !ok || got.Cmp(q) != 0 {
+			return false
+		}
+	}
+	for name := range slice.Status.Resources {
+		if _, asked := slice.Spec.Resources[name]; !asked {
+			if _, isDefault := defaults[name]; !isDefault {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // shortfall describes what of want does not fit in available, or "".

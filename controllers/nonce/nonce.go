@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,9 +40,9 @@ type ProviderReconciler struct {
 	Client client.Client
 }
 
-// Reconcile ensures the namespace's nonce Secret: created with a nonce, or, when someone
-// created it without one (upstream liqoctl does, then waits), filled in; labelled as upstream's
-// tools look it up.
+// Reconcile fills in the namespace's nonce Secret when someone created it without a nonce
+// (liqo_peering and upstream liqoctl do, then wait) and labels it as upstream's tools look it
+// up. It creates none: liqoctl creates the Secret itself and fails if it is already there.
 func (r *ProviderReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil || ns.DeletionTimestamp != nil {
@@ -54,16 +53,7 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: consts.NonceSecret}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		nonce, err := newNonce()
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: consts.NonceSecret, Labels: labels},
-			Data: map[string][]byte{consts.NonceKey: nonce}}
-		if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-			return reconcile.Result{}, fmt.Errorf("creating nonce in %s: %w", ns.Name, err)
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, nil // nobody asked for one yet
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("reading the nonce of %s: %w", ns.Name, err)
 	}
@@ -103,14 +93,16 @@ func newNonce() ([]byte, error) {
 	return []byte(base64.StdEncoding.EncodeToString(raw)), nil
 }
 
-// SetupWithManager watches tenant namespaces and their nonce Secrets.
+// SetupWithManager watches tenant namespaces and their nonce Secrets (whole: a request's event
+// must find the Secret in the cache Reconcile reads, which a metadata-only watch would not
+// guarantee).
 func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetNamespace()}}}
 	})
 	err := ctrl.NewControllerManagedBy(mgr).Named("nonce").
 		For(&corev1.Namespace{}, builder.WithPredicates(tenantNamespaces)).
-		Watches(&corev1.Secret{}, toNamespace, builder.OnlyMetadata, builder.WithPredicates(named(consts.NonceSecret))).
+		Watches(&corev1.Secret{}, toNamespace, builder.WithPredicates(named(consts.NonceSecret))).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the nonce controller: %w", err)

@@ -53,9 +53,16 @@ func tenantNamespace(name, remote string) *corev1.Namespace {
 func handshake(t *testing.T, provider, consumer client.Client, providerNS, consumerNS string) *corev1.Secret {
 	t.Helper()
 	ctx := t.Context()
+	ns := &corev1.Namespace{}
+	if err := provider.Get(ctx, client.ObjectKey{Name: providerNS}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.AskNonce(ctx, provider, providerNS, ns.Labels[consts.RemoteClusterIDLabel]); err != nil {
+		t.Fatal(err)
+	}
 	n := &corev1.Secret{}
 	poll(t, "the provider's nonce", func(ctx context.Context) (bool, error) {
-		return provider.Get(ctx, client.ObjectKey{Namespace: providerNS, Name: consts.NonceSecret}, n) == nil, nil
+		return provider.Get(ctx, client.ObjectKey{Namespace: providerNS, Name: consts.NonceSecret}, n) == nil && len(n.Data[consts.NonceKey]) > 0, nil
 	})
 	req := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: consts.SignedNonceSecret},
 		Data: map[string][]byte{consts.NonceKey: n.Data[consts.NonceKey]}}
@@ -422,15 +429,25 @@ func TestNonceForUpstreamLiqoctl(t *testing.T) {
 		t.Errorf("labels %v", empty.Labels)
 	}
 
-	// A nonce the controller makes on its own carries the same labels.
-	if err := prov.Client.Create(ctx, tenantNamespace("liqo-tenant-cl-own", "cl-own")); err != nil {
+	// The controller makes no nonce on its own: liqoctl creates the Secret itself and fails
+	// when it is already there. A tenant namespace nobody asked a nonce in stays without one,
+	// while a request made after it is answered (so the controller saw both namespaces).
+	if err := prov.Client.Create(ctx, tenantNamespace("liqo-tenant-cl-quiet", "cl-quiet")); err != nil {
 		t.Fatal(err)
 	}
-	own := &corev1.Secret{}
-	poll(t, "the controller's own nonce", func(ctx context.Context) (bool, error) {
-		return prov.Client.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-cl-own", Name: consts.NonceSecret}, own) == nil, nil
+	if err := prov.Client.Create(ctx, tenantNamespace("liqo-tenant-cl-later", "cl-later")); err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.AskNonce(ctx, prov.Client, "liqo-tenant-cl-later", "cl-later"); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the later request answered", func(ctx context.Context) (bool, error) {
+		n := &corev1.Secret{}
+		err := prov.Client.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-cl-later", Name: consts.NonceSecret}, n)
+		return err == nil && len(n.Data[consts.NonceKey]) > 0, nil
 	})
-	if own.Labels[consts.NonceLabel] != "true" || own.Labels[consts.RemoteClusterIDLabel] != "cl-own" || len(own.Data[consts.NonceKey]) == 0 {
-		t.Errorf("own nonce: labels %v, %d bytes", own.Labels, len(own.Data[consts.NonceKey]))
+	err := prov.Client.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-cl-quiet", Name: consts.NonceSecret}, &corev1.Secret{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("a nonce in a namespace nobody asked one in: %v", err)
 	}
 }

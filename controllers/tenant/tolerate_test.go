@@ -76,8 +76,12 @@ func TestTolerateNoHandshake(t *testing.T) {
 		}
 	}
 	for _, c := range consumers {
+		if err := testenv.AskNonce(ctx, prov.Client, c.tenantN, c.id); err != nil {
+			t.Fatal(err)
+		}
 		poll(t, "the nonce in "+c.tenantN, func(ctx context.Context) (bool, error) {
-			return prov.Client.Get(ctx, client.ObjectKey{Namespace: c.tenantN, Name: consts.NonceSecret}, &corev1.Secret{}) == nil, nil
+			n := &corev1.Secret{}
+			return prov.Client.Get(ctx, client.ObjectKey{Namespace: c.tenantN, Name: consts.NonceSecret}, n) == nil && len(n.Data[consts.NonceKey]) > 0, nil
 		})
 		if err := prov.Client.Create(ctx, c.tenant); err != nil {
 			t.Fatal(err)

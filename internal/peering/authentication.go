@@ -76,6 +76,12 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
 	n := &corev1.Secret{}
 	nonceKey := client.ObjectKey{Namespace: p.providerNS(), Name: consts.NonceSecret}
+	// Asked for as upstream liqoctl asks: an empty, labelled Secret the provider fills in.
+	ask := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: nonceKey.Namespace, Name: nonceKey.Name,
+		Labels: map[string]string{consts.NonceLabel: "true", consts.RemoteClusterIDLabel: string(p.consumerID)}}}
+	if err := p.provider.Client.Create(ctx, ask); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("asking %s for a nonce (%s): %w", p.provider.Name, nonceKey, err)
+	}
 	err := waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("the nonce %s on %s (made by its controller manager)", nonceKey, p.provider.Name),
 		func(ctx context.Context) (bool, error) {
 			err := p.provider.Client.Get(ctx, nonceKey, n)
