@@ -2,13 +2,22 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
 
@@ -95,7 +104,8 @@ type liqoctlPeer struct {
 // healthy, with no warning. With examples/peering applied, each side lists the other with its
 // role and every module Healthy, and `liqoctl info peer` shows on the consumer the provider's
 // API server, the slice it consumes (accepted) and the virtual node made from it, and on the
-// provider the slice it provides.
+// provider the slice it provides. Then `liqoctl unpeer` removes that peering, leaving nothing,
+// and `terraform destroy` still succeeds.
 func TestLiqoctlInfo(t *testing.T) {
 	bin := liqoctlBin(t)
 	r := startSandbox(t, 2)
@@ -158,6 +168,13 @@ func TestLiqoctlInfo(t *testing.T) {
 		q.Authentication.ResourceSlices[0].Action != "Providing" || !q.Authentication.ResourceSlices[0].Accepted {
 		t.Errorf("liqoctl info peer consumer on the provider:\n%s", raw)
 	}
+	r.expectUpstreamAccepts(t)
+
+	// liqoctl unpeer removes the peering liqo_peering made, and destroy then has nothing left
+	// to do but forget it.
+	r.liqoctl(t, bin, "consumer", "unpeer", "--delete-namespaces", "--timeout", "3m",
+		"--remote-kubeconfig", filepath.Join(r.state, "provider.kubeconfig"))
+	r.expectNothingLeft(t)
 	r.mustTF(t, "peering", append([]string{"destroy", "-auto-approve"}, args...)...)
 	r.expectNothingLeft(t)
 }
@@ -196,6 +213,58 @@ func TestLiqoctlPeer(t *testing.T) {
 		t.Errorf("virtual node %s is not Ready after liqoctl peer", node[0].Name)
 	}
 
+	if len(node) == 1 {
+		r.offloadAndUnoffload(t, bin, node[0].Name)
+	}
+
 	r.liqoctl(t, bin, "consumer", append([]string{"unpeer", "--delete-namespaces", "--timeout", "3m"}, remote...)...)
 	r.expectNothingLeft(t)
+}
+
+// offloadAndUnoffload: `liqoctl offload namespace` sends a Deployment's pods to the virtual
+// node, where they run; `liqoctl unoffload namespace` leaves none of them Running there.
+func (r *sandboxRun) offloadAndUnoffload(t *testing.T, bin, node string) {
+	t.Helper()
+	ctx := t.Context()
+	c := r.clients["consumer"]
+	const ns = "liqoctl-offloaded"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	r.liqoctl(t, bin, "consumer", "offload", "namespace", ns, "--pod-offloading-strategy", "Remote", "--timeout", "1m")
+	labels := map[string]string{"app": "web"}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web"}}}}}}
+	if err := c.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	runningOnNode := func(ctx context.Context) (int, error) {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning {
+				n++
+			}
+		}
+		return n, nil
+	}
+	testenv.Eventually(t, "the Deployment's 2 pods Running on "+node, 2*time.Minute, func(ctx context.Context) bool {
+		n, err := runningOnNode(ctx)
+		return err == nil && n == 2
+	})
+	start := time.Now()
+	r.liqoctl(t, bin, "consumer", "unoffload", "namespace", ns, "--timeout", "1m")
+	testenv.Eventually(t, "no pod Running on "+node+" after unoffload", 30*time.Second, func(ctx context.Context) bool {
+		n, err := runningOnNode(ctx)
+		return err == nil && n == 0
+	})
+	t.Logf("unoffload: no pod Running on the virtual node %s after it was called", time.Since(start).Round(100*time.Millisecond))
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -500,6 +500,7 @@ func TestDeclarative(t *testing.T) {
 		r.expectPodTraffic(t, "examples/declarative", [2]string{"consumer", "provider"}, [2]string{"provider", "consumer"})
 	}
 	plan := r.expectQuietPlans(t, "declarative", args...)
+	r.expectUpstreamAccepts(t)
 	destroy := r.mustTF(t, "declarative", append([]string{"destroy", "-auto-approve"}, args...)...)
 	r.expectNothingLeft(t)
 	t.Logf("examples/declarative (networking %t): apply %s, no-change plan %s, destroy %s",

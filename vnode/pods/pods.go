@@ -27,6 +27,11 @@
 //     pod had started (the local pod has a start time) is gone for good: the local pod turns
 //     Failed (reason ProviderPodDeleted), which its controller replaces; before that, the
 //     ShadowPod is created again.
+//   - Namespace released: when a namespace stops being offloaded (unoffloaded by the consumer,
+//     or released by the provider) while the reflector runs, its started pods bound to the node
+//     turn Failed (reason NamespaceNotOffloaded) at once, which their controllers replace: the
+//     remote pods are gone with the remote namespace. Pods that never started stay Pending, as
+//     in a namespace never offloaded (failing them would only make their controllers churn).
 //   - Provider unreachable: nothing local is deleted or failed (the informers keep the last
 //     state and failed writes are retried with back-off, 10s at most); once the provider
 //     answers again, the informers re-list and every difference is reconciled.
@@ -80,6 +85,9 @@ const (
 	ReasonRefused = "OffloadingRefused"
 	// ReasonRemoteDeleted: the pod's ShadowPod was deleted on the provider after it had started.
 	ReasonRemoteDeleted = "ProviderPodDeleted"
+	// ReasonNamespaceReleased: the pod's namespace stopped being offloaded (unoffloaded, or the
+	// provider released it): the pod can run neither there nor, bound to the virtual node, here.
+	ReasonNamespaceReleased = "NamespaceNotOffloaded"
 	// ReasonRemoteRecreating: the provider re-creates the remote pod.
 	ReasonRemoteRecreating = "ProviderPodRecreating"
 )
@@ -126,9 +134,12 @@ type reflection struct {
 	mu      sync.Mutex
 	ctx     context.Context             // the reflector's life
 	remotes map[string]*remoteNamespace // by local namespace
-	sas     sync.Map                    // remote namespace/name of service accounts known to exist
-	saMu    sync.Mutex                  // serialises their creation
-	done    chan struct{}
+	// released are the local namespaces whose offloading ended while this reflector ran: their
+	// pods bound to the node can run nowhere and are failed.
+	released map[string]bool
+	sas      sync.Map   // remote namespace/name of service accounts known to exist
+	saMu     sync.Mutex // serialises their creation
+	done     chan struct{}
 }
 
 // remoteNamespace watches the node's ShadowPods and their pods in one remote namespace.
@@ -191,9 +202,10 @@ func (r *Reflector) start(ctx context.Context, env *vnode.Env) (*reflection, err
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods-" + env.NodeName}),
-		remotes: map[string]*remoteNamespace{},
-		ctx:     ctx,
-		done:    make(chan struct{}),
+		remotes:  map[string]*remoteNamespace{},
+		released: map[string]bool{},
+		ctx:      ctx,
+		done:     make(chan struct{}),
 	}
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
@@ -289,6 +301,9 @@ func (rf *reflection) namespaceChanged(ctx context.Context, c namespaces.Change)
 	}
 	if c.Offloaded {
 		rf.remotes[c.Local] = rf.watchRemote(ctx, c.Local, c.Remote)
+		delete(rf.released, c.Local)
+	} else {
+		rf.released[c.Local] = true
 	}
 	rf.mu.Unlock()
 	rf.log.Info("namespace offloading changed", "namespace", c.Local, "remote", c.Remote, "offloaded", c.Offloaded)
@@ -424,10 +439,16 @@ func (rf *reflection) reconcile(ctx context.Context, key string) error {
 		return fmt.Errorf("reading local pod %s: %w", key, err)
 	}
 	if _, mapped := rf.env.Namespaces.Remote(ns); !mapped {
-		if pod != nil && pod.DeletionTimestamp != nil {
+		switch {
+		case pod == nil:
+			return nil
+		case pod.DeletionTimestamp != nil:
 			return rf.finalize(ctx, pod) // nothing of it can run on the provider
+		case rf.wasReleased(ns) && pod.Status.StartTime != nil && pod.Status.Phase != corev1.PodSucceeded:
+			return rf.fail(ctx, pod, ReasonNamespaceReleased, fmt.Sprintf(
+				"namespace %s is no longer offloaded to provider %s: the pod runs there no more", ns, rf.env.ProviderID))
 		}
-		return nil // not (or no longer) offloaded: stays Pending here
+		return nil // not offloaded yet: stays Pending here
 	}
 	n, sp, rpod, ok := rf.remoteObjects(ns, name)
 	if !ok {
@@ -561,6 +582,13 @@ func (rf *reflection) reflectStatus(ctx context.Context, pod, rpod *corev1.Pod) 
 		return nil
 	}
 	return rf.updateStatus(ctx, pod, localStatus(pod, rpod))
+}
+
+// wasReleased tells whether the namespace's offloading ended while the reflector ran.
+func (rf *reflection) wasReleased(ns string) bool {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	return rf.released[ns]
 }
 
 // fail turns a local pod Failed with an Event saying why.

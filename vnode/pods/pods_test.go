@@ -443,3 +443,40 @@ func TestOffloading(t *testing.T) {
 		})
 	})
 }
+
+// TestNamespaceReleased: when a namespace stops being offloaded (liqoctl unoffload, or the
+// provider releases it), its pods that ran on the provider do not stay Running on the virtual
+// node: they turn Failed with reason NamespaceNotOffloaded as soon as the reflector hears of it.
+func TestNamespaceReleased(t *testing.T) {
+	b := newBed(t, bedOptions{log: testr.NewWithOptions(t, testr.Options{Verbosity: 0})})
+	ctx := t.Context()
+	dep := deployment("web", 2)
+	create(t, b.cons.Client, dep)
+	poll(t, "the Deployment Available with 2 replicas", time.Minute, func(ctx context.Context) bool {
+		return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == 2
+	})
+	locals, err := b.localPods(ctx, "web")
+	if err != nil || len(locals) != 2 {
+		t.Fatalf("local pods: %d, %v", len(locals), err)
+	}
+
+	// The provider released the namespace: the mapping is gone from the NamespaceMap's status.
+	nm := &offv1beta1.NamespaceMap{}
+	if err := b.cons.Client.Get(ctx, client.ObjectKey{Namespace: tenantNs, Name: providerID}, nm); err != nil {
+		t.Fatal(err)
+	}
+	delete(nm.Status.CurrentMapping, localNs)
+	if err := b.cons.Client.Status().Update(ctx, nm); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the started pods Failed, reason "+pods.ReasonNamespaceReleased, 30*time.Second, func(ctx context.Context) bool {
+		for _, p := range locals {
+			got := &corev1.Pod{}
+			if err := b.cons.Client.Get(ctx, client.ObjectKeyFromObject(&p), got); err != nil ||
+				got.Status.Phase != corev1.PodFailed || got.Status.Reason != pods.ReasonNamespaceReleased {
+				return false
+			}
+		}
+		return true
+	})
+}
