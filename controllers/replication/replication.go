@@ -154,6 +154,20 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, err
 	}
 	if p == nil {
+		if local.GetDeletionTimestamp() != nil && controllerutil.ContainsFinalizer(local, finalizer) {
+			// No identity, and none can come back in a namespace being deleted (liqoctl unpeer
+			// deletes the Identity, then the tenant namespace): the copy goes with the
+			// provider's own tenant namespace.
+			ns := &corev1.Namespace{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: local.GetNamespace()}, ns); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("reading namespace %s: %w", local.GetNamespace(), err)
+			}
+			if ns.DeletionTimestamp != nil || ns.Name == "" {
+				log.FromContext(ctx).Info("no identity and the namespace is being deleted: releasing without deleting the copy",
+					"provider", providerID)
+				return reconcile.Result{}, r.release(ctx, local)
+			}
+		}
 		log.FromContext(ctx).V(1).Info("no identity for the provider yet", "provider", providerID)
 		return reconcile.Result{}, nil // the identity Secret's watch brings the object back
 	}

@@ -39,7 +39,10 @@ func liqoctlBin(t *testing.T) string {
 // output; it fails the test on a non-zero exit or on a warning on standard error.
 func (r *sandboxRun) liqoctl(t *testing.T, bin, cluster string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(bin, append(args, "--kubeconfig", filepath.Join(r.state, cluster+".kubeconfig"))...)
+	// Bounded, whatever liqoctl's own --timeout: a hung wait fails this test, not the suite.
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(args, "--kubeconfig", filepath.Join(r.state, cluster+".kubeconfig"))...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -258,7 +261,7 @@ func (r *sandboxRun) offloadAndUnoffload(t *testing.T, bin, node string) {
 		return err == nil && n == 2
 	})
 	start := time.Now()
-	r.liqoctl(t, bin, "consumer", "unoffload", "namespace", ns, "--timeout", "1m")
+	r.liqoctl(t, bin, "consumer", "unoffload", "namespace", ns, "--skip-confirm", "--timeout", "1m")
 	testenv.Eventually(t, "no pod Running on "+node+" after unoffload", 30*time.Second, func(ctx context.Context) bool {
 		n, err := runningOnNode(ctx)
 		return err == nil && n == 0

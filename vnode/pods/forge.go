@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -213,6 +214,16 @@ func failed(status *corev1.PodStatus, reason, message string) *corev1.PodStatus 
 	st.Phase, st.Reason, st.Message = corev1.PodFailed, reason, message
 	if ns := notReady(st, reason, message); ns != nil {
 		st = ns
+	}
+	// Its containers run no more: none ready, each terminated (kubectl's READY column and
+	// status read them).
+	for i := range st.ContainerStatuses {
+		cs := &st.ContainerStatuses[i]
+		cs.Ready, cs.Started = false, ptr.To(false)
+		if cs.State.Terminated == nil {
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 137, Reason: reason, Message: message, FinishedAt: metav1.Now()}}
+		}
 	}
 	return st
 }

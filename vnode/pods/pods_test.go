@@ -476,6 +476,11 @@ func TestNamespaceReleased(t *testing.T) {
 				got.Status.Phase != corev1.PodFailed || got.Status.Reason != pods.ReasonNamespaceReleased {
 				return false
 			}
+			for _, cs := range got.Status.ContainerStatuses {
+				if cs.Ready || cs.State.Terminated == nil {
+					return false // kubectl would still show it ready
+				}
+			}
 		}
 		return true
 	})
