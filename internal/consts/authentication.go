@@ -6,7 +6,7 @@ package consts
 const (
 	// SigningKeySecret is the Secret in LiqoNamespace holding the cluster's Ed25519 signing key
 	// (PKCS #8 and PKIX PEM under PrivateKeySecretKey and PublicKeySecretKey).
-	SigningKeySecret = "authentication-keys" //nolint:gosec // a Secret's name, not a credential
+	SigningKeySecret = "authentication-keys"
 	// NonceSecret holds a provider's nonce (data key NonceKey) in a tenant namespace; someone
 	// may create it empty (upstream liqoctl does) and wait for the provider to fill it in.
 	NonceSecret = "liqo-nonce"
