@@ -24,6 +24,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -196,7 +197,7 @@ func TestKilledMidHandshakeConverges(t *testing.T) {
 		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-consumer", consts.TenantNamespaceLabel: "true"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.AskNonce(ctx, provCl.Client, provNS, "cl-consumer"); err != nil {
+	if err := peering.AskNonce(ctx, provCl.Client, provNS, "cl-consumer"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // the watch event is on its way to the frozen process

@@ -21,6 +21,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -75,7 +76,7 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 	}
 
 	// The provider's nonce, signed by the consumer.
-	if err := testenv.AskNonce(ctx, prov.Client, provNS, "cl-consumer"); err != nil {
+	if err := peering.AskNonce(ctx, prov.Client, provNS, "cl-consumer"); err != nil {
 		t.Fatal(err)
 	}
 	n := &corev1.Secret{}

@@ -29,6 +29,7 @@ import (
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -57,7 +58,7 @@ func handshake(t *testing.T, provider, consumer client.Client, providerNS, consu
 	if err := provider.Get(ctx, client.ObjectKey{Name: providerNS}, ns); err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.AskNonce(ctx, provider, providerNS, ns.Labels[consts.RemoteClusterIDLabel]); err != nil {
+	if err := peering.AskNonce(ctx, provider, providerNS, ns.Labels[consts.RemoteClusterIDLabel]); err != nil {
 		t.Fatal(err)
 	}
 	n := &corev1.Secret{}
@@ -438,7 +439,7 @@ func TestNonceForUpstreamLiqoctl(t *testing.T) {
 	if err := prov.Client.Create(ctx, tenantNamespace("liqo-tenant-cl-later", "cl-later")); err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.AskNonce(ctx, prov.Client, "liqo-tenant-cl-later", "cl-later"); err != nil {
+	if err := peering.AskNonce(ctx, prov.Client, "liqo-tenant-cl-later", "cl-later"); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "the later request answered", func(ctx context.Context) (bool, error) {

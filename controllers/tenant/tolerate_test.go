@@ -17,6 +17,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -76,7 +77,7 @@ func TestTolerateNoHandshake(t *testing.T) {
 		}
 	}
 	for _, c := range consumers {
-		if err := testenv.AskNonce(ctx, prov.Client, c.tenantN, c.id); err != nil {
+		if err := peering.AskNonce(ctx, prov.Client, c.tenantN, c.id); err != nil {
 			t.Fatal(err)
 		}
 		poll(t, "the nonce in "+c.tenantN, func(ctx context.Context) (bool, error) {

@@ -71,16 +71,25 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 		})
 }
 
+// AskNonce asks a provider for a nonce, as upstream liqoctl does: an empty, labelled nonce
+// Secret in the consumer's tenant namespace, which the provider's nonce controller fills in. One
+// already there is fine.
+func AskNonce(ctx context.Context, c client.Client, tenantNamespace, consumerID string) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: consts.NonceSecret,
+		Labels: map[string]string{consts.NonceLabel: "true", consts.RemoteClusterIDLabel: consumerID}}}
+	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("asking for a nonce in %s: %w", tenantNamespace, err)
+	}
+	return nil
+}
+
 // signedNonce returns the consumer's signature of the provider's nonce, asking for it when
 // needed.
 func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
 	n := &corev1.Secret{}
 	nonceKey := client.ObjectKey{Namespace: p.providerNS(), Name: consts.NonceSecret}
-	// Asked for as upstream liqoctl asks: an empty, labelled Secret the provider fills in.
-	ask := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: nonceKey.Namespace, Name: nonceKey.Name,
-		Labels: map[string]string{consts.NonceLabel: "true", consts.RemoteClusterIDLabel: string(p.consumerID)}}}
-	if err := p.provider.Client.Create(ctx, ask); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("asking %s for a nonce (%s): %w", p.provider.Name, nonceKey, err)
+	if err := AskNonce(ctx, p.provider.Client, nonceKey.Namespace, string(p.consumerID)); err != nil {
+		return nil, fmt.Errorf("on %s: %w", p.provider.Name, err)
 	}
 	err := waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("the nonce %s on %s (made by its controller manager)", nonceKey, p.provider.Name),
 		func(ctx context.Context) (bool, error) {

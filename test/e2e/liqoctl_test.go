@@ -150,27 +150,7 @@ func TestLiqoctlInfo(t *testing.T) {
 				c, p, peer[0], peer[1], networking)
 		}
 	}
-	var cons map[string]liqoctlPeer
-	raw := r.liqoctl(t, bin, "consumer", "info", "peer", "provider", "-o", "json")
-	if err := json.Unmarshal(raw, &cons); err != nil {
-		t.Fatalf("liqoctl info peer provider -o json: %v\n%s", err, raw)
-	}
-	p := cons["provider"]
-	if p.Info.Role != "Provider" || p.Authentication.Status != "Healthy" || !strings.HasPrefix(p.Authentication.APIServerAddr, "https://") ||
-		len(p.Authentication.ResourceSlices) != 1 || p.Authentication.ResourceSlices[0].Action != "Consuming" || !p.Authentication.ResourceSlices[0].Accepted ||
-		len(p.Offloading.VirtualNodes) != 1 || p.Offloading.VirtualNodes[0].Status != "Healthy" ||
-		p.Offloading.VirtualNodes[0].ResourceSlice != p.Authentication.ResourceSlices[0].Name {
-		t.Errorf("liqoctl info peer provider on the consumer:\n%s", raw)
-	}
-	var prov map[string]liqoctlPeer
-	raw = r.liqoctl(t, bin, "provider", "info", "peer", "consumer", "-o", "json")
-	if err := json.Unmarshal(raw, &prov); err != nil {
-		t.Fatalf("liqoctl info peer consumer -o json: %v\n%s", err, raw)
-	}
-	if q := prov["consumer"]; q.Info.Role != "Consumer" || len(q.Authentication.ResourceSlices) != 1 ||
-		q.Authentication.ResourceSlices[0].Action != "Providing" || !q.Authentication.ResourceSlices[0].Accepted {
-		t.Errorf("liqoctl info peer consumer on the provider:\n%s", raw)
-	}
+	r.expectLiqoctlPeering(t, bin, "with examples/peering applied")
 	r.expectUpstreamAccepts(t)
 
 	// liqoctl unpeer removes the peering liqo_peering made, and destroy then has nothing left
@@ -182,6 +162,36 @@ func TestLiqoctlInfo(t *testing.T) {
 	r.expectNothingLeft(t)
 }
 
+// expectLiqoctlPeering: `liqoctl info peer -o json` on the consumer shows the provider with its
+// API server, authentication Healthy, one accepted slice it consumes and one healthy virtual node
+// made from it; on the provider, the consumer with the slice it provides. It returns the
+// consumer's view and its raw output.
+func (r *sandboxRun) expectLiqoctlPeering(t *testing.T, bin, when string) (liqoctlPeer, []byte) {
+	t.Helper()
+	view := func(on, peer string) (liqoctlPeer, []byte) {
+		t.Helper()
+		var out map[string]liqoctlPeer
+		raw := r.liqoctl(t, bin, on, "info", "peer", peer, "-o", "json")
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("liqoctl info peer %s -o json on %s: %v\n%s", peer, on, err, raw)
+		}
+		return out[peer], raw
+	}
+	p, raw := view("consumer", "provider")
+	if p.Info.Role != "Provider" || p.Authentication.Status != "Healthy" || !strings.HasPrefix(p.Authentication.APIServerAddr, "https://") ||
+		len(p.Authentication.ResourceSlices) != 1 || p.Authentication.ResourceSlices[0].Action != "Consuming" || !p.Authentication.ResourceSlices[0].Accepted ||
+		len(p.Offloading.VirtualNodes) != 1 || p.Offloading.VirtualNodes[0].Status != "Healthy" ||
+		p.Offloading.VirtualNodes[0].ResourceSlice != p.Authentication.ResourceSlices[0].Name {
+		t.Errorf("liqoctl info peer provider on the consumer %s:\n%s", when, raw)
+	}
+	q, qraw := view("provider", "consumer")
+	if q.Info.Role != "Consumer" || len(q.Authentication.ResourceSlices) != 1 ||
+		q.Authentication.ResourceSlices[0].Action != "Providing" || !q.Authentication.ResourceSlices[0].Accepted {
+		t.Errorf("liqoctl info peer consumer on the provider %s:\n%s", when, qraw)
+	}
+	return p, raw
+}
+
 // TestLiqoctlPeer: a peering made by upstream liqoctl v1.2.0 against our controllers, without
 // networking (its handshake, the slice, the virtual node), shows healthy in its own `info`, and
 // its `unpeer --delete-namespaces` removes everything it made.
@@ -191,25 +201,9 @@ func TestLiqoctlPeer(t *testing.T) {
 	remote := []string{"--remote-kubeconfig", filepath.Join(r.state, "provider.kubeconfig")}
 	r.liqoctl(t, bin, "consumer", append([]string{"peer", "--networking-disabled", "--timeout", "3m"}, remote...)...)
 
-	var cons map[string]liqoctlPeer
-	raw := r.liqoctl(t, bin, "consumer", "info", "peer", "provider", "-o", "json")
-	if err := json.Unmarshal(raw, &cons); err != nil {
-		t.Fatalf("liqoctl info peer provider -o json: %v\n%s", err, raw)
-	}
-	p := cons["provider"]
-	if p.Info.Role != "Provider" || p.Authentication.Status != "Healthy" || p.Network.Status != "Disabled" ||
-		len(p.Authentication.ResourceSlices) != 1 || p.Authentication.ResourceSlices[0].Action != "Consuming" || !p.Authentication.ResourceSlices[0].Accepted ||
-		len(p.Offloading.VirtualNodes) != 1 || p.Offloading.VirtualNodes[0].Status != "Healthy" {
-		t.Errorf("liqoctl info peer provider on the consumer after liqoctl peer:\n%s", raw)
-	}
-	var prov map[string]liqoctlPeer
-	raw = r.liqoctl(t, bin, "provider", "info", "peer", "consumer", "-o", "json")
-	if err := json.Unmarshal(raw, &prov); err != nil {
-		t.Fatalf("liqoctl info peer consumer -o json: %v\n%s", err, raw)
-	}
-	if q := prov["consumer"]; q.Info.Role != "Consumer" || len(q.Authentication.ResourceSlices) != 1 ||
-		q.Authentication.ResourceSlices[0].Action != "Providing" || !q.Authentication.ResourceSlices[0].Accepted {
-		t.Errorf("liqoctl info peer consumer on the provider after liqoctl peer:\n%s", raw)
+	p, raw := r.expectLiqoctlPeering(t, bin, "after liqoctl peer")
+	if p.Network.Status != "Disabled" {
+		t.Errorf("liqoctl info peer provider on the consumer after liqoctl peer --networking-disabled: network not Disabled:\n%s", raw)
 	}
 	node := p.Offloading.VirtualNodes
 	if len(node) == 1 && !r.nodeReady(t, "consumer", node[0].Name) {
