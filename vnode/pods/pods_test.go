@@ -117,19 +117,27 @@ func (b *bed) inSync(ctx context.Context, locals []corev1.Pod) error {
 
 // TestOffloading runs the pod reflector and the provider's ShadowPod controller on two real
 // clusters (KWOK nodes make the provider's pods Running), through one scenario.
+// deployAvailable creates Deployment name with replicas pods in the offloaded namespace, waits
+// until it is Available and returns it with its local pods.
+func (b *bed) deployAvailable(t *testing.T, name string, replicas int32) (*appsv1.Deployment, []corev1.Pod) {
+	t.Helper()
+	dep := deployment(name, replicas)
+	create(t, b.cons.Client, dep)
+	poll(t, fmt.Sprintf("the Deployment Available with %d replicas", replicas), time.Minute, func(ctx context.Context) bool {
+		return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == replicas
+	})
+	locals, err := b.localPods(t.Context(), name)
+	if err != nil || len(locals) != int(replicas) {
+		t.Fatalf("local pods: %d, %v", len(locals), err)
+	}
+	return dep, locals
+}
+
 func TestOffloading(t *testing.T) {
 	b := newBed(t, bedOptions{log: testr.NewWithOptions(t, testr.Options{Verbosity: 0})})
 	ctx := t.Context()
 
-	dep := deployment("web", 3)
-	create(t, b.cons.Client, dep)
-	poll(t, "the Deployment Available with 3 replicas", time.Minute, func(ctx context.Context) bool {
-		return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == 3
-	})
-	locals, err := b.localPods(ctx, "web")
-	if err != nil || len(locals) != 3 {
-		t.Fatalf("local pods: %d, %v", len(locals), err)
-	}
+	dep, locals := b.deployAvailable(t, "web", 3)
 	if err := b.inSync(ctx, locals); err != nil {
 		t.Fatal(err)
 	}
@@ -269,9 +277,11 @@ func TestOffloading(t *testing.T) {
 		poll(t, "the failed pod removed", 30*time.Second, func(ctx context.Context) bool {
 			return apierrors.IsNotFound(b.cons.Client.Get(ctx, client.ObjectKey{Namespace: localNs, Name: name}, &corev1.Pod{}))
 		})
-		if locals, err = b.localPods(ctx, "web"); err != nil {
+		ps, err := b.localPods(ctx, "web")
+		if err != nil {
 			t.Fatal(err)
 		}
+		locals = ps
 	})
 
 	t.Run("a pod deleted on the provider comes back", func(t *testing.T) {
@@ -450,15 +460,7 @@ func TestOffloading(t *testing.T) {
 func TestNamespaceReleased(t *testing.T) {
 	b := newBed(t, bedOptions{log: testr.NewWithOptions(t, testr.Options{Verbosity: 0})})
 	ctx := t.Context()
-	dep := deployment("web", 2)
-	create(t, b.cons.Client, dep)
-	poll(t, "the Deployment Available with 2 replicas", time.Minute, func(ctx context.Context) bool {
-		return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == 2
-	})
-	locals, err := b.localPods(ctx, "web")
-	if err != nil || len(locals) != 2 {
-		t.Fatalf("local pods: %d, %v", len(locals), err)
-	}
+	_, locals := b.deployAvailable(t, "web", 2)
 
 	// The provider released the namespace: the mapping is gone from the NamespaceMap's status.
 	nm := &offv1beta1.NamespaceMap{}
