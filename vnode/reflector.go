@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 )
 
@@ -31,6 +32,9 @@ type Env struct {
 	// Kubelet is where the node's kubelet endpoint is served (the Node advertises it); nil when
 	// the runner has no KubeletAddress.
 	Kubelet *KubeletEndpoint
+	// OffloadingPatch is the VirtualNode's spec.offloadingPatch (nil when unset): what the pod
+	// reflector changes on the pods it offloads. A changed patch restarts the node's reflectors.
+	OffloadingPatch *offv1beta1.OffloadingPatch
 	// Log is the virtual node's logger.
 	Log logr.Logger
 }

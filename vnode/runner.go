@@ -208,7 +208,7 @@ func (r *Runner) startReflectors(ctx context.Context, vn *offv1beta1.VirtualNode
 	env := &Env{NodeName: vn.Name, ConsumerID: r.opts.ConsumerID, ProviderID: vn.Spec.ClusterID,
 		TenantNamespace: vn.Namespace, Local: r.local, LocalConfig: r.opts.LocalConfig,
 		Remote: remoteKube, RemoteConfig: rest.CopyConfig(remote), Namespaces: mapper,
-		Kubelet: run.kubelet, Log: r.log.WithValues("node", vn.Name)}
+		Kubelet: run.kubelet, OffloadingPatch: vn.Spec.OffloadingPatch.DeepCopy(), Log: r.log.WithValues("node", vn.Name)}
 	for _, refl := range r.opts.Reflectors {
 		run.reflectors.Add(1)
 		go func() {

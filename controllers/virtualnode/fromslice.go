@@ -1,11 +1,13 @@
 // Package virtualnode turns the consumer's accepted ResourceSlices into VirtualNodes (capacity =
-// the grant) and runs each VirtualNode's Node through a vnode.Runner; deleting a slice deletes
-// its VirtualNode, which removes the Node.
+// the grant; node labels and the offloading patch's node selector = the slice's) and runs each
+// VirtualNode's Node through a vnode.Runner; deleting a slice deletes its VirtualNode, which
+// removes the Node.
 package virtualnode
 
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,6 +66,14 @@ func (r *SliceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		vn.Spec.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret}
 		vn.Spec.ResourceQuota.Hard = slice.Status.Resources.DeepCopy()
 		vn.Spec.Labels = slice.Status.NodeLabels
+		// As upstream: the provider's node selector for the slice's pods becomes the offloading
+		// patch's (the rest of the patch is left as it is).
+		if len(slice.Status.NodeSelector) > 0 {
+			if vn.Spec.OffloadingPatch == nil {
+				vn.Spec.OffloadingPatch = &offv1beta1.OffloadingPatch{}
+			}
+			vn.Spec.OffloadingPatch.NodeSelector = maps.Clone(slice.Status.NodeSelector)
+		}
 		return controllerutil.SetControllerReference(slice, vn, r.Client.Scheme())
 	})
 	if err != nil {

@@ -101,6 +101,7 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	}
 	// The provider's answer, as replication brings it back.
 	slice.Status.Resources = slice.Spec.Resources.DeepCopy()
+	slice.Status.NodeSelector = map[string]string{"node-role.example.com/offload": "true"}
 	slice.Status.Conditions = []authv1beta1.ResourceSliceCondition{
 		{Type: "Authentication", Status: "Accepted", LastTransitionTime: metav1.Now()},
 		{Type: "Resources", Status: "Accepted", LastTransitionTime: metav1.Now()}}
@@ -117,6 +118,10 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	vn := &offv1beta1.VirtualNode{}
 	if err := cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vn); err != nil || vn.Labels[consts.ResourceSliceNameLabel] != "test" {
 		t.Errorf("VirtualNode %s/%s: labels %v (%v), want %s=test", ns, name, vn.Labels, err, consts.ResourceSliceNameLabel)
+	}
+	// The slice's node selector becomes the offloading patch's, which the pod reflector applies.
+	if p := vn.Spec.OffloadingPatch; p == nil || len(p.NodeSelector) != 1 || p.NodeSelector["node-role.example.com/offload"] != "true" {
+		t.Errorf("VirtualNode offloadingPatch %+v, want the slice's nodeSelector", p)
 	}
 	if node.Labels[consts.TypeLabel] != consts.VirtualNodeType || node.Labels[consts.RemoteClusterIDLabel] != "cl-provider" {
 		t.Errorf("node labels %v", node.Labels)

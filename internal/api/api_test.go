@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -129,6 +130,27 @@ func TestEveryKindInTwoClusters(t *testing.T) {
 		}
 	}
 
+	// Spec fields survive the API server: the VirtualNode sample carries upstream's
+	// offloadingPatch, template, images and vkOptionsTemplateRef.
+	for _, c := range env.Clusters {
+		for _, o := range loadSamples(t, scheme) {
+			want, ok := o.(*offv1beta1.VirtualNode)
+			if !ok {
+				continue
+			}
+			got := &offv1beta1.VirtualNode{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-" + c.Name, Name: want.Name}, got); err != nil {
+				t.Fatal(err)
+			}
+			if want.Spec.OffloadingPatch == nil || want.Spec.Template == nil || len(want.Spec.Images) == 0 || want.Spec.VkOptionsTemplateRef == nil {
+				t.Fatalf("the VirtualNode sample lacks one of offloadingPatch, template, images, vkOptionsTemplateRef: %+v", want.Spec)
+			}
+			if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+				t.Errorf("cluster %s: VirtualNode spec read back differs from the one created:\ngot  %+v\nwant %+v", c.Name, got.Spec, want.Spec)
+			}
+		}
+	}
+
 	t.Run("validation", func(t *testing.T) { testValidation(t, env.Cluster("consumer").Client, "liqo-tenant-consumer") })
 }
 
@@ -186,7 +208,7 @@ func testValidation(t *testing.T, c client.Client, ns string) {
 		t.Errorf("changing Tenant clusterID: got %v, want 'clusterID is immutable'", err)
 	}
 	network := &ipamv1alpha1.Network{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pod-cidr"}, network); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pod-cidr-10-244-0-0-16"}, network); err != nil {
 		t.Fatal(err)
 	}
 	network.Spec.CIDR = "10.245.0.0/16"

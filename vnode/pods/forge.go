@@ -33,27 +33,78 @@ func refused(spec *corev1.PodSpec) string {
 	return ""
 }
 
-// shadowFor is the ShadowPod that runs local in remoteNamespace.
-func shadowFor(local *corev1.Pod, remoteNamespace string, labels map[string]string) *offv1beta1.ShadowPod {
+// liqoRuntimeClass is the RuntimeClass upstream Liqo installs on the consumer to place pods on
+// virtual nodes: it means nothing on the provider.
+const liqoRuntimeClass = "liqo"
+
+// shadowFor is the ShadowPod that runs local in remoteNamespace, with the virtual node's
+// offloading patch (nil: none) applied.
+func shadowFor(local *corev1.Pod, remoteNamespace string, labels map[string]string, patch *offv1beta1.OffloadingPatch) *offv1beta1.ShadowPod {
+	spec := remoteSpec(&local.Spec)
+	patchSpec(spec, patch)
 	sp := &offv1beta1.ShadowPod{
 		ObjectMeta: metav1.ObjectMeta{Name: local.Name, Namespace: remoteNamespace},
-		Spec:       offv1beta1.ShadowPodSpec{Pod: *remoteSpec(&local.Spec)},
+		Spec:       offv1beta1.ShadowPodSpec{Pod: *spec},
 	}
-	sp.Labels, sp.Annotations = shadowMeta(local, labels)
+	sp.Labels, sp.Annotations = shadowMeta(local, labels, patch)
 	return sp
 }
 
-// shadowMeta are the labels and annotations of a local pod's ShadowPod: the pod's own, plus
-// the reflection labels.
-func shadowMeta(local *corev1.Pod, reflection map[string]string) (map[string]string, map[string]string) {
+// shadowMeta are the labels and annotations of a local pod's ShadowPod: the pod's own but for
+// those the offloading patch (may be nil) does not reflect, plus the reflection labels.
+func shadowMeta(local *corev1.Pod, reflection map[string]string, patch *offv1beta1.OffloadingPatch) (map[string]string, map[string]string) {
+	var notLabels, notAnnotations []string
+	if patch != nil {
+		notLabels, notAnnotations = patch.LabelsNotReflected, patch.AnnotationsNotReflected
+	}
 	labels := make(map[string]string, len(local.Labels)+len(reflection))
 	maps.Copy(labels, local.Labels)
+	for _, k := range notLabels {
+		delete(labels, k)
+	}
 	maps.Copy(labels, reflection)
 	var annotations map[string]string
 	if len(local.Annotations) > 0 {
 		annotations = maps.Clone(local.Annotations)
+		for _, k := range notAnnotations {
+			delete(annotations, k)
+		}
+		if len(annotations) == 0 {
+			annotations = nil
+		}
 	}
 	return labels, annotations
+}
+
+// patchSpec applies a virtual node's offloading patch (nil: none) to the spec of an offloaded
+// pod (made by remoteSpec, which dropped the local node selector and affinity: they placed the
+// pod on the virtual node), as upstream's virtual kubelet does: its node selector is merged into
+// the pod's, its tolerations are added to the pod's, its node affinity becomes the pod's, and
+// its runtime class is set when the pod names none of its own (or upstream's consumer-side
+// "liqo" class).
+func patchSpec(s *corev1.PodSpec, patch *offv1beta1.OffloadingPatch) {
+	if patch == nil {
+		return
+	}
+	if len(patch.NodeSelector) > 0 {
+		if s.NodeSelector == nil {
+			s.NodeSelector = make(map[string]string, len(patch.NodeSelector))
+		}
+		maps.Copy(s.NodeSelector, patch.NodeSelector)
+	}
+	for i := range patch.Tolerations {
+		s.Tolerations = append(s.Tolerations, *patch.Tolerations[i].DeepCopy())
+	}
+	if patch.Affinity != nil && patch.Affinity.NodeAffinity != nil {
+		if s.Affinity == nil {
+			s.Affinity = &corev1.Affinity{}
+		}
+		s.Affinity.NodeAffinity = patch.Affinity.NodeAffinity.DeepCopy()
+	}
+	if rc := patch.RuntimeClassName; rc != nil && *rc != "" && *rc != liqoRuntimeClass &&
+		(s.RuntimeClassName == nil || *s.RuntimeClassName == "" || *s.RuntimeClassName == liqoRuntimeClass) {
+		s.RuntimeClassName = ptr.To(*rc)
+	}
 }
 
 // remoteSpec is the spec a local pod runs with on the provider: what placed it on the virtual

@@ -12,6 +12,10 @@
 //     Secrets are reflected under the same names) except kube-root-ca.crt, which is
 //     liqo-kube-root-ca.crt on the provider. Service-account tokens: see remoteSpec; the
 //     service account of the same name is created in the remote namespace when missing.
+//   - Offloading patch: the VirtualNode's spec.offloadingPatch (Env.OffloadingPatch), as
+//     upstream's virtual kubelet applies it: its nodeSelector, tolerations, node affinity and
+//     runtimeClassName go into the spec of the ShadowPods it creates (see patchSpec); the keys of
+//     labelsNotReflected and annotationsNotReflected are left out of their labels and annotations.
 //   - Refused: a pod asking for the host's network, PID or IPC namespaces is not offloaded: it
 //     turns Failed (reason OffloadingRefused) with a Warning Event saying why.
 //   - Labels, annotations, container images and activeDeadlineSeconds: the local pod's are
@@ -491,7 +495,7 @@ func (rf *reflection) reconcile(ctx context.Context, key string) error {
 	if sp.Labels[consts.OriginNodeLabel] != rf.env.NodeName {
 		return errNotMine
 	}
-	if upd := syncShadow(sp, shadowFor(pod, n.remote, rf.labels)); upd != nil {
+	if upd := syncShadow(sp, shadowFor(pod, n.remote, rf.labels, rf.env.OffloadingPatch)); upd != nil {
 		if _, err := rf.updateShadow(ctx, upd); err != nil {
 			return err
 		}
@@ -512,7 +516,7 @@ func (rf *reflection) createShadow(ctx context.Context, pod *corev1.Pod, remoteN
 	if err := rf.ensureServiceAccount(ctx, remoteNs, serviceAccount(&pod.Spec)); err != nil {
 		return err
 	}
-	sp := shadowFor(pod, remoteNs, rf.labels)
+	sp := shadowFor(pod, remoteNs, rf.labels, rf.env.OffloadingPatch)
 	err := rf.shadows.Post().Namespace(remoteNs).Resource("shadowpods").Body(sp).Do(ctx).Error()
 	switch {
 	case err == nil:

@@ -1,8 +1,11 @@
 package crds_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -12,11 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -245,5 +250,225 @@ func TestSeed003AppliesToOurAndUpstreamCRDs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// virtualNodeCRD is the name of the VirtualNode CRD, ours and upstream's.
+const virtualNodeCRD = "virtualnodes.offloading.liqo.io"
+
+// ourCRD returns our CRD of that name.
+func ourCRD(t *testing.T, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	all, err := crds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range all {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("we have no CRD %s", name)
+	return nil
+}
+
+// missingFields lists the fields of want (below path) that have lacks or types differently.
+func missingFields(path string, want, have *apiextensionsv1.JSONSchemaProps) []string {
+	if want == nil {
+		return nil
+	}
+	if have == nil {
+		return []string{path}
+	}
+	if want.Type != have.Type || want.XIntOrString != have.XIntOrString {
+		return []string{fmt.Sprintf("%s (type %q, ours %q)", path, want.Type, have.Type)}
+	}
+	var out []string
+	for name := range want.Properties {
+		w := want.Properties[name]
+		var h *apiextensionsv1.JSONSchemaProps
+		if p, ok := have.Properties[name]; ok {
+			h = &p
+		}
+		out = append(out, missingFields(path+"."+name, &w, h)...)
+	}
+	if want.Items != nil && want.Items.Schema != nil {
+		var h *apiextensionsv1.JSONSchemaProps
+		if have.Items != nil {
+			h = have.Items.Schema
+		}
+		out = append(out, missingFields(path+"[]", want.Items.Schema, h)...)
+	}
+	if want.AdditionalProperties != nil && want.AdditionalProperties.Schema != nil {
+		var h *apiextensionsv1.JSONSchemaProps
+		if have.AdditionalProperties != nil {
+			h = have.AdditionalProperties.Schema
+		}
+		out = append(out, missingFields(path+"{}", want.AdditionalProperties.Schema, h)...)
+	}
+	return out
+}
+
+// TestVirtualNodeHasEveryUpstreamSpecField: the reverse of TestFieldsExistUpstream for the
+// VirtualNode spec, whose every field upstream's liqoctl may write: each field of upstream's
+// spec (offloadingPatch, template, images and vkOptionsTemplateRef included, down to the leaves
+// of the Deployment template) exists in ours with the same type, so the API server prunes
+// nothing upstream writes.
+func TestVirtualNodeHasEveryUpstreamSpecField(t *testing.T) {
+	up := loadCRD(t, filepath.Join(upstreamDir(t), "offloading.liqo.io_virtualnodes.yaml"))
+	our := ourCRD(t, virtualNodeCRD)
+	upSpec := upstreamVersion(up, "v1beta1").Schema.OpenAPIV3Schema.Properties["spec"]
+	ourSpec := our.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	if missing := missingFields(".spec", &upSpec, &ourSpec); len(missing) > 0 {
+		sort.Strings(missing)
+		t.Errorf("%d upstream VirtualNode fields missing from ours:\n%s", len(missing), strings.Join(missing, "\n"))
+	}
+	for _, f := range []string{"offloadingPatch", "template", "images", "vkOptionsTemplateRef"} {
+		if _, ok := ourSpec.Properties[f]; !ok {
+			t.Errorf("our VirtualNode spec has no %s", f)
+		}
+	}
+}
+
+// readUpstreamVirtualNode decodes testdata/virtualnode-upstream.yaml.
+func readUpstreamVirtualNode(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "virtualnode-upstream.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// normalized is v through JSON (numbers as float64), to compare YAML input with API output.
+func normalized(t *testing.T, v any) any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// lost lists what of want (below path) got lacks or holds with another value; got may have
+// more (defaults the API server fills in).
+func lost(path string, want, got any) []string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: got %v, want an object", path, got)}
+		}
+		var out []string
+		for _, k := range sets.List(sets.KeySet(w)) {
+			if _, ok := g[k]; !ok {
+				out = append(out, path+"."+k+": dropped")
+				continue
+			}
+			out = append(out, lost(path+"."+k, w[k], g[k])...)
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return []string{fmt.Sprintf("%s: got %v, want %d items", path, got, len(w))}
+		}
+		var out []string
+		for i := range w {
+			out = append(out, lost(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
+		}
+		return out
+	}
+	if !reflect.DeepEqual(want, got) {
+		return []string{fmt.Sprintf("%s: got %v, want %v", path, got, want)}
+	}
+	return nil
+}
+
+// TestVirtualNodeUpstreamFieldsRoundTrip: a VirtualNode with every spec field upstream's
+// liqoctl and webhook write (testdata/virtualnode-upstream.yaml: offloadingPatch with
+// labelsNotReflected, annotationsNotReflected, nodeSelector, tolerations, affinity and
+// runtimeClassName; template; images; vkOptionsTemplateRef) is created, with strict field
+// validation, on an API server running our CRDs and on one running upstream's. Each gives back
+// everything that was sent, both give back the same spec, and what ours gives back decodes
+// strictly into our Go types and encodes again without losing a field (so our controllers'
+// updates keep them too).
+func TestVirtualNodeUpstreamFieldsRoundTrip(t *testing.T) {
+	up := upstreamDir(t)
+	env := testenv.New(t,
+		testenv.ClusterOptions{Name: "ours"},
+		testenv.ClusterOptions{Name: "upstream", SkipLiqoCRDs: true, CRDPaths: []string{up}},
+	)
+	sent := readUpstreamVirtualNode(t)
+	want := normalized(t, sent.Object["spec"])
+	specs := map[string]any{}
+	for _, c := range env.Clusters {
+		ctx := t.Context()
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(sent.GetNamespace())
+		if err := c.Client.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Client.Create(ctx, sent.DeepCopy(), client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+			t.Fatalf("%s: creating the VirtualNode: %v", c.Name, err)
+		}
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(sent.GroupVersionKind())
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(sent), got); err != nil {
+			t.Fatal(err)
+		}
+		specs[c.Name] = normalized(t, got.Object["spec"])
+		if l := lost(".spec", want, specs[c.Name]); len(l) > 0 {
+			t.Errorf("%s: the API server did not keep the VirtualNode as sent:\n%s", c.Name, strings.Join(l, "\n"))
+		}
+	}
+	if !reflect.DeepEqual(specs["ours"], specs["upstream"]) {
+		t.Errorf("our API server gives back a VirtualNode spec other than upstream's:\nours:     %v\nupstream: %v", specs["ours"], specs["upstream"])
+	}
+
+	// Through our Go types: strict decoding, then encoding again.
+	scheme, err := api.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(map[string]any{"apiVersion": sent.GetAPIVersion(), "kind": sent.GetKind(),
+		"metadata": map[string]any{"name": sent.GetName(), "namespace": sent.GetNamespace()}, "spec": specs["ours"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		t.Fatalf("decoding the VirtualNode into our types: %v", err)
+	}
+	vn, ok := obj.(*offv1beta1.VirtualNode)
+	if !ok {
+		t.Fatalf("decoded a %T, want a VirtualNode", obj)
+	}
+	if l := lost(".spec", specs["ours"], normalized(t, vn.Spec)); len(l) > 0 {
+		t.Errorf("our Go types lose what the API server keeps:\n%s", strings.Join(l, "\n"))
+	}
+	if p := vn.Spec.OffloadingPatch; p == nil || p.NodeSelector["node-role.example.com/offload"] != "true" || len(p.Tolerations) != 2 ||
+		p.Affinity == nil || p.Affinity.NodeAffinity == nil || p.RuntimeClassName == nil || *p.RuntimeClassName != "gvisor" ||
+		len(p.LabelsNotReflected) != 1 || len(p.AnnotationsNotReflected) != 1 {
+		t.Errorf("offloadingPatch in our types: %+v", p)
+	}
+	if tpl := vn.Spec.Template; tpl == nil || tpl.Labels["app.kubernetes.io/name"] != "virtual-kubelet" || len(tpl.Spec.Template.Spec.Containers) != 1 {
+		t.Errorf("template in our types: %+v", tpl)
+	}
+	if len(vn.Spec.Images) != 1 || vn.Spec.Images[0].SizeBytes != 12345678 {
+		t.Errorf("images in our types: %+v", vn.Spec.Images)
+	}
+	if ref := vn.Spec.VkOptionsTemplateRef; ref == nil || ref.Namespace != "liqo" || ref.Name != "virtual-kubelet-default" {
+		t.Errorf("vkOptionsTemplateRef in our types: %+v", ref)
 	}
 }

@@ -1,6 +1,7 @@
 package v1beta1
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -54,15 +55,63 @@ type VirtualNodeCondition struct {
 	Message string `json:"message,omitempty"`
 }
 
+// Affinity constrains where the pods offloaded through a virtual node run among the provider's
+// nodes.
+type Affinity struct {
+	// NodeAffinity is the node affinity the offloaded pods get on the provider.
+	// +optional
+	NodeAffinity *corev1.NodeAffinity `json:"nodeAffinity,omitempty"`
+}
+
+// OffloadingPatch is what the virtual kubelet changes on the pods (and other objects) it
+// offloads through a virtual node, e.g. to target a group of the provider's nodes.
+type OffloadingPatch struct {
+	// AnnotationsNotReflected are the keys of the annotations that are not copied to the
+	// provider.
+	// +optional
+	AnnotationsNotReflected []string `json:"annotationsNotReflected,omitempty"`
+	// LabelsNotReflected are the keys of the labels that are not copied to the provider.
+	// +optional
+	LabelsNotReflected []string `json:"labelsNotReflected,omitempty"`
+	// NodeSelector is added to the node selector of the offloaded pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations are added to the tolerations of the offloaded pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity is added to the affinity of the offloaded pods.
+	// +optional
+	Affinity *Affinity `json:"affinity,omitempty"`
+	// RuntimeClassName is the runtime class of the offloaded pods that name none of their own.
+	// +optional
+	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
+}
+
+// DeploymentTemplate describes the Deployment that runs a virtual node's virtual kubelet.
+type DeploymentTemplate struct {
+	// ObjectMeta holds the Deployment's labels and annotations.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	// Spec is the Deployment's spec.
+	// +optional
+	Spec appsv1.DeploymentSpec `json:"spec,omitempty"`
+}
+
 // VirtualNodeSpec describes a node of the consumer cluster that stands for (a share of) a
-// provider cluster. Upstream's template, offloadingPatch, vkOptionsTemplateRef and images
-// fields are not implemented and therefore not part of the schema.
+// provider cluster. The virtual kubelet runs in-process or as a Deployment of ours: template,
+// images and vkOptionsTemplateRef are accepted and kept, for upstream's tools, but not acted on.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.clusterID) || has(self.clusterID)",message="clusterID cannot be removed once set"
 type VirtualNodeSpec struct {
 	// ClusterID is the identity of the provider cluster the node stands for. It cannot change.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterID is immutable"
 	ClusterID corev1beta1.ClusterID `json:"clusterID,omitempty"`
+	// Template is upstream's Deployment of the node's virtual kubelet; kept, not used.
+	// +optional
+	Template *DeploymentTemplate `json:"template,omitempty"`
+	// OffloadingPatch changes what is offloaded through the node (see OffloadingPatch).
+	// +optional
+	OffloadingPatch *OffloadingPatch `json:"offloadingPatch,omitempty"`
 	// CreateNode tells whether a Node object is created, so that pods can be scheduled on it.
 	// +optional
 	CreateNode *bool `json:"createNode,omitempty"`
@@ -74,6 +123,9 @@ type VirtualNodeSpec struct {
 	// provider cluster.
 	// +optional
 	KubeconfigSecretRef *corev1.LocalObjectReference `json:"kubeconfigSecretRef,omitempty"`
+	// Images are the images the node reports as present; kept, not used.
+	// +optional
+	Images []corev1.ContainerImage `json:"images,omitempty"`
 	// Labels are added to the Node.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
@@ -95,6 +147,10 @@ type VirtualNodeSpec struct {
 	// LoadBalancerClasses are the load balancer classes the provider offers through the node.
 	// +optional
 	LoadBalancerClasses []authv1beta1.LoadBalancerType `json:"loadBalancerClasses,omitempty"`
+	// VkOptionsTemplateRef references upstream's VkOptionsTemplate, the options of the node's
+	// virtual kubelet; kept, not used.
+	// +optional
+	VkOptionsTemplateRef *corev1.ObjectReference `json:"vkOptionsTemplateRef,omitempty"`
 }
 
 // VirtualNodeStatus is the observed state of a virtual node.
