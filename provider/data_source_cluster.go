@@ -3,8 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -14,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
+	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
@@ -49,7 +47,9 @@ func (d *clusterDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "What a cluster running the liqo controllers says about itself: its cluster ID (ConfigMap " +
 			"`liqo/liqo-clusterid-configmap`, key `CLUSTER_ID`), its pod and external CIDRs (the `ipam.liqo.io` " +
-			"Networks of namespace `liqo` labelled `ipam.liqo.io/network-type=pod-cidr` and `=external-cidr`), the URL " +
+			"Networks of namespace `liqo` labelled `ipam.liqo.io/network-type=pod-cidr` and `=external-cidr`, found by " +
+			"label as upstream Liqo's tools do, whatever their names; those labelled `liqo.io/remote-cluster-id` are a " +
+			"peer's, not the cluster's), the URL " +
 			"of its API server and its Kubernetes version. Use it to feed one cluster's facts to the resources of " +
 			"its peer (e.g. `liqo_tenant_namespace.remote_cluster_id`, the network configuration's CIDRs).",
 		Attributes: map[string]schema.Attribute{
@@ -60,14 +60,17 @@ func (d *clusterDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			},
 			"pod_cidr": schema.StringAttribute{
 				Computed: true,
-				MarkdownDescription: "The cluster's pod CIDR: the Network of namespace `liqo` labelled " +
-					"`ipam.liqo.io/network-type=pod-cidr` (its `status.cidr`, else its `spec.cidr`); null when there is none yet.",
+				MarkdownDescription: "The cluster's pod CIDR: the CIDR of its Networks of namespace `liqo` labelled " +
+					"`ipam.liqo.io/network-type=pod-cidr` (each one's `status.cidr`, else its `spec.cidr`; upstream names them " +
+					"`pod-cidr-<cidr>`, e.g. `pod-cidr-10-200-0-0-16`); null when there is none yet, an error when they hold " +
+					"several CIDRs.",
 			},
 			"external_cidr": schema.StringAttribute{
 				Computed: true,
 				MarkdownDescription: "The cluster's external CIDR (the range its peers reach it through): the Network of namespace " +
 					"`liqo` labelled `ipam.liqo.io/network-type=external-cidr` (its `status.cidr`, else its `spec.cidr`); " +
-					"null when there is none yet.",
+					"null when there is none yet, an error when there are several. The liqo controllers default it to " +
+					"`10.70.0.0/16`, as upstream Liqo does.",
 			},
 			"api_server_url": schema.StringAttribute{
 				Computed:            true,
@@ -108,27 +111,27 @@ func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	}
 	cfg.ClusterID = types.StringValue(cm.Data[consts.ClusterIDKey])
 
-	nets := &ipamv1alpha1.NetworkList{}
-	if err := c.ctrl.List(ctx, nets, client.InNamespace(consts.LiqoNamespace), client.HasLabels{consts.NetworkTypeLabel}); err != nil {
+	nets, err := clusternet.List(ctx, c.ctrl)
+	if err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s has no ipam.liqo.io API: the liqo controllers are not "+
 				"installed there; install them and retry", c.describe()))
 			return
 		}
-		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("listing the Networks of namespace %s in %s: %v", consts.LiqoNamespace, c.describe(), err))
+		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s: %v", c.describe(), err))
 		return
 	}
-	for _, n := range []struct {
-		typ string
-		dst *types.String
-	}{{consts.PodCIDRNetwork, &cfg.PodCIDR}, {consts.ExternalCIDRNetwork, &cfg.ExternalCIDR}} {
-		v, err := clusterNetworkCIDR(nets.Items, n.typ)
-		if err != nil {
-			resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s: %v", c.describe(), err))
-			return
-		}
-		*n.dst = v
+	pod, err := clusternet.PodCIDR(nets)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s: %v; pod_cidr holds a single CIDR", c.describe(), err))
+		return
 	}
+	ext, err := clusternet.ExternalCIDR(nets)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s: %v", c.describe(), err))
+		return
+	}
+	cfg.PodCIDR, cfg.ExternalCIDR = stringOrNull(pod), stringOrNull(ext)
 
 	cfg.APIServerURL = types.StringValue(c.host)
 	ver, err := c.kube.Discovery().ServerVersion()
@@ -138,39 +141,4 @@ func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	}
 	cfg.KubernetesVersion = types.StringValue(ver.GitVersion)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &cfg)...)
-}
-
-// clusterNetworkCIDR picks the cluster's own Network of a type: labelled with the type, not a
-// peer's (no remote-cluster-id label); if several, the one named after the type.
-func clusterNetworkCIDR(items []ipamv1alpha1.Network, typ string) (types.String, error) {
-	var found []ipamv1alpha1.Network
-	for _, n := range items {
-		if n.Labels[consts.NetworkTypeLabel] == typ && n.Labels[consts.RemoteClusterIDLabel] == "" {
-			found = append(found, n)
-		}
-	}
-	if len(found) > 1 {
-		for _, n := range found {
-			if n.Name == typ {
-				found = []ipamv1alpha1.Network{n}
-				break
-			}
-		}
-	}
-	switch len(found) {
-	case 0:
-		return types.StringNull(), nil
-	case 1:
-		if found[0].Status.CIDR != "" {
-			return types.StringValue(string(found[0].Status.CIDR)), nil
-		}
-		return stringOrNull(string(found[0].Spec.CIDR)), nil
-	}
-	names := make([]string, len(found))
-	for i, n := range found {
-		names[i] = n.Name
-	}
-	sort.Strings(names)
-	return types.StringNull(), fmt.Errorf("several Networks in namespace %s are labelled %s=%s (%s) and none is named %s: "+
-		"keep one, or name the cluster's own %s", consts.LiqoNamespace, consts.NetworkTypeLabel, typ, strings.Join(names, ", "), typ, typ)
 }

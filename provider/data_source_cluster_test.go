@@ -43,8 +43,9 @@ func offCreateOwned(t *testing.T, c client.Client, obj client.Object) bool {
 
 // setupClusterFacts stands in for the liqo controllers of the provider cluster, which the test
 // clusters do not run: the cluster-ID ConfigMap and the IPAM Networks with the cluster's CIDRs,
-// as the controllers write them (namespace liqo, label ipam.liqo.io/network-type).
-func setupClusterFacts(t *testing.T) (clusterID, podCIDR, externalCIDR string) {
+// as the controllers (and upstream's chart) write them: namespace liqo, label
+// ipam.liqo.io/network-type, the pod CIDR's named pod-cidr-<cidr>.
+func setupClusterFacts(t *testing.T) (clusterID, podCIDR, externalCIDR string, network func(name, typ, specCIDR, statusCIDR string, extraLabels map[string]string)) {
 	t.Helper()
 	ctx := context.Background()
 	c := cluster("provider").Client
@@ -53,7 +54,7 @@ func setupClusterFacts(t *testing.T) (clusterID, podCIDR, externalCIDR string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: "liqo-clusterid-configmap"},
 		Data:       map[string]string{"CLUSTER_ID": "cl-ds-provider"},
 	})
-	network := func(name, typ, specCIDR, statusCIDR string, extraLabels map[string]string) {
+	network = func(name, typ, specCIDR, statusCIDR string, extraLabels map[string]string) {
 		labels := map[string]string{"ipam.liqo.io/network-type": typ}
 		for k, v := range extraLabels {
 			labels[k] = v
@@ -69,11 +70,14 @@ func setupClusterFacts(t *testing.T) (clusterID, podCIDR, externalCIDR string) {
 			}
 		}
 	}
-	network("pod-cidr", "pod-cidr", "10.200.0.0/16", "", nil)
+	upstream := map[string]string{"ipam.liqo.io/network-not-remapped": "true", "ipam.liqo.io/network-shared": "true"}
+	network("pod-cidr-10-200-0-0-16", "pod-cidr", "10.200.0.0/16", "", upstream)
 	// The external CIDR as allocated by the IPAM (status) wins over the requested one (spec).
 	network("external-cidr", "external-cidr", "10.70.0.0/16", "10.71.0.0/16", nil)
-	// A peer's remapped pod CIDR is not this cluster's.
-	network("peer-pod-cidr", "pod-cidr", "10.99.0.0/16", "", map[string]string{"liqo.io/remote-cluster-id": "cl-somebody"})
+	// A peer's remapped pod and external CIDRs are not this cluster's.
+	peer := map[string]string{"liqo.io/remote-cluster-id": "cl-somebody"}
+	network("peer-pod-cidr", "pod-cidr", "10.99.0.0/16", "", peer)
+	network("peer-external-cidr", "external-cidr", "10.98.0.0/16", "", peer)
 
 	// Report what is there (another test may have made these objects first).
 	cm := &corev1.ConfigMap{}
@@ -90,7 +94,7 @@ func setupClusterFacts(t *testing.T) (clusterID, podCIDR, externalCIDR string) {
 		}
 		return string(n.Spec.CIDR)
 	}
-	return cm.Data["CLUSTER_ID"], cidr("pod-cidr"), cidr("external-cidr")
+	return cm.Data["CLUSTER_ID"], cidr("pod-cidr-10-200-0-0-16"), cidr("external-cidr"), network
 }
 
 func TestAccClusterDataSource(t *testing.T) {
@@ -107,8 +111,9 @@ func TestAccClusterDataSource(t *testing.T) {
 		})
 	}
 	var id, pod, ext string
+	var network func(name, typ, specCIDR, statusCIDR string, extraLabels map[string]string)
 	steps = append(steps, resource.TestStep{
-		PreConfig: func() { id, pod, ext = setupClusterFacts(t) },
+		PreConfig: func() { id, pod, ext, network = setupClusterFacts(t) },
 		Config:    providerBlock() + clusterDataSourceConfig,
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("cluster_id"), offKnownString(func() string { return id })),
@@ -117,6 +122,13 @@ func TestAccClusterDataSource(t *testing.T) {
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("api_server_url"), knownvalue.StringExact(cluster("provider").Config.Host)),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("kubernetes_version"), knownvalue.StringRegexp(regexp.MustCompile(`^v1\.\d+\.\d+`))),
 		},
+	}, resource.TestStep{
+		// A second pod CIDR of the cluster's own (upstream's podCIDRs): pod_cidr holds one, so an
+		// error naming both Networks.
+		PreConfig: func() { network("pod-cidr-10-202-0-0-16", "pod-cidr", "10.202.0.0/16", "", nil) },
+		Config:    providerBlock() + clusterDataSourceConfig,
+		ExpectError: offWrappedText(`cluster "provider"`, `the cluster has 2 pod CIDRs`, `liqo/pod-cidr-10-200-0-0-16 (10.200.0.0/16)`,
+			`liqo/pod-cidr-10-202-0-0-16 (10.202.0.0/16)`, `pod_cidr holds a single CIDR`),
 	})
 	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Providers, Steps: steps})
 	if id == "cl-ds-provider" && (pod != "10.200.0.0/16" || ext != "10.71.0.0/16") {

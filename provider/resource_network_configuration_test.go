@@ -222,7 +222,7 @@ func TestAccNetworkConfigurationWaitTimeout(t *testing.T) {
 						t.Fatal(err)
 					}
 					conf.Status.Remote = &networkingv1beta1.ClusterConfig{CIDR: networkingv1beta1.ClusterConfigCIDR{Pod: cidrs("10.81.0.0/16")}}
-					conf.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "NoOverlap",
+					conf.Status.Conditions = []metav1.Condition{{Type: networkingv1beta1.ConfigurationConditionNetworkCIDRsConfigured, Status: metav1.ConditionTrue, Reason: "NoOverlap",
 						Message: "ok", ObservedGeneration: conf.Generation, LastTransitionTime: metav1.Now()}}
 					if err := cluster("consumer").Client.Status().Update(context.Background(), conf); err != nil {
 						t.Fatal(err)

@@ -983,7 +983,7 @@ func checkSandboxGateways(clients map[string]client.Client, port int32, mtu int)
 	ctx := context.Background()
 	consumerNS, providerNS := peering.TenantNamespace("provider"), peering.TenantNamespace("consumer")
 	gws := &netv1beta1.GatewayServer{}
-	if err := clients["provider"].Get(ctx, client.ObjectKey{Namespace: providerNS, Name: peering.GatewayServerName}, gws); err != nil {
+	if err := clients["provider"].Get(ctx, client.ObjectKey{Namespace: providerNS, Name: "consumer"}, gws); err != nil {
 		return fmt.Errorf("GatewayServer on the provider: %w", err)
 	}
 	if gws.Spec.Endpoint.Port != port || gws.Spec.MTU != mtu {
@@ -993,7 +993,7 @@ func checkSandboxGateways(clients map[string]client.Client, port int32, mtu int)
 		return fmt.Errorf("GatewayServer endpoint %+v, want %s:%d", gws.Status.Endpoint, sandbox.HostAddress("provider"), port)
 	}
 	gwc := &netv1beta1.GatewayClient{}
-	if err := clients["consumer"].Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: peering.GatewayClientName}, gwc); err != nil {
+	if err := clients["consumer"].Get(ctx, client.ObjectKey{Namespace: consumerNS, Name: "provider"}, gwc); err != nil {
 		return fmt.Errorf("GatewayClient on the consumer: %w", err)
 	}
 	if gwc.Spec.Endpoint.Port != port || gwc.Spec.MTU != mtu {

@@ -39,8 +39,10 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
+	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
@@ -84,7 +86,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&clusterID, "cluster-id", "", "this cluster's ID, a DNS label (required the first time; it cannot change later)")
 	fs.StringVar(&o.identity.PodCIDR, "pod-cidr", "", "the cluster's pod CIDR, e.g. 10.244.0.0/16")
 	fs.StringVar(&o.identity.ServiceCIDR, "service-cidr", "", "the cluster's service CIDR, e.g. 10.96.0.0/12")
-	fs.StringVar(&o.identity.ExternalCIDR, "external-cidr", "", "the CIDR peers use to reach this cluster's external addresses, e.g. 10.70.0.0/16")
+	fs.StringVar(&o.identity.ExternalCIDR, "external-cidr", "", "the CIDR peers use to reach this cluster's external addresses "+
+		"(default "+clusternet.DefaultExternalCIDR+", upstream Liqo's; as in upstream's chart, only a CIDR set here is labelled "+
+		consts.NetworkNotRemappedLabel+"; peers remap it where it overlaps their networks)")
 	fs.StringVar(&o.apiServerURL, "api-server-url", "", "the API server URL peers should use (default: the one this manager connects to)")
 	fs.StringVar(&o.apiServerURL, "api-server-address-override", "", "upstream Liqo's name of --api-server-url (an address without scheme means https)")
 	fs.StringVar(&o.gatewayImage, "gateway-image", "", "image of the gateway Deployments (default: the built-in one)")
@@ -111,6 +115,10 @@ func parse(args []string, out io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
 	o.identity.ClusterID = corev1beta1.ClusterID(clusterID)
+	if o.identity.ExternalCIDR == "" {
+		// Upstream's chart's default; not the user's choice, so not marked not-remapped.
+		o.identity.ExternalCIDR, o.identity.ExternalCIDRDefault = clusternet.DefaultExternalCIDR, true
+	}
 	if o.qps <= 0 || o.burst < 1 {
 		return nil, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.qps, o.burst)
 	}
@@ -182,6 +190,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("ensuring cluster identity: %w", err)
 	}
 	o.identity.ClusterID = id
+	if err := workload.EnsureDefaultTemplates(ctx, setupClient); err != nil {
+		return fmt.Errorf("ensuring the default gateway templates: %w", err)
+	}
 	log.Info("cluster identity in place", "clusterID", id, "apiServer", cfg.Host)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

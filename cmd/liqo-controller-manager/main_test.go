@@ -106,6 +106,29 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
+// TestExternalCIDRDefault: without --external-cidr the cluster's external CIDR is upstream's
+// default, recorded as a default (its Network not marked not-remapped); one set is the user's.
+func TestExternalCIDRDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		cidr      string
+		defaulted bool
+	}{
+		{nil, "10.70.0.0/16", true},
+		{[]string{"--external-cidr", "10.70.0.0/16"}, "10.70.0.0/16", false},
+		{[]string{"--external-cidr=10.71.0.0/16"}, "10.71.0.0/16", false},
+	} {
+		o, err := parse(tc.args, io.Discard)
+		if err != nil {
+			t.Fatalf("parse(%v): %v", tc.args, err)
+		}
+		if o.identity.ExternalCIDR != tc.cidr || o.identity.ExternalCIDRDefault != tc.defaulted {
+			t.Errorf("parse(%v): external CIDR %q (default %v), want %q (default %v)", tc.args,
+				o.identity.ExternalCIDR, o.identity.ExternalCIDRDefault, tc.cidr, tc.defaulted)
+		}
+	}
+}
+
 // lockedBuffer collects the manager's log from its goroutines.
 type lockedBuffer struct {
 	mu  sync.Mutex

@@ -1,8 +1,9 @@
 // Package clusteridentity keeps a cluster's own identity in place: the liqo namespace, the
-// cluster-ID ConfigMap, the Ed25519 signing key Secret, the Network objects of its CIDRs, our
-// CRDs, the ClusterRoles that peers are bound to and the admission policy that keeps a
-// consumer's Secret writes to its own copies. Ensure sets them up at start; the Reconciler
-// repairs them when they drift (deleted or edited).
+// cluster-ID ConfigMap, the Ed25519 signing key Secret, the Network objects of its CIDRs (with
+// upstream Liqo's names and labels, built by package clusternet; the pod-cidr Network of an older
+// version is replaced by its pod-cidr-<cidr> successor), our CRDs, the ClusterRoles that peers
+// are bound to and the admission policy that keeps a consumer's Secret writes to its own copies.
+// Ensure sets them up at start; the Reconciler repairs them when they drift (deleted or edited).
 package clusteridentity
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/peerrbac"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
@@ -47,6 +49,9 @@ type Config struct {
 	ClusterID corev1beta1.ClusterID
 	// PodCIDR, ServiceCIDR and ExternalCIDR are the cluster's networks; empty ones are skipped.
 	PodCIDR, ServiceCIDR, ExternalCIDR string
+	// ExternalCIDRDefault says ExternalCIDR is the default (clusternet.DefaultExternalCIDR), the
+	// user having set none: its Network is then not labelled not-remapped (upstream's chart).
+	ExternalCIDRDefault bool
 }
 
 // Validate checks the configuration before anything is written.
@@ -102,12 +107,8 @@ func Ensure(ctx context.Context, c client.Client, cfg Config) (corev1beta1.Clust
 	if err := ensureSigningKey(ctx, c); err != nil {
 		return "", err
 	}
-	for name, cidr := range map[string]string{consts.PodCIDRNetwork: cfg.PodCIDR, consts.ServiceCIDRNetwork: cfg.ServiceCIDR, consts.ExternalCIDRNetwork: cfg.ExternalCIDR} {
-		if cidr != "" {
-			if err := ensureNetwork(ctx, c, name, cidr); err != nil {
-				return "", err
-			}
-		}
+	if err := ensureNetworks(ctx, c, cfg); err != nil {
+		return "", err
 	}
 	if err := ensureClusterRoles(ctx, c); err != nil {
 		return "", err
@@ -221,31 +222,144 @@ func ensureSigningKey(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-func ensureNetwork(ctx context.Context, c client.Client, name, cidr string) error {
+// legacyPodCIDRNetwork is the name previous versions gave the pod CIDR Network (after its type;
+// upstream's chart names it so only from its deprecated ipam.podCIDR value).
+const legacyPodCIDRNetwork = "pod-cidr"
+
+// cidrFlags name the controller manager's flag of each Network type, for error messages.
+var cidrFlags = map[string]string{
+	consts.PodCIDRNetwork: "--pod-cidr", consts.ServiceCIDRNetwork: "--service-cidr", consts.ExternalCIDRNetwork: "--external-cidr",
+}
+
+// ensureNetworks writes the Networks of the cluster's CIDRs as package clusternet builds them
+// (upstream's names and labels) and reports each CIDR in its status: the cluster's own networks
+// are used as they are. The pod CIDR Network of a previous version (named pod-cidr) is replaced:
+// the new one is created first, so that a pod-cidr Network always exists, then the old one,
+// holding the same CIDR, is deleted. A pod CIDR other than the one recorded is refused, as for
+// the other types.
+func ensureNetworks(ctx context.Context, c client.Client, cfg Config) error {
+	spec := clusternet.Spec{PodCIDR: cfg.PodCIDR, ServiceCIDR: cfg.ServiceCIDR, ExternalCIDR: cfg.ExternalCIDR,
+		ExternalCIDRDefaulted: cfg.ExternalCIDRDefault}
+	if cfg.PodCIDR != "" {
+		if err := checkPodCIDR(ctx, c, cfg.PodCIDR); err != nil {
+			return err
+		}
+	}
+	for _, want := range spec.Networks() {
+		if err := ensureNetwork(ctx, c, want, cfg.ExternalCIDRDefault); err != nil {
+			return err
+		}
+	}
+	if cfg.PodCIDR != "" {
+		return retireLegacyPodCIDRNetwork(ctx, c, cfg.PodCIDR)
+	}
+	return nil
+}
+
+// checkPodCIDR refuses a pod CIDR other than the one of the pod CIDR Networks already written
+// (by this package, whatever their names): its Network's name follows the CIDR, so a changed
+// flag would otherwise add a second pod CIDR under the peers' feet. Networks of others (e.g.
+// upstream's chart) are left to them.
+func checkPodCIDR(ctx context.Context, c client.Client, cidr string) error {
+	nets, err := clusternet.List(ctx, c)
+	if err != nil {
+		return err
+	}
+	for _, n := range clusternet.Own(nets, consts.PodCIDRNetwork) {
+		if n.Labels[managedByLabel] == managedBy && string(n.Spec.CIDR) != cidr {
+			return fmt.Errorf("network %s/%s has pod CIDR %s, not %s: a cluster's CIDR cannot change under its peers; "+
+				"fix the flag (--pod-cidr), or delete the Network after unpeering", n.Namespace, n.Name, n.Spec.CIDR, cidr)
+		}
+	}
+	return nil
+}
+
+// ensureNetwork creates want (adding our managed-by label) or brings an existing Network of its
+// name to want's labels, and reports its CIDR in status.cidr. A Network of the name with another
+// CIDR is refused: spec.cidr cannot change, and a cluster's CIDR must not under its peers.
+func ensureNetwork(ctx context.Context, c client.Client, want *ipamv1alpha1.Network, externalDefault bool) error {
+	typ := want.Labels[consts.NetworkTypeLabel]
+	cidr := string(want.Spec.CIDR)
 	n := &ipamv1alpha1.Network{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: name}, n)
+	err := c.Get(ctx, client.ObjectKeyFromObject(want), n)
 	switch {
 	case apierrors.IsNotFound(err):
-		n = &ipamv1alpha1.Network{
-			ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: name,
-				Labels: map[string]string{consts.NetworkTypeLabel: name, managedByLabel: managedBy}},
-			Spec: ipamv1alpha1.NetworkSpec{CIDR: netv1beta1.CIDR(cidr)},
-		}
+		n = want.DeepCopy()
+		n.Labels[managedByLabel] = managedBy
 		if err := c.Create(ctx, n); err != nil {
-			return fmt.Errorf("creating network %s/%s: %w", consts.LiqoNamespace, name, err)
+			return fmt.Errorf("creating network %s/%s: %w", n.Namespace, n.Name, err)
 		}
 	case err != nil:
-		return fmt.Errorf("reading network %s/%s: %w", consts.LiqoNamespace, name, err)
+		return fmt.Errorf("reading network %s/%s: %w", want.Namespace, want.Name, err)
 	case string(n.Spec.CIDR) != cidr:
+		flag := cidrFlags[typ]
+		if typ == consts.ExternalCIDRNetwork && externalDefault {
+			flag += ", empty, hence the default " + cidr
+		}
 		return fmt.Errorf("network %s/%s has CIDR %s, not %s: a cluster's CIDR cannot change under its peers; "+
-			"fix the flag, or delete the Network after unpeering", consts.LiqoNamespace, name, n.Spec.CIDR, cidr)
+			"fix the flag (%s), or delete the Network after unpeering", n.Namespace, n.Name, n.Spec.CIDR, cidr, flag)
+	default:
+		if err := relabelNetwork(ctx, c, n, want.Labels); err != nil {
+			return err
+		}
 	}
 	if string(n.Status.CIDR) != cidr {
 		patch := client.MergeFrom(n.DeepCopy())
 		n.Status.CIDR = netv1beta1.CIDR(cidr) // the cluster's own networks are used as they are
 		if err := c.Status().Patch(ctx, n, patch); err != nil {
-			return fmt.Errorf("reporting network %s/%s: %w", consts.LiqoNamespace, name, err)
+			return fmt.Errorf("reporting network %s/%s: %w", n.Namespace, n.Name, err)
 		}
+	}
+	return nil
+}
+
+// relabelNetwork gives n the labels of clusternet.LabelKeys exactly as in want (set or absent)
+// and our managed-by label, keeping its others: a Network written by a previous version (the
+// type label only) or by upstream's chart is adopted.
+func relabelNetwork(ctx context.Context, c client.Client, n *ipamv1alpha1.Network, want map[string]string) error {
+	labels := maps.Clone(n.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, k := range clusternet.LabelKeys() {
+		if v, ok := want[k]; ok {
+			labels[k] = v
+		} else {
+			delete(labels, k)
+		}
+	}
+	labels[managedByLabel] = managedBy
+	if maps.Equal(labels, n.Labels) {
+		return nil
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Labels = labels
+	if err := c.Patch(ctx, n, patch); err != nil {
+		return fmt.Errorf("labelling network %s/%s: %w", n.Namespace, n.Name, err)
+	}
+	return nil
+}
+
+// retireLegacyPodCIDRNetwork deletes the pod CIDR Network a previous version wrote (named
+// pod-cidr, with our managed-by label and the pod CIDR cidr, which its successor named after
+// the CIDR now holds). One written by others is left alone and still counts as a pod CIDR.
+func retireLegacyPodCIDRNetwork(ctx context.Context, c client.Client, cidr string) error {
+	if consts.PodCIDRNetworkName(cidr) == legacyPodCIDRNetwork {
+		return nil // cannot happen for a valid CIDR; never delete the current one
+	}
+	n := &ipamv1alpha1.Network{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: legacyPodCIDRNetwork}, n)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading network %s/%s: %w", consts.LiqoNamespace, legacyPodCIDRNetwork, err)
+	}
+	if n.Labels[managedByLabel] != managedBy || string(n.Spec.CIDR) != cidr || !n.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err := c.Delete(ctx, n, client.Preconditions{UID: &n.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting network %s/%s, replaced by %s: %w", consts.LiqoNamespace, legacyPodCIDRNetwork, consts.PodCIDRNetworkName(cidr), err)
 	}
 	return nil
 }

@@ -26,21 +26,24 @@ import (
 
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // DefaultPool is where remapped CIDRs come from when the Reconciler names no pool.
 const DefaultPool = "10.64.0.0/10"
 
-// ReadyCondition is the Configuration condition this reconciler sets.
-const ReadyCondition = "Ready"
+// ReadyCondition is the Configuration condition this reconciler sets: upstream Liqo's, which
+// upstream liqoctl waits for.
+const ReadyCondition = netv1beta1.ConfigurationConditionNetworkCIDRsConfigured
 
 // Reconciler computes the remapped CIDRs of Configurations.
 type Reconciler struct {
 	// Client reads the Configurations and Networks and writes the status.
 	Client client.Client
 	// LocalCIDRs are the local cluster's pod, service and external CIDRs (besides the ones in
-	// each Configuration's spec.local and the Networks labelled consts.NetworkTypeLabel).
+	// each Configuration's spec.local and the Networks of the liqo namespace labelled
+	// consts.NetworkTypeLabel, read by clusternet.List).
 	LocalCIDRs []string
 	// Pool is where remapped CIDRs are taken from; empty: DefaultPool.
 	Pool []string
@@ -159,12 +162,14 @@ func (r *Reconciler) usedCIDRs(ctx context.Context, conf *netv1beta1.Configurati
 		raw = append(raw, cidrStrings(conf.Spec.Local.CIDR.Pod)...)
 		raw = append(raw, cidrStrings(conf.Spec.Local.CIDR.External)...)
 	}
-	nets := &ipamv1alpha1.NetworkList{}
-	if err := r.Client.List(ctx, nets, client.InNamespace(consts.LiqoNamespace), client.HasLabels{consts.NetworkTypeLabel}); err != nil {
-		return nil, fmt.Errorf("listing the local cluster's Networks: %w", err)
+	nets, err := clusternet.List(ctx, r.Client)
+	if err != nil {
+		return nil, fmt.Errorf("reading the local cluster's Networks: %w", err)
 	}
-	for _, n := range nets.Items {
-		raw = append(raw, string(n.Spec.CIDR))
+	for _, n := range nets {
+		// Every typed Network of the liqo namespace: the cluster's own (pod, service, external,
+		// whatever their names) and anything else recorded there as in use.
+		raw = append(raw, string(n.Spec.CIDR), string(n.Status.CIDR))
 	}
 	reader := r.Reader
 	if reader == nil {

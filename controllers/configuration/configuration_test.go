@@ -17,6 +17,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -53,9 +54,12 @@ func TestConfiguration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := c.Create(ctx, &ipamv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: "external-cidr",
-		Labels: map[string]string{consts.NetworkTypeLabel: "external-cidr"}}, Spec: ipamv1alpha1.NetworkSpec{CIDR: "10.70.0.0/16"}}); err != nil {
-		t.Fatal(err)
+	// The default one, as the controller manager writes it without --external-cidr (not marked
+	// not-remapped): it counts as used all the same.
+	for _, n := range (clusternet.Spec{ExternalCIDR: clusternet.DefaultExternalCIDR, ExternalCIDRDefaulted: true}).Networks() {
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mk := func(ns string, pod, ext string) *netv1beta1.Configuration {
 		conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Spec: netv1beta1.ConfigurationSpec{
@@ -100,8 +104,8 @@ func TestConfiguration(t *testing.T) {
 	check(d, "172.16.0.0/16", "192.168.0.0/24", "NoOverlap")
 
 	// Allocations stay put when the controller runs again (a change elsewhere requeues all).
-	if err := c.Create(ctx, &ipamv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: "other",
-		Labels: map[string]string{consts.NetworkTypeLabel: "pod-cidr"}}, Spec: ipamv1alpha1.NetworkSpec{CIDR: "10.0.0.0/16"}}); err != nil {
+	if err := c.Create(ctx, &ipamv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: consts.PodCIDRNetworkName("10.0.0.0/16"),
+		Labels: map[string]string{consts.NetworkTypeLabel: consts.PodCIDRNetwork}}, Spec: ipamv1alpha1.NetworkSpec{CIDR: "10.0.0.0/16"}}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)

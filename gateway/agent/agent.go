@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // failuresBeforeDown is how many probes in a row must fail before the tunnel counts as down.
@@ -368,13 +370,19 @@ func (a *Agent) putStatus(ctx context.Context, value netv1beta1.ConnectionStatus
 	conn := &netv1beta1.Connection{}
 	key := client.ObjectKey{Namespace: a.opts.Namespace, Name: a.opts.ConnectionName}
 	err := a.writer.Get(ctx, key, conn)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		conn = a.newConnection()
+		a.connectionMeta(conn)
 		if err := a.writer.Create(ctx, conn); err != nil {
 			return fmt.Errorf("creating Connection %s: %w", key, err)
 		}
-	} else if err != nil {
+	case err != nil:
 		return fmt.Errorf("getting Connection %s: %w", key, err)
+	case a.connectionMeta(conn):
+		if err := a.writer.Update(ctx, conn); err != nil {
+			return fmt.Errorf("labelling Connection %s: %w", key, err)
+		}
 	}
 	conn.Status.Value = value
 	if value == netv1beta1.Connected {
@@ -384,6 +392,36 @@ func (a *Agent) putStatus(ctx context.Context, value netv1beta1.ConnectionStatus
 		return fmt.Errorf("updating Connection %s status: %w", key, err)
 	}
 	return nil
+}
+
+// connectionMeta gives conn what upstream Liqo's tools find it by, once the gateway object is
+// known: the gateway's liqo.io/remote-cluster-id label (upstream liqoctl waits for the Connection
+// of a peer by it) and the gateway as controlling owner, so that the Connection goes with its
+// gateway. It tells whether it changed conn.
+func (a *Agent) connectionMeta(conn *netv1beta1.Connection) bool {
+	if a.gateway == nil {
+		return false
+	}
+	changed := false
+	if id := a.gateway.GetLabels()[consts.RemoteClusterIDLabel]; id != "" && conn.Labels[consts.RemoteClusterIDLabel] != id {
+		if conn.Labels == nil {
+			conn.Labels = map[string]string{}
+		}
+		conn.Labels[consts.RemoteClusterIDLabel] = id
+		changed = true
+	}
+	if uid := a.gateway.GetUID(); uid != "" && metav1.GetControllerOfNoCopy(conn) == nil {
+		kind := "GatewayServer"
+		if a.opts.Mode == ModeClient {
+			kind = "GatewayClient"
+		}
+		// Not blocking the owner's deletion: that would need update rights on the gateway's
+		// finalizers where the OwnerReferencesPermissionEnforcement admission plugin runs.
+		conn.OwnerReferences = append(conn.OwnerReferences, metav1.OwnerReference{APIVersion: netv1beta1.GroupVersion.String(),
+			Kind: kind, Name: a.gateway.GetName(), UID: uid, Controller: ptr.To(true)})
+		changed = true
+	}
+	return changed
 }
 
 func (a *Agent) newConnection() *netv1beta1.Connection {

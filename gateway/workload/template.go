@@ -319,6 +319,27 @@ func DefaultTemplateRef(ref corev1.ObjectReference) bool {
 		(ref.Kind == ServerTemplateKind && ref.Name == ServerTemplateName || ref.Kind == ClientTemplateKind && ref.Name == ClientTemplateName)
 }
 
+// DefaultTemplateRefs are the references to the default server and client templates.
+func DefaultTemplateRefs() []corev1.ObjectReference {
+	gv := netv1beta1.GroupVersion.String()
+	return []corev1.ObjectReference{
+		{APIVersion: gv, Kind: ServerTemplateKind, Namespace: consts.LiqoNamespace, Name: ServerTemplateName},
+		{APIVersion: gv, Kind: ClientTemplateKind, Namespace: consts.LiqoNamespace, Name: ClientTemplateName},
+	}
+}
+
+// EnsureDefaultTemplates creates the default server and client templates when missing, as
+// upstream Liqo's chart installs them: upstream liqoctl checks that they exist before it asks for
+// a gateway.
+func EnsureDefaultTemplates(ctx context.Context, c client.Client) error {
+	for _, ref := range DefaultTemplateRefs() {
+		if err := EnsureDefaultTemplate(ctx, c, ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // EnsureDefaultTemplate creates the default template ref names (DefaultTemplateRef) when it is
 // missing: a template with only the gateway container, which leaves everything to the
 // controllers (image, arguments, capabilities, ports). It never changes an existing one, so that

@@ -2,6 +2,8 @@
 // keys, well-known namespaces and object names (DESIGN.md section 2).
 package consts
 
+import "strings"
+
 const (
 	// RemoteClusterIDLabel marks an object (tenant namespace, PublicKey, Configuration, ...) as
 	// belonging to the peering with the cluster whose ID is the label's value.
@@ -130,18 +132,34 @@ const (
 	NamespaceOffloadingName = "offloading"
 )
 
-// The cluster's own networks: ipam.liqo.io Network objects in LiqoNamespace, each named after
-// and labelled with its type, the CIDR in status.cidr (upstream Liqo's IPAM convention).
+// The cluster's own networks: ipam.liqo.io Network objects in LiqoNamespace, with upstream Liqo
+// v1.2's names and labels (its chart's liqo-ipam-networks.yaml): the pod CIDR's named
+// PodCIDRNetworkName(cidr), the service and external CIDRs' named after their type; each
+// labelled NetworkTypeLabel with its type, the CIDR in spec.cidr and, as used, in status.cidr.
+// Tools find them by NetworkTypeLabel, never by name (package clusternet builds and reads them).
 const (
 	// NetworkTypeLabel gives the role of a Network object.
 	NetworkTypeLabel = "ipam.liqo.io/network-type"
-	// PodCIDRNetwork is the type (and name) of the cluster's pod CIDR Network.
+	// NetworkNotRemappedLabel ("true") says a Network's CIDR is used as it is, never remapped:
+	// the pod and service CIDRs always, the external CIDR when the user set it.
+	NetworkNotRemappedLabel = "ipam.liqo.io/network-not-remapped"
+	// NetworkSharedLabel ("true") says a Network's CIDR may be shared (the pod and service CIDRs).
+	NetworkSharedLabel = "ipam.liqo.io/network-shared"
+	// PodCIDRNetwork is NetworkTypeLabel's value on the cluster's pod CIDR Networks (named
+	// PodCIDRNetworkName(cidr)).
 	PodCIDRNetwork = "pod-cidr"
 	// ServiceCIDRNetwork is the type (and name) of the cluster's service CIDR Network.
 	ServiceCIDRNetwork = "service-cidr"
 	// ExternalCIDRNetwork is the type (and name) of the cluster's external CIDR Network.
 	ExternalCIDRNetwork = "external-cidr"
 )
+
+// PodCIDRNetworkName is the name of the Network of the pod CIDR cidr (e.g. 10.200.0.0/16 gives
+// pod-cidr-10-200-0-0-16): PodCIDRNetwork, a dash and the CIDR with its dots and slash made
+// dashes, as upstream's chart names it.
+func PodCIDRNetworkName(cidr string) string {
+	return PodCIDRNetwork + "-" + strings.NewReplacer("/", "-", ".", "-").Replace(cidr)
+}
 
 // A peer's networks as the local cluster sees them: one ipam.liqo.io Network per remote CIDR of a
 // Configuration, in the Configuration's namespace and owned by it, with the remote CIDR in

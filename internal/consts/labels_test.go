@@ -22,3 +22,13 @@ func TestPeerGone(t *testing.T) {
 		}
 	}
 }
+
+// The pod CIDR Network's name as upstream v1.2's chart makes it: "pod-cidr-" and the CIDR with
+// "/" and "." replaced by "-".
+func TestPodCIDRNetworkName(t *testing.T) {
+	for cidr, want := range map[string]string{"10.200.0.0/16": "pod-cidr-10-200-0-0-16", "192.168.1.0/24": "pod-cidr-192-168-1-0-24"} {
+		if got := consts.PodCIDRNetworkName(cidr); got != want {
+			t.Errorf("PodCIDRNetworkName(%s) = %s, want %s", cidr, got, want)
+		}
+	}
+}

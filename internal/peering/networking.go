@@ -5,14 +5,14 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
-	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
@@ -60,40 +60,66 @@ func (p *pair) ensureNetwork(ctx context.Context) error {
 
 // serverOn tells whether s hosts a gateway server for its peer.
 func (p *pair) serverOn(ctx context.Context, s side) (bool, error) {
-	err := s.c.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: GatewayServerName}, &netv1beta1.GatewayServer{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	_, found, err := gatewayObjectName(ctx, s, &netv1beta1.GatewayServerList{}, "GatewayServer")
+	return found, err
+}
+
+// gatewayObjectName is the name of the object of list's kind in s's tenant namespace that is
+// labelled for s's peer: one made before (by upstream liqoctl, or by an earlier version of this
+// package under another name) is kept, the one of upstream's default name first, else the
+// oldest. When there is none (found false), it is upstream's default name: the peer's ID.
+func gatewayObjectName(ctx context.Context, s side, list client.ObjectList, kind string) (name string, found bool, err error) {
+	if err := s.c.Client.List(ctx, list, client.InNamespace(s.ns), client.MatchingLabels{consts.RemoteClusterIDLabel: string(s.remote)}); err != nil {
+		return "", false, fmt.Errorf("listing the %ss of %s in %s on %s: %w", kind, s.remote, s.ns, s.c.Name, err)
 	}
+	objs, err := meta.ExtractList(list)
 	if err != nil {
-		return false, fmt.Errorf("reading GatewayServer %s/%s on %s: %w", s.ns, GatewayServerName, s.c.Name, err)
+		return "", false, fmt.Errorf("reading the %ss of %s in %s on %s: %w", kind, s.remote, s.ns, s.c.Name, err)
 	}
-	return true, nil
+	var oldest client.Object
+	for _, o := range objs {
+		obj, ok := o.(client.Object)
+		if !ok {
+			continue
+		}
+		if obj.GetName() == string(s.remote) {
+			return obj.GetName(), true, nil
+		}
+		if oldest == nil || obj.GetCreationTimestamp().Time.Before(oldest.GetCreationTimestamp().Time) {
+			oldest = obj
+		}
+	}
+	if oldest != nil {
+		return oldest.GetName(), true, nil
+	}
+	return string(s.remote), false, nil
 }
 
 // ensureConfiguration writes, in local's tenant namespace, the Configuration of the remote
-// cluster's networks (read from its Network objects).
+// cluster's networks: its own pod CIDRs (at least one) and external CIDR (optional), read from
+// its Network objects by package clusternet.
 func (p *pair) ensureConfiguration(ctx context.Context, local, remote side) error {
+	nets, err := clusternet.List(ctx, remote.c.Client)
+	if err != nil {
+		return fmt.Errorf("reading the networks of %s: %w", remote.c.Name, err)
+	}
 	cidrs := netv1beta1.ClusterConfigCIDR{}
-	for _, n := range []struct {
-		name string
-		dst  *[]netv1beta1.CIDR
-	}{{consts.PodCIDRNetwork, &cidrs.Pod}, {consts.ExternalCIDRNetwork, &cidrs.External}} {
-		nw := &ipamv1alpha1.Network{}
-		if err := remote.c.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: n.name}, nw); err != nil {
-			if apierrors.IsNotFound(err) && n.name == consts.ExternalCIDRNetwork {
-				continue // optional
-			}
-			return fmt.Errorf("reading the %s of %s (Network %s/%s; its controller manager's --%s flag): %w",
-				n.name, remote.c.Name, consts.LiqoNamespace, n.name, n.name, err)
-		}
-		cidr := nw.Status.CIDR
-		if cidr == "" {
-			cidr = nw.Spec.CIDR
-		}
-		*n.dst = []netv1beta1.CIDR{cidr}
+	for _, c := range clusternet.PodCIDRs(nets) {
+		cidrs.Pod = append(cidrs.Pod, netv1beta1.CIDR(c))
+	}
+	if len(cidrs.Pod) == 0 {
+		return fmt.Errorf("%s has no pod CIDR: no Network of namespace %s labelled %s=%s (its controller manager's --pod-cidr flag)",
+			remote.c.Name, consts.LiqoNamespace, consts.NetworkTypeLabel, consts.PodCIDRNetwork)
+	}
+	ext, err := clusternet.ExternalCIDR(nets)
+	if err != nil {
+		return fmt.Errorf("reading the external CIDR of %s: %w", remote.c.Name, err)
+	}
+	if ext != "" {
+		cidrs.External = []netv1beta1.CIDR{netv1beta1.CIDR(ext)}
 	}
 	conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: local.ns, Name: string(local.remote)}}
-	_, err := controllerutil.CreateOrPatch(ctx, local.c.Client, conf, func() error {
+	_, err = controllerutil.CreateOrPatch(ctx, local.c.Client, conf, func() error {
 		setLabels(conf, map[string]string{consts.RemoteClusterIDLabel: string(local.remote), managedByLabel: managedBy})
 		conf.Spec.Remote.CIDR = cidrs
 		return nil
@@ -106,8 +132,12 @@ func (p *pair) ensureConfiguration(ctx context.Context, local, remote side) erro
 
 // ensureServer writes the gateway server and waits for its endpoint and key Secret.
 func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewayServer, error) {
-	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: GatewayServerName}}
-	_, err := controllerutil.CreateOrPatch(ctx, s.c.Client, gw, func() error {
+	name, _, err := gatewayObjectName(ctx, s, &netv1beta1.GatewayServerList{}, "GatewayServer")
+	if err != nil {
+		return nil, err
+	}
+	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
+	_, err = controllerutil.CreateOrPatch(ctx, s.c.Client, gw, func() error {
 		setLabels(gw, map[string]string{consts.RemoteClusterIDLabel: string(s.remote), managedByLabel: managedBy})
 		g := p.opts.Gateway
 		gw.Spec.MTU = g.MTU
@@ -121,9 +151,9 @@ func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewaySer
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("writing GatewayServer %s/%s on %s: %w", s.ns, GatewayServerName, s.c.Name, err)
+		return nil, fmt.Errorf("writing GatewayServer %s/%s on %s: %w", s.ns, name, s.c.Name, err)
 	}
-	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("GatewayServer %s/%s on %s to report its endpoint", s.ns, GatewayServerName, s.c.Name),
+	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("GatewayServer %s/%s on %s to report its endpoint", s.ns, name, s.c.Name),
 		func(ctx context.Context) (bool, error) {
 			if err := s.c.Client.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 				return false, fmt.Errorf("reading GatewayServer: %w", err)
@@ -161,17 +191,21 @@ func endpointCurrent(ep *netv1beta1.EndpointStatus, g Gateway) bool {
 // ensureClient writes the gateway client towards the server's endpoint and waits for its key
 // Secret.
 func (p *pair) ensureClient(ctx context.Context, s side, server *netv1beta1.GatewayServer) (*netv1beta1.GatewayClient, error) {
-	gw := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: GatewayClientName}}
-	_, err := controllerutil.CreateOrPatch(ctx, s.c.Client, gw, func() error {
+	name, _, err := gatewayObjectName(ctx, s, &netv1beta1.GatewayClientList{}, "GatewayClient")
+	if err != nil {
+		return nil, err
+	}
+	gw := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
+	_, err = controllerutil.CreateOrPatch(ctx, s.c.Client, gw, func() error {
 		setLabels(gw, map[string]string{consts.RemoteClusterIDLabel: string(s.remote), managedByLabel: managedBy})
 		gw.Spec.MTU = p.opts.Gateway.MTU
 		gw.Spec.Endpoint = *server.Status.Endpoint.DeepCopy()
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("writing GatewayClient %s/%s on %s: %w", s.ns, GatewayClientName, s.c.Name, err)
+		return nil, fmt.Errorf("writing GatewayClient %s/%s on %s: %w", s.ns, name, s.c.Name, err)
 	}
-	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("GatewayClient %s/%s on %s to have its keys", s.ns, GatewayClientName, s.c.Name),
+	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("GatewayClient %s/%s on %s to have its keys", s.ns, name, s.c.Name),
 		func(ctx context.Context) (bool, error) {
 			if err := s.c.Client.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 				return false, fmt.Errorf("reading GatewayClient: %w", err)
@@ -196,14 +230,18 @@ func (p *pair) exchangeKeys(ctx context.Context, server, client side, serverSecr
 		if len(pub) != 32 {
 			return fmt.Errorf("the gateway keys %s/%s on %s have no 32-byte %s", s.from.ns, s.fromSecret, s.from.c.Name, consts.PublicKeySecretKey)
 		}
-		pk := &netv1beta1.PublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: s.to.ns, Name: PublicKeyName}}
-		_, err := controllerutil.CreateOrPatch(ctx, s.to.c.Client, pk, func() error {
+		name, _, err := gatewayObjectName(ctx, s.to, &netv1beta1.PublicKeyList{}, "PublicKey")
+		if err != nil {
+			return err
+		}
+		pk := &netv1beta1.PublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: s.to.ns, Name: name}}
+		_, err = controllerutil.CreateOrPatch(ctx, s.to.c.Client, pk, func() error {
 			setLabels(pk, map[string]string{consts.RemoteClusterIDLabel: string(s.to.remote), consts.GatewayResourceLabel: "true", managedByLabel: managedBy})
 			pk.Spec.PublicKey = pub
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("writing PublicKey %s/%s on %s: %w", s.to.ns, PublicKeyName, s.to.c.Name, err)
+			return fmt.Errorf("writing PublicKey %s/%s on %s: %w", s.to.ns, name, s.to.c.Name, err)
 		}
 	}
 	return nil
@@ -227,18 +265,31 @@ func (p *pair) waitConnected(ctx context.Context, s side) error {
 		})
 }
 
-// removeNetwork deletes the gateways, public keys and Configurations on both sides.
+// removeNetwork deletes the gateways, public keys and Configurations on both sides: those
+// labelled for the peer, whoever made them.
 func (p *pair) removeNetwork(ctx context.Context) error {
 	for _, s := range []side{{p.provider, p.providerNS(), p.consumerID}, {p.consumer, p.consumerNS(), p.providerID}} {
-		for _, obj := range []client.Object{
-			&netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: GatewayClientName}},
-			&netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: GatewayServerName}},
-			&netv1beta1.PublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: PublicKeyName}},
-			&netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: string(s.remote)}},
-		} {
-			if err := deleteAndWait(ctx, s.c, obj, p.opts.PollInterval); err != nil {
-				return err
+		for _, list := range []client.ObjectList{&netv1beta1.GatewayClientList{}, &netv1beta1.GatewayServerList{},
+			&netv1beta1.PublicKeyList{}, &netv1beta1.ConfigurationList{}} {
+			if err := s.c.Client.List(ctx, list, client.InNamespace(s.ns), client.MatchingLabels{consts.RemoteClusterIDLabel: string(s.remote)}); err != nil {
+				return fmt.Errorf("listing the network objects of %s in %s on %s: %w", s.remote, s.ns, s.c.Name, err)
 			}
+			objs, err := meta.ExtractList(list)
+			if err != nil {
+				return fmt.Errorf("reading the network objects of %s in %s on %s: %w", s.remote, s.ns, s.c.Name, err)
+			}
+			for _, o := range objs {
+				if obj, ok := o.(client.Object); ok {
+					if err := deleteAndWait(ctx, s.c, obj, p.opts.PollInterval); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		// A Configuration written before it was labelled.
+		conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: string(s.remote)}}
+		if err := deleteAndWait(ctx, s.c, conf, p.opts.PollInterval); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
@@ -64,6 +65,15 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 		if err == nil && id.Status.KubeconfigSecretRef != nil && tenant.Status.AuthParams != nil {
 			st.Authentication = StatusEstablished
 		}
+		// Credentials issued once do not make a Tenant accepted now (its signature no longer
+		// matching the nonce, say): the provider's ForeignCluster tells whether it refuses it.
+		refused, err := p.tenantRefused(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if refused {
+			st.Authentication = StatusError
+		}
 	}
 
 	slice := &authv1beta1.ResourceSlice{}
@@ -95,6 +105,27 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 		}
 	}
 	return st, nil
+}
+
+// tenantRefused tells whether the provider refuses the consumer's Tenant, as the provider's
+// ForeignCluster for the consumer reports it (its controller checks the Tenant as the Tenant
+// reconciler does).
+func (p *pair) tenantRefused(ctx context.Context) (bool, error) {
+	fcs := &corev1beta1.ForeignClusterList{}
+	if err := p.provider.Client.List(ctx, fcs); err != nil {
+		return false, fmt.Errorf("listing the ForeignClusters of %s: %w", p.provider.Name, err)
+	}
+	for _, fc := range fcs.Items {
+		if fc.Spec.ClusterID != p.consumerID {
+			continue
+		}
+		for _, c := range fc.Status.Modules.Authentication.Conditions {
+			if c.Type == corev1beta1.AuthTenantStatusCondition && c.Status == corev1beta1.ConditionStatusError {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // exists tells whether the peering's defining objects are there: the provider's Tenant for

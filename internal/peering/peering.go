@@ -79,12 +79,6 @@ type State struct {
 const (
 	// IdentityPrefix + provider ID is the consumer's control-plane Identity.
 	IdentityPrefix = "controlplane-"
-	// GatewayServerName and GatewayClientName are the gateways in the tenant namespaces.
-	GatewayServerName = "server"
-	// GatewayClientName is the gateway client in the consumer's tenant namespace.
-	GatewayClientName = "client"
-	// PublicKeyName is the PublicKey of the other side's gateway.
-	PublicKeyName = "gw-publickey"
 	// managedByLabel marks what this package created.
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedBy      = "liqo-peering"

@@ -22,6 +22,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -213,6 +214,36 @@ func TestPeerUpdateUnpeer(t *testing.T) {
 	if err != nil || st.Offloading != peering.StatusReady {
 		t.Fatalf("after a denied re-negotiation: %+v, %v", st, err)
 	}
+
+	// A Tenant the provider refuses (its signature no longer matches the nonce) reads as an
+	// authentication Error, though its credentials were issued; the nonce put back, Established.
+	nonceKey := client.ObjectKey{Namespace: st.ProviderTenantNamespace, Name: consts.NonceSecret}
+	nonce := &corev1.Secret{}
+	if err := b.Client.Get(ctx, nonceKey, nonce); err != nil {
+		t.Fatal(err)
+	}
+	original := nonce.Data[consts.NonceKey]
+	setNonce := func(v []byte) {
+		t.Helper()
+		if err := b.Client.Get(ctx, nonceKey, nonce); err != nil {
+			t.Fatal(err)
+		}
+		nonce.Data[consts.NonceKey] = v
+		if err := b.Client.Update(ctx, nonce); err != nil {
+			t.Fatal(err)
+		}
+	}
+	authentication := func(want string) {
+		t.Helper()
+		testenv.Eventually(t, "authentication "+want, 30*time.Second, func(ctx context.Context) bool {
+			st, found, err := peering.Observe(ctx, a, b, peering.Options{})
+			return err == nil && found && st.Authentication == want
+		})
+	}
+	setNonce([]byte("c29tZXRoaW5nIGVsc2U="))
+	authentication(peering.StatusError)
+	setNonce(original)
+	authentication(peering.StatusEstablished)
 
 	// A namespace offloaded through the peering: unpeering removes its remote namespace too.
 	work := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "work"}}

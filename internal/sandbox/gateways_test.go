@@ -142,7 +142,7 @@ func TestSandboxGateways(t *testing.T) {
 
 	// The sandbox's load balancer gave the server's Service the provider's gateway host address.
 	gws := &netv1beta1.GatewayServer{}
-	if err := provider.Client.Get(ctx, client.ObjectKey{Namespace: providerNS, Name: peering.GatewayServerName}, gws); err != nil {
+	if err := provider.Client.Get(ctx, client.ObjectKey{Namespace: providerNS, Name: "consumer"}, gws); err != nil {
 		t.Fatal(err)
 	}
 	if ep := gws.Status.Endpoint; ep == nil || len(ep.Addresses) != 1 || ep.Addresses[0] != sandbox.HostAddress("provider") || ep.Port != 51840 {

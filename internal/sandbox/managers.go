@@ -34,8 +34,9 @@ type manager struct {
 }
 
 // managerArgs are the flags of a cluster's controller manager in the sandbox: the cluster's
-// name is its ID, its pod CIDR is the one its KWOK nodes use, virtual nodes run in-process,
-// and the API server calls the admission webhooks at a local address.
+// name is its ID, its pod CIDR is the one its KWOK nodes use, its external CIDR its own
+// (externalCIDRs), virtual nodes run in-process, and the API server calls the admission webhooks
+// at a local address.
 func managerArgs(c *testenv.Cluster, opts testenv.ClusterOptions, probeAddr, webhookAddr string) []string {
 	// One "--flag=value" argument each, as in the chart: tools read the flags back from the
 	// installation's record (recordInstallation) in that form.
@@ -44,6 +45,9 @@ func managerArgs(c *testenv.Cluster, opts testenv.ClusterOptions, probeAddr, web
 		"--webhook-bind-address=" + webhookAddr, "--webhook-url=https://" + webhookAddr}
 	if opts.PodCIDR != "" {
 		args = append(args, "--pod-cidr="+opts.PodCIDR)
+	}
+	if cidr := externalCIDRs[opts.Name]; cidr != "" {
+		args = append(args, "--external-cidr="+cidr)
 	}
 	return args
 }

@@ -60,6 +60,10 @@ func clusters(n int) []testenv.ClusterOptions {
 	return all[:n]
 }
 
+// externalCIDRs are the sandbox clusters' external CIDRs, each set explicitly and distinct (the
+// first is upstream's default): peering two of them remaps no external CIDR.
+var externalCIDRs = map[string]string{"consumer": "10.70.0.0/16", "provider": "10.71.0.0/16", "provider-2": "10.72.0.0/16"}
+
 // Sandbox is a state folder and the programs it uses.
 type Sandbox struct {
 	// StateDir holds the kubeconfigs, the Terraform CLI configuration and the supervisor's files.

@@ -13,10 +13,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
@@ -192,16 +194,43 @@ func (r *sandboxRun) expectLiqoctlPeering(t *testing.T, bin, when string) (liqoc
 	return p, raw
 }
 
-// TestLiqoctlPeer: a peering made by upstream liqoctl v1.2.0 against our controllers, without
-// networking (its handshake, the slice, the virtual node), shows healthy in its own `info`, and
-// its `unpeer --delete-namespaces` removes everything it made.
+// TestLiqoctlPeer: peerings made by upstream liqoctl v1.2.0 against our controllers show
+// healthy in its own `info`, and its unpeer commands remove everything they made.
+//
+// First `liqoctl peer` with networking where the sandbox runs gateways (root): Configurations
+// exchanged and remapped, gateway server and client from the default templates, public keys, a
+// Connected tunnel that carries pod traffic, then the handshake, the slice and the virtual node;
+// a namespace offloaded and unoffloaded; then `liqoctl force unpeer` on each side (as after a
+// partition) leaves nothing. Then `liqoctl peer --networking-disabled` and `liqoctl unpeer
+// --delete-namespaces`, leaving nothing. Without gateways, the networked peering is skipped.
 func TestLiqoctlPeer(t *testing.T) {
 	bin := liqoctlBin(t)
 	r := startSandbox(t, 2)
 	remote := []string{"--remote-kubeconfig", filepath.Join(r.state, "provider.kubeconfig")}
-	r.liqoctl(t, bin, "consumer", append([]string{"peer", "--networking-disabled", "--timeout", "3m"}, remote...)...)
 
-	p, raw := r.expectLiqoctlPeering(t, bin, "after liqoctl peer")
+	if r.networking {
+		start := time.Now()
+		r.liqoctl(t, bin, "consumer", append([]string{"peer", "--timeout", "3m"}, remote...)...)
+		t.Logf("liqoctl peer with networking: %s", time.Since(start).Round(100*time.Millisecond))
+		p, raw := r.expectLiqoctlPeering(t, bin, "after liqoctl peer")
+		if p.Network.Status != "Healthy" {
+			t.Errorf("liqoctl info peer provider on the consumer after liqoctl peer: network not Healthy:\n%s", raw)
+		}
+		r.expectPodTraffic(t, "liqoctl peer", [2]string{"consumer", "provider"}, [2]string{"provider", "consumer"})
+		if node := p.Offloading.VirtualNodes; len(node) == 1 {
+			r.offloadAndUnoffload(t, bin, node[0].Name)
+		}
+		r.importLiqoctlPeering(t)
+		r.liqoctl(t, bin, "consumer", append([]string{"peer", "--timeout", "3m"}, remote...)...)
+		// force unpeer is for a peer that is gone: each side forgets the other on its own.
+		r.liqoctl(t, bin, "consumer", "force", "unpeer", "provider", "--skip-confirm")
+		r.liqoctl(t, bin, "provider", "force", "unpeer", "consumer", "--skip-confirm")
+		r.expectNothingLeft(t)
+		r.expectNoPodTraffic(t, "after liqoctl force unpeer", "consumer", "provider")
+	}
+
+	r.liqoctl(t, bin, "consumer", append([]string{"peer", "--networking-disabled", "--timeout", "3m"}, remote...)...)
+	p, raw := r.expectLiqoctlPeering(t, bin, "after liqoctl peer --networking-disabled")
 	if p.Network.Status != "Disabled" {
 		t.Errorf("liqoctl info peer provider on the consumer after liqoctl peer --networking-disabled: network not Disabled:\n%s", raw)
 	}
@@ -209,12 +238,55 @@ func TestLiqoctlPeer(t *testing.T) {
 	if len(node) == 1 && !r.nodeReady(t, "consumer", node[0].Name) {
 		t.Errorf("virtual node %s is not Ready after liqoctl peer", node[0].Name)
 	}
-
-	if len(node) == 1 {
+	if len(node) == 1 && !r.networking {
 		r.offloadAndUnoffload(t, bin, node[0].Name)
 	}
-
 	r.liqoctl(t, bin, "consumer", append([]string{"unpeer", "--delete-namespaces", "--timeout", "3m"}, remote...)...)
+	r.expectNothingLeft(t)
+}
+
+// importLiqoctlPeering brings the peering liqoctl made (networking, default resources) under
+// Terraform with examples/liqoctl-import: its first plan only imports, and after the apply the
+// next plans nothing, the status reporting every module as it is; a change of resources then
+// re-negotiates the peering in place through liqoctl's own gateways (no second one beside them),
+// and destroy removes it all.
+func (r *sandboxRun) importLiqoctlPeering(t *testing.T) {
+	t.Helper()
+	const example = "liqoctl-import"
+	args := r.tfArgs(example, "consumer_kubeconfig="+filepath.Join(r.state, "consumer.kubeconfig"),
+		"provider_kubeconfig="+filepath.Join(r.state, "provider.kubeconfig"))
+	out, _, _ := r.tf(t, example, append([]string{"plan"}, args...)...)
+	if !strings.Contains(out, "Plan: 1 to import, 0 to add, 0 to change, 0 to destroy.") {
+		t.Errorf("first plan of examples/%s over the liqoctl peering: want only the import\n%s", example, out)
+	}
+	r.mustTF(t, example, append([]string{"apply", "-auto-approve"}, args...)...)
+	if out, _, code := r.tf(t, example, append([]string{"plan", "-detailed-exitcode"}, args...)...); code != 0 {
+		t.Errorf("plan after importing the liqoctl peering: exit %d, want 0 (no change)\n%s", code, out)
+	}
+	out, _, code := r.tf(t, example, "output", "-no-color", "-state="+filepath.Join(r.state, example+".tfstate"), "-json", "status")
+	var status map[string]string
+	if err := json.Unmarshal([]byte(out), &status); code != 0 || err != nil {
+		t.Fatalf("terraform output status: exit %d, %v\n%s", code, err, out)
+	}
+	want := map[string]string{"networking": "Established", "authentication": "Established", "offloading": "Ready"}
+	for k, v := range want {
+		if status[k] != v {
+			t.Errorf("status of the imported liqoctl peering: %v, want %v", status, want)
+			break
+		}
+	}
+
+	changed := append(append([]string(nil), args...), "-var", "cpu=3")
+	r.mustTF(t, example, append([]string{"apply", "-auto-approve"}, changed...)...)
+	for cluster, list := range map[string]client.ObjectList{"provider": &netv1beta1.GatewayServerList{}, "consumer": &netv1beta1.GatewayClientList{}} {
+		if err := r.clients[cluster].List(t.Context(), list); err != nil {
+			t.Fatal(err)
+		}
+		if n := meta.LenList(list); n != 1 {
+			t.Errorf("%d gateways (%T) on %s after updating the imported peering, want liqoctl's one", n, list, cluster)
+		}
+	}
+	r.mustTF(t, example, append([]string{"destroy", "-auto-approve"}, changed...)...)
 	r.expectNothingLeft(t)
 }
 

@@ -166,7 +166,7 @@ func applyAndCompare(t *testing.T, c client.Client, o *unstructured.Unstructured
 		}
 	}
 	// Gone again before the next object: both sandbox clusters have objects of the same name
-	// (their pod-cidr Network, for one), each applied to this one API server in turn.
+	// (their external-cidr Network, for one), each applied to this one API server in turn.
 	defer func() {
 		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting %s: %v", what, err)

@@ -31,6 +31,11 @@ type ConfigurationSpec struct {
 	Remote ClusterConfig `json:"remote,omitempty"`
 }
 
+// ConfigurationConditionNetworkCIDRsConfigured is the Configuration condition (upstream Liqo's
+// name) that is True once status.remote holds the remapped CIDRs of the current generation;
+// upstream liqoctl waits for it.
+const ConfigurationConditionNetworkCIDRsConfigured = "NetworkCIDRsConfigured"
+
 // ConfigurationStatus is the observed state of a Configuration.
 type ConfigurationStatus struct {
 	// Remote is the network configuration of the other cluster after remapping: how the local

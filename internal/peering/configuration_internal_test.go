@@ -1,0 +1,66 @@
+package peering
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// TestEnsureConfigurationReadsOwnNetworks: the Configuration written for a peer holds the peer's
+// own pod and external CIDRs, found by label whatever the Networks' names (upstream's
+// pod-cidr-<cidr>), not the Networks that stand for the peer's own peers; a peer without a pod
+// CIDR is an error naming the label and the flag. One API server plays both clusters: the
+// remote side's Networks are read, the local side's Configuration written.
+func TestEnsureConfigurationReadsOwnNetworks(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	c := env.Cluster("a").Client
+	ctx := t.Context()
+	for _, ns := range []string{"liqo", "liqo-tenant-cl-b"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &pair{}
+	local := side{c: Cluster{Name: "local", Client: c}, ns: "liqo-tenant-cl-b", remote: "cl-b"}
+	remote := side{c: Cluster{Name: "remote", Client: c}}
+
+	if err := p.ensureConfiguration(ctx, local, remote); err == nil ||
+		!strings.Contains(err.Error(), "remote has no pod CIDR: no Network of namespace liqo labelled ipam.liqo.io/network-type=pod-cidr") ||
+		!strings.Contains(err.Error(), "--pod-cidr") {
+		t.Errorf("ensureConfiguration without the peer's pod CIDR: %v", err)
+	}
+
+	for _, n := range (clusternet.Spec{PodCIDR: "10.120.0.0/16", ServiceCIDR: "10.96.0.0/12", ExternalCIDR: "10.71.0.0/16"}).Networks() {
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, typ := range map[string]string{"pod-cidr-10-99-0-0-16": "pod-cidr", "external-cidr-cl-c": "external-cidr"} {
+		n := &ipamv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: name,
+			Labels: map[string]string{"ipam.liqo.io/network-type": typ, "liqo.io/remote-cluster-id": "cl-c"}},
+			Spec: ipamv1alpha1.NetworkSpec{CIDR: "10.99.0.0/16"}}
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.ensureConfiguration(ctx, local, remote); err != nil {
+		t.Fatal(err)
+	}
+	conf := &netv1beta1.Configuration{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-cl-b", Name: "cl-b"}, conf); err != nil {
+		t.Fatal(err)
+	}
+	if got := conf.Spec.Remote.CIDR; !slices.Equal(got.Pod, []netv1beta1.CIDR{"10.120.0.0/16"}) ||
+		!slices.Equal(got.External, []netv1beta1.CIDR{"10.71.0.0/16"}) {
+		t.Errorf("Configuration's remote CIDRs: pod %v external %v, want [10.120.0.0/16] [10.71.0.0/16]", got.Pod, got.External)
+	}
+}
