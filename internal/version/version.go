@@ -6,5 +6,16 @@ package version
 // Version is the project's version, without a leading "v".
 const Version = "0.1.0"
 
+// Registry is the repository the project's images are published under: an image is
+// Registry/<name>:Version (internal/images builds them; the chart's values.yaml names them).
+const Registry = "ghcr.io/peerkit"
+
 // ControllerManagerImage is the controller manager's image at this version.
-const ControllerManagerImage = "ghcr.io/peerkit/liqo-controller-manager:" + Version
+const ControllerManagerImage = Registry + "/liqo-controller-manager:" + Version
+
+// GatewayImage is the WireGuard gateway's image at this version.
+const GatewayImage = Registry + "/liqo-gateway:" + Version
+
+// VirtualKubeletImage is the virtual kubelet's image at this version (the chart's
+// virtualKubelet.image, run per virtual node when virtualKubelet.mode is deployment).
+const VirtualKubeletImage = Registry + "/liqo-virtual-kubelet:" + Version

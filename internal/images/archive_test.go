@@ -1,0 +1,142 @@
+package images_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/images"
+)
+
+// TestWriteArchive: the archive is an OCI image layout whose index names the image for
+// containerd (full reference) and the layout (tag), with the image's own manifest (same digest
+// as built), and a Docker manifest.json tagging the same config and layers; its tar entries are
+// sorted, with fixed times and owners, and writing it again gives the same bytes.
+func TestWriteArchive(t *testing.T) {
+	bundle, _ := caBundle(t)
+	c := images.Component{Name: "liqo-test", NonRoot: true}
+	img := build(t, c, hello, images.Options{CABundle: bundle, Created: created})
+	ref := c.Reference("registry.example:5000/peerkit")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out", "liqo-test.tar")
+	if err := images.WriteArchive(t.Context(), path, ref, img); err != nil {
+		t.Fatal(err)
+	}
+
+	// The tar itself.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	layoutDir := filepath.Join(dir, "layout")
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		if !h.ModTime.Equal(created) || h.Uid != 0 || h.Gid != 0 {
+			t.Errorf("%s: modified %v, owner %d:%d; want %v, 0:0", h.Name, h.ModTime, h.Uid, h.Gid, created)
+		}
+		target := filepath.Join(layoutDir, filepath.FromSlash(h.Name))
+		if h.Typeflag == tar.TypeDir {
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(target, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.IsSorted(names) {
+		t.Errorf("entries not sorted: %q", names)
+	}
+	for _, want := range []string{"oci-layout", "index.json", "manifest.json", "blobs/", "blobs/sha256/"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no %s in %q", want, names)
+		}
+	}
+
+	// Read as an OCI image layout.
+	idx, err := layout.ImageIndexFromPath(layoutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 {
+		t.Fatalf("index of %d manifests, want 1", len(im.Manifests))
+	}
+	d := im.Manifests[0]
+	if d.Annotations[images.ImageNameAnnotation] != ref || d.Annotations[images.RefNameAnnotation] != "0.1.0" {
+		t.Errorf("index annotations %v, want %s=%s and %s=0.1.0", d.Annotations, images.ImageNameAnnotation, ref, images.RefNameAnnotation)
+	}
+	if d.Platform == nil || d.Platform.OS != "linux" || d.Platform.Architecture != "amd64" {
+		t.Errorf("index platform %v, want linux/amd64", d.Platform)
+	}
+	fromLayout, err := idx.Image(d.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Image(fromLayout); err != nil {
+		t.Errorf("the layout's image is invalid: %v", err)
+	}
+	if d.Digest != digest(t, img) {
+		t.Errorf("the layout's image is %s, want %s", d.Digest, digest(t, img))
+	}
+
+	// Read as a Docker archive, by its tag.
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDocker, err := tarball.ImageFromPath(path, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Image(fromDocker); err != nil {
+		t.Errorf("the Docker archive's image is invalid: %v", err)
+	}
+	wantConfig, _ := img.ConfigName()
+	if got, _ := fromDocker.ConfigName(); got != wantConfig {
+		t.Errorf("the Docker archive's config is %s, want %s", got, wantConfig)
+	}
+
+	// Written again: the same bytes.
+	again := filepath.Join(dir, "again.tar")
+	if err := images.WriteArchive(t.Context(), again, ref, build(t, c, hello, images.Options{CABundle: bundle, Created: created})); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(again); err != nil || !bytes.Equal(b, data) {
+		t.Errorf("a second archive of the same image differs (%v)", err)
+	}
+
+	if err := images.WriteArchive(t.Context(), filepath.Join(dir, "x.tar"), "liqo-test", img); err == nil {
+		t.Error("a reference without registry and tag was accepted")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "out", "*.tmp")); len(left) > 0 {
+		t.Errorf("temporary files left behind: %q", left)
+	}
+}
