@@ -233,7 +233,7 @@ func TestAccNetworkConfigurationWaitTimeout(t *testing.T) {
   timeouts {
     update = "2s"
   }`),
-				ExpectError: regexp.MustCompile(`(?s)waited 2s.*conditions Ready=True \(NoOverlap: ok\)\s+\(condition\s+Ready\s+observed\s+generation\s+1,\s+the\s+object\s+is\s+at\s+2\)`),
+				ExpectError: regexp.MustCompile(`(?s)waited 2s.*conditions\s+NetworkCIDRsConfigured=True\s+\(NoOverlap: ok\)\s+\(condition\s+NetworkCIDRsConfigured\s+observed\s+generation\s+1,\s+the\s+object\s+is\s+at\s+2\)`),
 			},
 		},
 	})
