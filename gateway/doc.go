@@ -4,7 +4,8 @@
 //
 //   - tunnel: the wireguard-go device on a TUN interface, configured through wgctrl;
 //   - netcfg: addresses, MTU, routes and policy-routing rules through netlink;
-//   - nat: NETMAP rules for remapped CIDRs and the TCP MSS clamp, through go-iptables;
+//   - nat: prefix NAT for remapped CIDRs and the TCP MSS clamp, in an nftables table of its own
+//     written through netlink (no iptables binary in the image);
 //   - probe: a UDP echo through the tunnel that measures its latency;
 //   - agent: watches the peering's objects in the tenant namespace, drives the others and writes
 //     the Connection.

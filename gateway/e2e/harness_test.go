@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -22,8 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -54,19 +55,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// requireNetAdmin skips the test unless it runs as root with TUN, ip and iptables available.
+// requireNetAdmin skips the test unless it runs as root with TUN and ip available.
 func requireNetAdmin(tb testing.TB) {
 	tb.Helper()
 	if os.Geteuid() != 0 {
-		tb.Skip("needs root: creates network namespaces, TUN devices and iptables rules")
+		tb.Skip("needs root: creates network namespaces, TUN devices and nftables rules")
 	}
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		tb.Skip("needs /dev/net/tun")
 	}
-	for _, bin := range []string{"ip", "iptables"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			tb.Skipf("needs %s on PATH", bin)
-		}
+	if _, err := exec.LookPath("ip"); err != nil {
+		tb.Skip("needs ip on PATH")
 	}
 }
 
@@ -381,12 +380,13 @@ func linkExists(ns, ifc string) bool {
 	return exec.Command("ip", "-n", ns, "link", "show", ifc).Run() == nil
 }
 
-// iptablesSave dumps the rules of netns ns.
-func iptablesSave(tb testing.TB, ns string) string {
-	tb.Helper()
-	out, err := inNS(ns, "iptables-save").CombinedOutput()
-	if err != nil {
-		tb.Fatalf("iptables-save in %s: %v\n%s", ns, err, out)
-	}
-	return string(bytes.TrimSpace(out))
+// gatewayRules reads the nftables table of the gateway with tunnel interface ifc in netns ns;
+// nat.ErrNoTable when it has none.
+func gatewayRules(ns, ifc string) (nat.State, error) {
+	var st nat.State
+	err := netns.Do(netns.Named(ns), func() (err error) {
+		st, err = nat.Rules{Interface: ifc}.Installed()
+		return err
+	})
+	return st, err
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
+	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -55,8 +57,8 @@ func TestPodToPod(t *testing.T) {
 		}
 	}
 	// The MSS clamp is in place.
-	if rules := iptablesSave(t, topo.a.host); !strings.Contains(rules, "TCPMSS --set-mss 1400") {
-		t.Errorf("no MSS clamp in the server host's rules:\n%s", rules)
+	if st, err := gatewayRules(topo.a.host, p.serverIf); err != nil || st.ClampMSS != 1400 {
+		t.Errorf("server gateway's rules %+v (%v): want an MSS clamp to 1400", st, err)
 	}
 
 	// Clean shutdown: interface, rules and UAPI socket go away.
@@ -67,8 +69,8 @@ func TestPodToPod(t *testing.T) {
 	if linkExists(topo.a.host, p.serverIf) {
 		t.Errorf("interface %s still exists after shutdown", p.serverIf)
 	}
-	if rules := iptablesSave(t, topo.a.host); strings.Contains(rules, "LIQO-") {
-		t.Errorf("rules left after shutdown:\n%s", rules)
+	if st, err := gatewayRules(topo.a.host, p.serverIf); !errors.Is(err, nat.ErrNoTable) {
+		t.Errorf("rules left after shutdown: %+v (%v)", st, err)
 	}
 	if _, err := os.Stat(tunnel.SocketPath(p.serverIf)); !os.IsNotExist(err) {
 		t.Errorf("UAPI socket %s left after shutdown (%v)", tunnel.SocketPath(p.serverIf), err)
@@ -112,8 +114,8 @@ func TestRemapSamePodCIDR(t *testing.T) {
 	if out, ok := ping(topo.a.pod, topo.b.podIP, 1); ok {
 		t.Errorf("b's real pod address answered from a's pod, through the overlap:\n%s", out)
 	}
-	if rules := iptablesSave(t, topo.a.host); !strings.Contains(rules, "NETMAP") {
-		t.Errorf("no NETMAP rules on a's gateway host:\n%s", rules)
+	if st, err := gatewayRules(topo.a.host, p.serverIf); err != nil || st.Netmaps != 2 {
+		t.Errorf("a's gateway rules %+v (%v): want 2 prefix NATs (one remap)", st, err)
 	}
 }
 

@@ -1,28 +1,34 @@
-// Package nat writes a gateway's iptables rules through go-iptables: NETMAP rules for the remote
-// networks the local cluster remaps, and a TCP MSS clamp on the tunnel.
+// Package nat writes a gateway's packet rules through nftables (netlink, no binary needed, so the
+// gateway image holds nothing but the gateway): NETMAP-style prefix NAT for the remote networks
+// the local cluster remaps, and a TCP MSS clamp on the tunnel.
 //
 // A remap says the local cluster sees a remote network Real (e.g. 10.1.0.0/16, overlapping its
 // own pods) as Mapped (e.g. 10.71.0.0/16). The gateway translates on its own, from the local
 // Configuration alone:
 //
 //   - local to remote: connections to Mapped are marked, their destination is mapped back to Real
-//     (nat PREROUTING), and the mark routes them into the tunnel through a policy-routing table
-//     (the main table would send Real to the local pods when the networks overlap);
+//     (dnat prefix in prerouting), and the mark routes them into the tunnel through a
+//     policy-routing table (the main table would send Real to the local pods when the networks
+//     overlap);
 //   - remote to local: connections coming out of the tunnel are marked, and their source in Real
-//     is mapped to Mapped on the way to the local pods (nat POSTROUTING);
+//     is mapped to Mapped on the way to the local pods (snat prefix in postrouting);
 //   - replies follow conntrack, and the restored mark sends replies of remote connections back into
 //     the tunnel.
 //
-// Every rule lives in chains of the gateway's own, named after its interface and hooked into the
-// built-in chains, so that Sync and Remove never touch anybody else's rules.
+// Every rule lives in one nftables table of the gateway's own (family ip, named after its
+// interface), so that Sync replaces it atomically and Remove never touches anybody else's rules
+// (kube-proxy's, a CNI's, another gateway's).
 package nat
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
-	"strconv"
 
-	"github.com/coreos/go-iptables/iptables"
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
 )
 
 // Remap is one remote network and how the local cluster sees it.
@@ -46,113 +52,312 @@ type Rules struct {
 	Remaps []Remap
 }
 
-type chain struct{ table, builtin, name string }
+// TablePrefix starts the name of every gateway's table ("liqo-" + interface).
+const TablePrefix = "liqo-"
 
-func (r Rules) chains() []chain {
-	return []chain{
-		{"mangle", "PREROUTING", "LIQO-" + r.Interface + "-MPRE"},
-		{"mangle", "FORWARD", "LIQO-" + r.Interface + "-MFWD"},
-		{"nat", "PREROUTING", "LIQO-" + r.Interface + "-NPRE"},
-		{"nat", "POSTROUTING", "LIQO-" + r.Interface + "-NPOS"},
+// Table is the name of the gateway's nftables table (family ip).
+func (r Rules) Table() string { return TablePrefix + r.Interface }
+
+// Chain names in the gateway's table, one per hook.
+const (
+	ChainMangleForward    = "mangle-forward"
+	ChainManglePrerouting = "mangle-prerouting"
+	ChainNATPrerouting    = "nat-prerouting"
+	ChainNATPostrouting   = "nat-postrouting"
+)
+
+// chains are the table's base chains, at the priorities of iptables' mangle and nat tables.
+func chains(t *nftables.Table) map[string]*nftables.Chain {
+	base := func(name string, typ nftables.ChainType, hook *nftables.ChainHook, prio *nftables.ChainPriority) *nftables.Chain {
+		return &nftables.Chain{Name: name, Table: t, Type: typ, Hooknum: hook, Priority: prio}
+	}
+	return map[string]*nftables.Chain{
+		ChainMangleForward:    base(ChainMangleForward, nftables.ChainTypeFilter, nftables.ChainHookForward, nftables.ChainPriorityMangle),
+		ChainManglePrerouting: base(ChainManglePrerouting, nftables.ChainTypeFilter, nftables.ChainHookPrerouting, nftables.ChainPriorityMangle),
+		ChainNATPrerouting:    base(ChainNATPrerouting, nftables.ChainTypeNAT, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest),
+		ChainNATPostrouting:   base(ChainNATPostrouting, nftables.ChainTypeNAT, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource),
 	}
 }
 
-func (r Rules) rules() map[string][][]string {
-	ch := r.chains()
-	mark := strconv.Itoa(r.Mark)
-	out := map[string][][]string{}
-	mss := strconv.Itoa(r.MTU - 40)
-	minMSS := strconv.Itoa(r.MTU - 39)
-	out[ch[1].name] = [][]string{
-		{"-o", r.Interface, "-p", "tcp", "--tcp-flags", "SYN,RST", "SYN", "-m", "tcpmss", "--mss", minMSS + ":65535", "-j", "TCPMSS", "--set-mss", mss},
-		{"-i", r.Interface, "-p", "tcp", "--tcp-flags", "SYN,RST", "SYN", "-m", "tcpmss", "--mss", minMSS + ":65535", "-j", "TCPMSS", "--set-mss", mss},
+// chainOrder is the order chains are written in (a fixed one, for stable batches).
+var chainOrder = []string{ChainMangleForward, ChainManglePrerouting, ChainNATPrerouting, ChainNATPostrouting}
+
+// rules are the expressions of each chain's rules, in order.
+func (r Rules) rules() (map[string][][]expr.Any, error) {
+	if r.MTU <= 40 || r.MTU > 65535 {
+		return nil, fmt.Errorf("tunnel MTU %d is out of range (41-65535)", r.MTU)
 	}
+	out := map[string][][]expr.Any{}
+	mss := uint16(r.MTU - 40) //nolint:gosec // checked to be within 1-65495 above
+	clamp := func(dir expr.MetaKey) []expr.Any {
+		return concat(ifname(dir, r.Interface, expr.CmpOpEq), tcpSYN(), mssAtLeast(mss+1), setMSS(mss))
+	}
+	out[ChainMangleForward] = [][]expr.Any{clamp(expr.MetaKeyOIFNAME), clamp(expr.MetaKeyIIFNAME)}
 	if len(r.Remaps) == 0 {
-		return out
+		return out, nil
 	}
-	out[ch[0].name] = append(out[ch[0].name],
-		[]string{"-i", r.Interface, "-m", "conntrack", "--ctstate", "NEW", "-j", "CONNMARK", "--set-mark", mark})
+	mark := uint32(r.Mark) //nolint:gosec // a routing table number, validated by the agent's options
+	pre := [][]expr.Any{concat(ifname(expr.MetaKeyIIFNAME, r.Interface, expr.CmpOpEq), ctStateNew(), setCtMark(mark))}
 	for _, m := range r.Remaps {
-		out[ch[0].name] = append(out[ch[0].name],
-			[]string{"!", "-i", r.Interface, "-d", m.Mapped.String(), "-m", "conntrack", "--ctstate", "NEW", "-j", "CONNMARK", "--set-mark", mark})
-		out[ch[2].name] = append(out[ch[2].name],
-			[]string{"!", "-i", r.Interface, "-d", m.Mapped.String(), "-j", "NETMAP", "--to", m.Real.String()})
-		out[ch[3].name] = append(out[ch[3].name],
-			[]string{"!", "-o", r.Interface, "-m", "connmark", "--mark", mark, "-s", m.Real.String(), "-j", "NETMAP", "--to", m.Mapped.String()})
+		real, mapped, err := v4(m)
+		if err != nil {
+			return nil, err
+		}
+		notFromTunnel := ifname(expr.MetaKeyIIFNAME, r.Interface, expr.CmpOpNeq)
+		pre = append(pre, concat(notFromTunnel, addrIn(dstOffset, mapped), ctStateNew(), setCtMark(mark)))
+		out[ChainNATPrerouting] = append(out[ChainNATPrerouting],
+			concat(notFromTunnel, addrIn(dstOffset, mapped), netmap(expr.NATTypeDestNAT, real)))
+		out[ChainNATPostrouting] = append(out[ChainNATPostrouting],
+			concat(ifname(expr.MetaKeyOIFNAME, r.Interface, expr.CmpOpNeq), ctMarkIs(mark), addrIn(srcOffset, real), netmap(expr.NATTypeSourceNAT, mapped)))
 	}
-	out[ch[0].name] = append(out[ch[0].name],
-		[]string{"!", "-i", r.Interface, "-m", "connmark", "--mark", mark, "-j", "MARK", "--set-mark", mark})
-	return out
+	out[ChainManglePrerouting] = append(pre, concat(ifname(expr.MetaKeyIIFNAME, r.Interface, expr.CmpOpNeq), ctMarkIs(mark), setMark(mark)))
+	return out, nil
 }
 
-// Sync writes the rules: it creates the gateway's chains and their jumps when missing and
-// replaces the chains' contents.
+// Sync writes the rules: it replaces the gateway's table, in one transaction, with one holding
+// exactly these rules.
 func (r Rules) Sync() error {
-	ipt, err := iptables.New()
+	rules, err := r.rules()
 	if err != nil {
-		return fmt.Errorf("opening iptables: %w", err)
+		return fmt.Errorf("nftables table %s: %w", r.Table(), err)
 	}
-	rules := r.rules()
-	for _, c := range r.chains() {
-		exists, err := ipt.ChainExists(c.table, c.name)
-		if err != nil {
-			return fmt.Errorf("checking chain %s/%s: %w", c.table, c.name, err)
+	conn, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("opening nftables: %w", err)
+	}
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: r.Table()}
+	// Adding first makes the deletion valid when the table does not exist yet.
+	conn.AddTable(t)
+	conn.DelTable(t)
+	conn.AddTable(t)
+	cs := chains(t)
+	for _, name := range chainOrder {
+		c := conn.AddChain(cs[name])
+		for _, exprs := range rules[name] {
+			conn.AddRule(&nftables.Rule{Table: t, Chain: c, Exprs: exprs})
 		}
-		if exists {
-			err = ipt.ClearChain(c.table, c.name)
-		} else {
-			err = ipt.NewChain(c.table, c.name)
-		}
-		if err != nil {
-			return fmt.Errorf("preparing chain %s/%s: %w", c.table, c.name, err)
-		}
-		for _, rule := range rules[c.name] {
-			if err := ipt.Append(c.table, c.name, rule...); err != nil {
-				return fmt.Errorf("adding rule %v to %s/%s: %w", rule, c.table, c.name, err)
-			}
-		}
-		jumped, err := ipt.Exists(c.table, c.builtin, "-j", c.name)
-		if err != nil {
-			return fmt.Errorf("checking jump to %s from %s/%s: %w", c.name, c.table, c.builtin, err)
-		}
-		if !jumped {
-			if err := ipt.Insert(c.table, c.builtin, 1, "-j", c.name); err != nil {
-				return fmt.Errorf("adding jump to %s from %s/%s: %w", c.name, c.table, c.builtin, err)
-			}
-		}
+	}
+	if err := conn.Flush(); err != nil {
+		return fmt.Errorf("writing nftables table %s: %w", r.Table(), err)
 	}
 	return nil
 }
 
-// Remove deletes the gateway's chains and their jumps. Missing ones are not an error.
+// Remove deletes the gateway's table. A missing one is not an error.
 func (r Rules) Remove() error {
-	ipt, err := iptables.New()
+	conn, err := nftables.New()
 	if err != nil {
-		return fmt.Errorf("opening iptables: %w", err)
+		return fmt.Errorf("opening nftables: %w", err)
 	}
-	for _, c := range r.chains() {
-		exists, err := ipt.ChainExists(c.table, c.name)
-		if err != nil {
-			return fmt.Errorf("checking chain %s/%s: %w", c.table, c.name, err)
-		}
-		if !exists {
-			continue // with the nft backend, a jump to a missing chain cannot even be looked for
-		}
-		if err := ipt.DeleteIfExists(c.table, c.builtin, "-j", c.name); err != nil {
-			return fmt.Errorf("removing jump to %s from %s/%s: %w", c.name, c.table, c.builtin, err)
-		}
-		if err := ipt.ClearAndDeleteChain(c.table, c.name); err != nil {
-			return fmt.Errorf("removing chain %s/%s: %w", c.table, c.name, err)
-		}
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: r.Table()}
+	conn.AddTable(t)
+	conn.DelTable(t)
+	if err := conn.Flush(); err != nil {
+		return fmt.Errorf("removing nftables table %s: %w", r.Table(), err)
 	}
 	return nil
 }
 
-// Chains lists the table/chain names the rules use, for tests and diagnostics.
-func (r Rules) Chains() []string {
-	var out []string
-	for _, c := range r.chains() {
-		out = append(out, c.table+"/"+c.name)
+// Header offsets of IPv4 addresses.
+const (
+	srcOffset = 12
+	dstOffset = 16
+)
+
+func concat(parts ...[]expr.Any) []expr.Any {
+	var out []expr.Any
+	for _, p := range parts {
+		out = append(out, p...)
 	}
 	return out
+}
+
+// v4 checks that both networks of a remap are IPv4 and have the same size.
+func v4(m Remap) (real, mapped net.IPNet, err error) {
+	for _, n := range []*net.IPNet{&m.Real, &m.Mapped} {
+		if n.IP.To4() == nil || len(n.Mask) != net.IPv4len && len(n.Mask) != net.IPv6len {
+			return real, mapped, fmt.Errorf("remap %s to %s: only IPv4 networks are supported", m.Real.String(), m.Mapped.String())
+		}
+	}
+	ro, rb := m.Real.Mask.Size()
+	mo, mb := m.Mapped.Mask.Size()
+	if ro != mo || rb-ro != mb-mo {
+		return real, mapped, fmt.Errorf("remap %s to %s: the networks differ in size", m.Real.String(), m.Mapped.String())
+	}
+	norm := func(n net.IPNet) net.IPNet {
+		mask := net.CIDRMask(ro, 32)
+		return net.IPNet{IP: n.IP.To4().Mask(mask), Mask: mask}
+	}
+	return norm(m.Real), norm(m.Mapped), nil
+}
+
+// ifname matches the input or output interface name (op: equal or not).
+func ifname(key expr.MetaKey, name string, op expr.CmpOp) []expr.Any {
+	data := make([]byte, unix.IFNAMSIZ)
+	copy(data, name)
+	return []expr.Any{
+		&expr.Meta{Key: key, Register: 1},
+		&expr.Cmp{Op: op, Register: 1, Data: data},
+	}
+}
+
+// addrIn matches the source or destination address (offset) against a network.
+func addrIn(offset uint32, n net.IPNet) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: net.IPv4len},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: net.IPv4len, Mask: []byte(n.Mask), Xor: make([]byte, net.IPv4len)},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte(n.IP.To4())},
+	}
+}
+
+// ctStateNew matches the first packet of a connection.
+func ctStateNew() []expr.Any {
+	return []expr.Any{
+		&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: native32(expr.CtStateBitNEW), Xor: make([]byte, 4)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: make([]byte, 4)},
+	}
+}
+
+// setCtMark sets the connection's mark.
+func setCtMark(mark uint32) []expr.Any {
+	return []expr.Any{
+		&expr.Immediate{Register: 1, Data: native32(mark)},
+		&expr.Ct{Register: 1, Key: expr.CtKeyMARK, SourceRegister: true},
+	}
+}
+
+// ctMarkIs matches connections with the mark.
+func ctMarkIs(mark uint32) []expr.Any {
+	return []expr.Any{
+		&expr.Ct{Register: 1, Key: expr.CtKeyMARK},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: native32(mark)},
+	}
+}
+
+// setMark sets the packet's fwmark, which policy routing reads.
+func setMark(mark uint32) []expr.Any {
+	return []expr.Any{
+		&expr.Immediate{Register: 1, Data: native32(mark)},
+		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: 1},
+	}
+}
+
+// netmap translates the address to the same host in network n (nft's "ip prefix to").
+func netmap(typ expr.NATType, n net.IPNet) []expr.Any {
+	first := n.IP.To4()
+	last := make(net.IP, net.IPv4len)
+	for i := range last {
+		last[i] = first[i] | ^n.Mask[len(n.Mask)-net.IPv4len+i]
+	}
+	return []expr.Any{
+		&expr.Immediate{Register: 1, Data: []byte(first)},
+		&expr.Immediate{Register: 2, Data: []byte(last)},
+		&expr.NAT{Type: typ, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegAddrMax: 2, Prefix: true},
+	}
+}
+
+// tcpSYN matches TCP segments with SYN set and RST not set.
+func tcpSYN() []expr.Any {
+	const syn, rst = 0x02, 0x04
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{syn | rst}, Xor: []byte{0}},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{syn}},
+	}
+}
+
+// TCP option "maximum segment size": kind 2, its value 2 bytes in.
+const (
+	tcpOptMSS       = 2
+	tcpOptMSSOffset = 2
+	tcpOptMSSLen    = 2
+)
+
+// mssAtLeast matches segments whose MSS option is at least min (none without the option).
+func mssAtLeast(minMSS uint16) []expr.Any {
+	return []expr.Any{
+		&expr.Exthdr{Op: expr.ExthdrOpTcpopt, Type: tcpOptMSS, Offset: tcpOptMSSOffset, Len: tcpOptMSSLen, DestRegister: 1},
+		&expr.Cmp{Op: expr.CmpOpGte, Register: 1, Data: binary.BigEndian.AppendUint16(nil, minMSS)},
+	}
+}
+
+// setMSS rewrites the MSS option.
+func setMSS(mss uint16) []expr.Any {
+	return []expr.Any{
+		&expr.Immediate{Register: 1, Data: binary.BigEndian.AppendUint16(nil, mss)},
+		&expr.Exthdr{Op: expr.ExthdrOpTcpopt, Type: tcpOptMSS, Offset: tcpOptMSSOffset, Len: tcpOptMSSLen, SourceRegister: 1},
+	}
+}
+
+// native32 encodes marks and conntrack state bits as the kernel holds them (host order).
+func native32(v uint32) []byte {
+	return binary.NativeEndian.AppendUint32(nil, v)
+}
+
+// ErrNoTable is returned by Installed when the gateway has no table.
+var ErrNoTable = errors.New("no nftables table")
+
+// State is what the kernel holds of a gateway's table, for tests and diagnostics.
+type State struct {
+	// Rules counts the rules of each chain.
+	Rules map[string]int
+	// ClampMSS is the value the forward chain writes into TCP's MSS option (0: no clamp).
+	ClampMSS int
+	// Netmaps counts the prefix NAT expressions (two per remap).
+	Netmaps int
+}
+
+// Installed reads the gateway's table back from the kernel; ErrNoTable when it does not exist.
+func (r Rules) Installed() (State, error) {
+	conn, err := nftables.New()
+	if err != nil {
+		return State{}, fmt.Errorf("opening nftables: %w", err)
+	}
+	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return State{}, fmt.Errorf("listing nftables tables: %w", err)
+	}
+	var t *nftables.Table
+	for _, candidate := range tables {
+		if candidate.Name == r.Table() {
+			t = candidate
+		}
+	}
+	if t == nil {
+		return State{}, fmt.Errorf("table %s: %w", r.Table(), ErrNoTable)
+	}
+	st := State{Rules: map[string]int{}}
+	for _, name := range chainOrder {
+		rules, err := conn.GetRules(t, &nftables.Chain{Name: name, Table: t})
+		if err != nil {
+			return State{}, fmt.Errorf("reading chain %s of table %s: %w", name, r.Table(), err)
+		}
+		st.Rules[name] = len(rules)
+		for _, rule := range rules {
+			st.read(rule.Exprs)
+		}
+	}
+	return st, nil
+}
+
+// read notes the clamp's value and the prefix NATs of one rule.
+func (st *State) read(exprs []expr.Any) {
+	var value []byte
+	for _, e := range exprs {
+		switch e := e.(type) {
+		case *expr.Immediate:
+			value = e.Data
+		case *expr.Exthdr:
+			if e.SourceRegister != 0 && e.Type == tcpOptMSS && len(value) == tcpOptMSSLen {
+				st.ClampMSS = int(binary.BigEndian.Uint16(value))
+			}
+		case *expr.NAT:
+			if e.Prefix {
+				st.Netmaps++
+			}
+		}
+	}
 }

@@ -23,10 +23,12 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
 
-// DefaultImage is the gateway image when the controller names none.
-const DefaultImage = "ghcr.io/peerkit/liqo-gateway:latest"
+// DefaultImage is the gateway image when the controller names none: the one `make images`
+// builds for this version.
+const DefaultImage = version.GatewayImage
 
 // Params describe one gateway's workload.
 type Params struct {

@@ -57,7 +57,7 @@ type Component struct {
 // Components are the project's images, in the order they are built.
 //
 // The gateway runs as root: it creates the WireGuard interface (/dev/net/tun), routes and
-// iptables rules, and its Deployment grants it NET_ADMIN (gateway/workload). The controller
+// nftables rules (through netlink: the image needs no other binary), and its Deployment grants it NET_ADMIN (gateway/workload). The controller
 // manager and the virtual kubelet run as NonRootUser (the chart and the virtual kubelet's
 // Deployment set runAsNonRoot).
 var Components = []Component{

@@ -1,0 +1,162 @@
+package nat
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/google/nftables/expr"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/netns"
+)
+
+func cidr(t *testing.T, s string) net.IPNet {
+	t.Helper()
+	_, n, err := net.ParseCIDR(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *n
+}
+
+func remapRules(t *testing.T) Rules {
+	return Rules{Interface: "liqo-test0", Mark: 1234, MTU: 1440, Remaps: []Remap{
+		{Real: cidr(t, "10.1.0.0/16"), Mapped: cidr(t, "10.71.0.0/16")},
+		{Real: cidr(t, "10.2.0.0/16"), Mapped: cidr(t, "10.72.0.0/16")},
+	}}
+}
+
+// TestRulesShape: the clamp is always there; remaps add marking, and one DNAT and one SNAT each.
+func TestRulesShape(t *testing.T) {
+	plain := remapRules(t)
+	plain.Remaps = nil
+	got, err := plain.rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got[ChainMangleForward]) != 2 || len(got[ChainManglePrerouting]) != 0 || len(got[ChainNATPrerouting]) != 0 {
+		t.Errorf("without remaps: %d/%d/%d rules in forward/prerouting/nat, want 2/0/0",
+			len(got[ChainMangleForward]), len(got[ChainManglePrerouting]), len(got[ChainNATPrerouting]))
+	}
+	got, err = remapRules(t).rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From the tunnel, one per remap, restore.
+	if n := len(got[ChainManglePrerouting]); n != 4 {
+		t.Errorf("%d mangle prerouting rules, want 4", n)
+	}
+	if n, m := len(got[ChainNATPrerouting]), len(got[ChainNATPostrouting]); n != 2 || m != 2 {
+		t.Errorf("%d/%d nat rules, want 2/2", n, m)
+	}
+}
+
+// TestRulesRejectBadInput: remaps of different sizes or IPv6, and impossible MTUs, are errors
+// that name what is wrong.
+func TestRulesRejectBadInput(t *testing.T) {
+	for name, tc := range map[string]struct {
+		r    Rules
+		want string
+	}{
+		"sizes differ": {Rules{Interface: "x", MTU: 1400, Remaps: []Remap{{Real: cidr(t, "10.1.0.0/16"), Mapped: cidr(t, "10.71.0.0/24")}}}, "differ in size"},
+		"ipv6":         {Rules{Interface: "x", MTU: 1400, Remaps: []Remap{{Real: cidr(t, "fd00::/64"), Mapped: cidr(t, "fd01::/64")}}}, "only IPv4"},
+		"mtu":          {Rules{Interface: "x", MTU: 20}, "MTU 20"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := tc.r.rules()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNetmapRange: the NAT range is the network's first and last address.
+func TestNetmapRange(t *testing.T) {
+	exprs := netmap(expr.NATTypeDestNAT, cidr(t, "10.71.0.0/16"))
+	first, last := exprs[0].(*expr.Immediate), exprs[1].(*expr.Immediate)
+	if !bytes.Equal(first.Data, []byte{10, 71, 0, 0}) || !bytes.Equal(last.Data, []byte{10, 71, 255, 255}) {
+		t.Errorf("range %v-%v, want 10.71.0.0-10.71.255.255", net.IP(first.Data), net.IP(last.Data))
+	}
+	if nat := exprs[2].(*expr.NAT); !nat.Prefix || nat.Type != expr.NATTypeDestNAT {
+		t.Errorf("nat expression %+v, want a prefix DNAT", nat)
+	}
+}
+
+// inNewNetns runs fn in a fresh network namespace (as root).
+func inNewNetns(t *testing.T, fn func() error) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: writes nftables rules in a network namespace")
+	}
+	name := "lqnat-" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")
+	if len(name) > 30 {
+		name = name[:30]
+	}
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v\n%s", name, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	if err := netns.Do(netns.Named(name), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSyncReplaceRemove writes the table in the kernel, replaces it, and removes it; removing a
+// missing table is not an error.
+func TestSyncReplaceRemove(t *testing.T) {
+	inNewNetns(t, func() error {
+		r := remapRules(t)
+		if err := r.Sync(); err != nil {
+			return err
+		}
+		if err := r.Sync(); err != nil { // a second Sync replaces, it does not add
+			return err
+		}
+		got, err := r.Installed()
+		if err != nil {
+			return err
+		}
+		for chain, want := range map[string]int{ChainMangleForward: 2, ChainManglePrerouting: 4, ChainNATPrerouting: 2, ChainNATPostrouting: 2} {
+			if got.Rules[chain] != want {
+				t.Errorf("chain %s: %d rules in the kernel, want %d", chain, got.Rules[chain], want)
+			}
+		}
+		if got.ClampMSS != 1400 {
+			t.Errorf("MSS clamp sets %d, want 1400", got.ClampMSS)
+		}
+		if got.Netmaps != 4 {
+			t.Errorf("%d prefix NAT expressions in the kernel, want 4", got.Netmaps)
+		}
+
+		r.Remaps = nil
+		if err := r.Sync(); err != nil {
+			return err
+		}
+		if got, err = r.Installed(); err != nil {
+			return err
+		}
+		if got.Netmaps != 0 || got.Rules[ChainManglePrerouting] != 0 || got.ClampMSS != 1400 {
+			t.Errorf("after the remaps went: %+v, want only the clamp", got)
+		}
+
+		other := Rules{Interface: "liqo-other", MTU: 1400}
+		if err := other.Sync(); err != nil {
+			return err
+		}
+		if err := r.Remove(); err != nil {
+			return err
+		}
+		if _, err := r.Installed(); !errors.Is(err, ErrNoTable) {
+			t.Errorf("after Remove: %v, want ErrNoTable", err)
+		}
+		if _, err := other.Installed(); err != nil {
+			t.Errorf("Remove touched another gateway's table: %v", err)
+		}
+		return r.Remove()
+	})
+}
