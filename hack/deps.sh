@@ -11,7 +11,8 @@
 #
 # Environment: TERRAFORM_DIR (default <repo>/bin/terraform-cli), TERRAFORM_MIN (default 1.11.0),
 # TERRAFORM_BUILD (default tools/terraform/build.sh; tests stub it), DEPS_SKIP_TERRAFORM=1 to check
-# only the packages.
+# only the packages, DEPS_CNI_DIR (default /usr/lib/cni, where Debian puts the CNI plugins; tests
+# point it elsewhere).
 #
 # Only bash builtins are used besides the package manager and the tools checked, so that the
 # script runs with any PATH (its test runs it with one made for the purpose).
@@ -21,27 +22,52 @@ here=${BASH_SOURCE[0]%/*}
 [[ $here == "${BASH_SOURCE[0]}" ]] && here=.
 repo=$(cd "$here/.." && pwd)
 
-# What the runs use: the command looked for, its Debian package, who needs it, and why.
-# who: "all" (every run) or "root" (only runs as root: the sandbox's network and the gateway tests).
+cni_dir=${DEPS_CNI_DIR:-/usr/lib/cni}
+
+# What the runs use: the command looked for (or, for a path, the executable file), its Debian
+# package, who needs it, and why.
+# who: "all" (every run) or "root" (only runs as root: the sandbox's network, the gateway tests
+# and the real-node test bed).
 requirements=(
   "setpriv|util-linux|all|the test bed starts the API servers' helper processes with setpriv"
   "ip|iproute2|root|the sandbox and the gateway tests build network namespaces, veth links and routes"
-  "iptables|iptables|root|the WireGuard gateways write their NAT and remapping rules with iptables"
+  "iptables|iptables|root|the sandbox sends its stand-in node ports to the gateways with iptables rules"
   "iperf3|iperf3|root|the tunnel throughput test and benchmark measure with iperf3"
+  "containerd|containerd|root|the real-node test bed runs its pods' containers with containerd"
+  "runc|runc|root|containerd starts the real node's containers with runc"
+  "$cni_dir/bridge|containernetworking-plugins|root|the real node's pods are networked by the bridge and host-local CNI plugins"
 )
+
+# present REQ: whether the command REQ is on PATH, or, when REQ is a path, the file is executable.
+present() {
+  if [[ $1 == /* ]]; then
+    [[ -x $1 ]]
+  else
+    command -v "$1" >/dev/null 2>&1
+  fi
+}
+
+# where REQ: how a missing REQ is described.
+where() {
+  if [[ $1 == /* ]]; then
+    echo "$1 is missing"
+  else
+    echo "$1 is not on PATH"
+  fi
+}
 
 missing_pkgs=()  # packages to install
 missing_all=0    # how many of them every run needs
 for req in "${requirements[@]}"; do
   IFS='|' read -r cmd pkg who why <<<"$req"
-  if command -v "$cmd" >/dev/null 2>&1; then
+  if present "$cmd"; then
     continue
   fi
   if [[ $who == root && $EUID -ne 0 ]]; then
-    echo "deps: $cmd is not on PATH; $why (only as root). As root: apt-get install -y $pkg"
+    echo "deps: $(where "$cmd"); $why (only as root). As root: apt-get install -y $pkg"
     continue
   fi
-  echo "deps: $cmd is not on PATH: $why (Debian package $pkg)"
+  echo "deps: $(where "$cmd"): $why (Debian package $pkg)"
   missing_pkgs+=("$pkg")
   [[ $who == all ]] && missing_all=$((missing_all + 1))
 done
@@ -55,8 +81,12 @@ if ((${#missing_pkgs[@]})); then
     for req in "${requirements[@]}"; do
       IFS='|' read -r cmd pkg who why <<<"$req"
       for p in "${missing_pkgs[@]}"; do
-        if [[ $p == "$pkg" ]] && ! command -v "$cmd" >/dev/null 2>&1; then
-          echo "deps: $pkg is installed but $cmd is still not on PATH ($PATH)" >&2
+        if [[ $p == "$pkg" ]] && ! present "$cmd"; then
+          if [[ $cmd == /* ]]; then
+            echo "deps: $pkg is installed but $cmd is still missing" >&2
+          else
+            echo "deps: $pkg is installed but $cmd is still not on PATH ($PATH)" >&2
+          fi
           exit 1
         fi
       done

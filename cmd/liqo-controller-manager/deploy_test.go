@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"text/template"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -21,62 +19,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
 
-// chartDir is the Helm chart of the controller manager.
-const chartDir = "../../deploy/liqo"
-
-// renderChart renders the chart's templates with its values and overrides, as `helm template`
-// does for the subset of Helm the chart uses (.Values, .Release.Namespace, int).
-func renderChart(t *testing.T, namespace string, overrides map[string]any) []*unstructured.Unstructured {
+// renderChart renders the chart with `helm template` (deploy/chart; skips without LIQO_HELM),
+// values over values.yaml's; hooks are left out unless withHooks.
+func renderChart(t *testing.T, namespace string, values map[string]any, withHooks bool) []*unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	values := map[string]any{}
-	if err := yaml.Unmarshal(data, &values); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range overrides {
-		values[k] = v
-	}
-	files, err := filepath.Glob(filepath.Join(chartDir, "templates", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no templates: %v", err)
-	}
-	funcs := template.FuncMap{"int": func(v any) int {
-		switch n := v.(type) {
-		case float64:
-			return int(n)
-		case int:
-			return n
-		}
-		return 0
-	}}
 	var objs []*unstructured.Unstructured
-	for _, f := range files {
-		tmpl, err := template.New(filepath.Base(f)).Funcs(funcs).Option("missingkey=error").ParseFiles(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		if err := tmpl.Execute(&out, map[string]any{"Values": values, "Release": map[string]any{"Namespace": namespace}}); err != nil {
-			t.Fatalf("rendering %s: %v", f, err)
-		}
-		docs, err := testenv.SplitYAML(out.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range docs {
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal(d, &u.Object); err != nil {
-				t.Fatalf("%s: %v\n%s", f, err, d)
-			}
-			objs = append(objs, u)
+	for _, o := range chart.New(t).Template(namespace, values) {
+		if withHooks || !chart.IsHook(o) {
+			objs = append(objs, o)
 		}
 	}
 	return objs
@@ -92,7 +48,7 @@ func TestChartRunsTheManager(t *testing.T) {
 	if err := cl.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	objs := renderChart(t, consts.LiqoNamespace, map[string]any{"clusterID": "cl-a", "podCIDR": "10.244.0.0/16"})
+	objs := renderChart(t, consts.LiqoNamespace, map[string]any{"clusterID": "cl-a", "podCIDR": "10.244.0.0/16"}, false)
 	kinds := map[string]bool{}
 	for _, o := range objs {
 		kinds[o.GetKind()] = true
@@ -114,20 +70,7 @@ func TestChartRunsTheManager(t *testing.T) {
 		}
 	}
 
-	tok, err := kubernetes.NewForConfigOrDie(cl.Config).CoreV1().ServiceAccounts(consts.LiqoNamespace).
-		CreateToken(ctx, "liqo-controller-manager", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["a"] = &clientcmdapi.Cluster{Server: cl.Config.Host, CertificateAuthorityData: cl.Config.CAData}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	kc.Contexts["a"] = &clientcmdapi.Context{Cluster: "a", AuthInfo: "sa"}
-	kc.CurrentContext = "a"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
+	path := serviceAccountKubeconfig(t, cl, consts.LiqoNamespace, "liqo-controller-manager")
 
 	probe, hook := freeAddr(t), freeAddr(t)
 	rctx, cancel := context.WithCancel(ctx)
@@ -140,7 +83,7 @@ func TestChartRunsTheManager(t *testing.T) {
 			// The webhooks too (at a local URL: the manager runs here, not behind the Service).
 			"--webhook-url", "https://" + hook, "--webhook-bind-address", hook}, out)
 	}()
-	err = waitReady(ctx, probe, 90*time.Second, exitedFrom(done))
+	err := waitReady(ctx, probe, 90*time.Second, exitedFrom(done))
 	if err != nil {
 		t.Fatalf("manager as the chart's ServiceAccount not ready: %v\n%s", err, lastLines(out.String(), 30))
 	}
@@ -175,6 +118,27 @@ func TestChartRunsTheManager(t *testing.T) {
 	}
 }
 
+// serviceAccountKubeconfig writes a kubeconfig that authenticates to cl as ServiceAccount
+// namespace/name, with a token of it.
+func serviceAccountKubeconfig(t *testing.T, cl *testenv.Cluster, namespace, name string) string {
+	t.Helper()
+	tok, err := kubernetes.NewForConfigOrDie(cl.Config).CoreV1().ServiceAccounts(namespace).
+		CreateToken(t.Context(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token of ServiceAccount %s/%s: %v", namespace, name, err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["a"] = &clientcmdapi.Cluster{Server: cl.Config.Host, CertificateAuthorityData: cl.Config.CAData}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["a"] = &clientcmdapi.Context{Cluster: "a", AuthInfo: "sa"}
+	kc.CurrentContext = "a"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
@@ -197,6 +161,7 @@ func grep(s, word string) string {
 // version (internal/version), and its Deployment carries what upstream liqoctl finds the
 // manager by: labels name and component controller-manager, a container of that name.
 func TestChartNamesAndVersion(t *testing.T) {
+	chartDir := chart.Dir(t)
 	data, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +173,7 @@ func TestChartNamesAndVersion(t *testing.T) {
 	if chart["version"] != version.Version || chart["appVersion"] != version.Version {
 		t.Errorf("Chart.yaml version %v, appVersion %v; want %s (internal/version)", chart["version"], chart["appVersion"], version.Version)
 	}
-	objs := renderChart(t, consts.LiqoNamespace, map[string]any{"clusterID": "cl-a"})
+	objs := renderChart(t, consts.LiqoNamespace, map[string]any{"clusterID": "cl-a"}, true)
 	var dep *unstructured.Unstructured
 	for _, o := range objs {
 		if o.GetKind() == "Deployment" {

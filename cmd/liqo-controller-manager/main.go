@@ -95,6 +95,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, for running several replicas")
+	manageCRDs := fs.Bool("manage-crds", true, "install and upgrade our CRDs; false: only check that they exist (someone else installs them)")
 	// client-go's own default (5 requests/s) would pace the ShadowPod controller's pod creations
 	// and status writes to a crawl when a consumer scales a Deployment up.
 	fs.Float64Var(&o.qps, "kube-api-qps", 100, "requests per second to the cluster's API server, sustained")
@@ -115,6 +116,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
 	o.identity.ClusterID = corev1beta1.ClusterID(clusterID)
+	o.identity.CRDsInstalledElsewhere = !*manageCRDs
 	if o.identity.ExternalCIDR == "" {
 		// Upstream's chart's default; not the user's choice, so not marked not-remapped.
 		o.identity.ExternalCIDR, o.identity.ExternalCIDRDefault = clusternet.DefaultExternalCIDR, true
@@ -165,8 +167,12 @@ func (o *options) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// run parses args, ensures the cluster identity and runs the manager until ctx ends.
+// run parses args, ensures the cluster identity and runs the manager until ctx ends; with the
+// uninstall subcommand first, it removes what the manager made instead.
 func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == uninstallCommand {
+		return runUninstall(ctx, args[1:], out)
+	}
 	o, err := parse(args, out)
 	if err != nil {
 		return err
@@ -181,16 +187,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	setupClient, err := client.New(cfg, client.Options{Scheme: scheme})
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	id, err := clusteridentity.Ensure(ctx, setupClient, o.identity)
+	id, err := clusteridentity.Ensure(ctx, direct, o.identity)
 	if err != nil {
 		return fmt.Errorf("ensuring cluster identity: %w", err)
 	}
 	o.identity.ClusterID = id
-	if err := workload.EnsureDefaultTemplates(ctx, setupClient); err != nil {
+	if err := workload.EnsureDefaultTemplates(ctx, direct); err != nil {
 		return fmt.Errorf("ensuring the default gateway templates: %w", err)
 	}
 	log.Info("cluster identity in place", "clusterID", id, "apiServer", cfg.Host)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/grantenforcement"
 	"github.com/peerkit/terraform-provider-liqo/controllers/podplacement"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/webhookserver"
 )
 
@@ -19,6 +20,9 @@ type webhookOptions struct {
 	service     string
 	url         string
 	bindAddress string
+	// certificateSecret is the namespace/name of a TLS Secret someone else keeps; empty: the
+	// manager provisions its own.
+	certificateSecret string
 }
 
 func (w *webhookOptions) bindFlags(fs *flag.FlagSet) {
@@ -27,6 +31,10 @@ func (w *webhookOptions) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&w.url, "webhook-url", "",
 		"https base URL the API server calls the webhooks at instead, e.g. https://127.0.0.1:9443, for a manager running as a local process next to its API server")
 	fs.StringVar(&w.bindAddress, "webhook-bind-address", webhookserver.DefaultBindAddress, "address the webhook server listens on")
+	fs.StringVar(&w.certificateSecret, "webhook-certificate-secret", "",
+		"namespace/name of a kubernetes.io/tls Secret someone else keeps (e.g. cert-manager: tls.crt, tls.key and ca.crt, the caBundle of the webhook configurations) "+
+			"that the webhooks serve with; the manager reads it and never writes it (default: the manager provisions "+
+			consts.LiqoNamespace+"/"+webhookserver.DefaultSecretName+" with a CA of its own)")
 }
 
 func (w *webhookOptions) validate() error {
@@ -36,6 +44,11 @@ func (w *webhookOptions) validate() error {
 	if w.service != "" {
 		if _, err := webhookserver.ParseService(w.service); err != nil {
 			return fmt.Errorf("--webhook-service: %w", err)
+		}
+	}
+	if w.certificateSecret != "" {
+		if _, err := webhookserver.ParseService(w.certificateSecret); err != nil {
+			return fmt.Errorf("--webhook-certificate-secret %q is not namespace/name of a Secret, e.g. liqo/liqo-webhook-tls", w.certificateSecret)
 		}
 	}
 	return nil
@@ -57,6 +70,13 @@ func setupWebhooks(mgr ctrl.Manager, w webhookOptions) error {
 			return fmt.Errorf("--webhook-service: %w", err)
 		}
 		opts.Service = svc
+	}
+	if w.certificateSecret != "" {
+		ref, err := webhookserver.ParseService(w.certificateSecret)
+		if err != nil {
+			return fmt.Errorf("--webhook-certificate-secret: %w", err)
+		}
+		opts.SecretNamespace, opts.SecretName, opts.SecretProvided = ref.Namespace, ref.Name, true
 	}
 	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {

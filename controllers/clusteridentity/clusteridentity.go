@@ -52,6 +52,9 @@ type Config struct {
 	// ExternalCIDRDefault says ExternalCIDR is the default (clusternet.DefaultExternalCIDR), the
 	// user having set none: its Network is then not labelled not-remapped (upstream's chart).
 	ExternalCIDRDefault bool
+	// CRDsInstalledElsewhere says someone else installs and upgrades our CRDs (the manager's
+	// --manage-crds=false): Ensure only checks that they are there.
+	CRDsInstalledElsewhere bool
 }
 
 // Validate checks the configuration before anything is written.
@@ -93,7 +96,11 @@ func Ensure(ctx context.Context, c client.Client, cfg Config) (corev1beta1.Clust
 	if err := cfg.Validate(); err != nil {
 		return "", err
 	}
-	if err := crds.Install(ctx, c); err != nil {
+	if cfg.CRDsInstalledElsewhere {
+		if err := crds.Check(ctx, c); err != nil {
+			return "", err
+		}
+	} else if err := crds.Install(ctx, c); err != nil {
 		return "", err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}

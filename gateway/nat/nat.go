@@ -88,7 +88,7 @@ func (r Rules) rules() (map[string][][]expr.Any, error) {
 		return nil, fmt.Errorf("tunnel MTU %d is out of range (41-65535)", r.MTU)
 	}
 	out := map[string][][]expr.Any{}
-	mss := uint16(r.MTU - 40) //nolint:gosec // checked to be within 1-65495 above
+	mss := uint16(r.MTU - 40)
 	clamp := func(dir expr.MetaKey) []expr.Any {
 		return concat(ifname(dir, r.Interface, expr.CmpOpEq), tcpSYN(), mssAtLeast(mss+1), setMSS(mss))
 	}

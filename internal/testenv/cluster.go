@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +52,10 @@ type ClusterOptions struct {
 	// ControllerManagerArgs and SchedulerArgs are appended to kube-controller-manager's and
 	// kube-scheduler's command lines, e.g. --kube-api-qps for benchmarks.
 	ControllerManagerArgs, SchedulerArgs []string
+	// RealNode, when set, starts one real node for the cluster (kubelet, kube-proxy and
+	// containerd; root on Linux only, see RealNodeBinDir). It implies Scheduler,
+	// ControllerManager and KubeletAPI; KWOK Nodes may run beside it.
+	RealNode *RealNodeOptions
 }
 
 // Cluster is one running control plane.
@@ -65,14 +70,17 @@ type Cluster struct {
 	KubeconfigPath string
 	// Client is a controller-runtime client for Config, knowing our API types.
 	Client client.Client
+	// RealNode is the cluster's real node (ClusterOptions.RealNode), or nil.
+	RealNode *RealNode
 
 	env     *envtest.Environment
 	started bool // env's control plane is up
 	procs   []*process
+	nodeNet *nodeNetwork // the real node's network, made before the control plane
 }
 
 // startCluster brings up one cluster in dir. On error, it stops what it started.
-func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions) (c *Cluster, err error) {
+func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions, testImages []string) (c *Cluster, err error) {
 	c = &Cluster{Name: opts.Name, Dir: dir}
 	defer func() {
 		if err != nil {
@@ -130,36 +138,21 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions) 
 		CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crdObjs, Paths: opts.CRDPaths, ErrorIfPathMissing: true, Scheme: scheme},
 		Scheme:            scheme,
 	}
-	var kwokArgs []string
-	if opts.KubeletAPI {
-		if err := configureKubeletAPI(authn, c.env.ControlPlane.APIServer.Configure()); err != nil {
-			return c, err
-		}
-		if kwokArgs, err = kwokServingArgs(authn); err != nil {
-			return c, err
-		}
+	realBin, opts, err := c.prepareRealNode(ctx, opts)
+	if err != nil {
+		return c, err
 	}
-	for _, f := range opts.KWOKConfigs {
-		kwokArgs = append(kwokArgs, "--config="+f)
+	kwokArgs, err := c.configureKubeletAPI(authn, opts)
+	if err != nil {
+		return c, err
 	}
 	if _, err := c.env.Start(); err != nil {
 		// envtest stops what it started when Start fails.
 		return c, fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", filepath.Join(dir, "logs"), err)
 	}
 	c.started = true
-	admin, err := c.env.AddUser(envtest.User{Name: "testenv-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return c, fmt.Errorf("adding admin user: %w", err)
-	}
-	c.Config = admin.Config()
-	if c.Client, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
-		return c, fmt.Errorf("creating client: %w", err)
-	}
-	if c.KubeconfigPath, err = writeKubeconfig(filepath.Join(dir, "kubeconfig"), opts.Name, c.Config); err != nil {
+	if err := c.addAdmin(scheme, certDir); err != nil {
 		return c, err
-	}
-	if err := os.WriteFile(filepath.Join(certDir, "serving-ca.crt"), c.Config.CAData, 0o600); err != nil {
-		return c, fmt.Errorf("writing serving CA: %w", err)
 	}
 
 	if opts.ControllerManager {
@@ -180,7 +173,51 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions) 
 			return c, err
 		}
 	}
+	if opts.RealNode != nil {
+		if err := c.startRealNode(ctx, realBin, authn, *opts.RealNode, orDefault(opts.PodCIDR, "10.244.0.0/16"), testImages); err != nil {
+			return c, err
+		}
+	}
 	return c, c.checkProcesses()
+}
+
+// configureKubeletAPI sets the API server up to reach kubelets when opts.KubeletAPI is set,
+// and returns kwok's extra flags: its serving certificate then, and opts.KWOKConfigs.
+func (c *Cluster) configureKubeletAPI(authn *diskCertAuthn, opts ClusterOptions) ([]string, error) {
+	var kwokArgs []string
+	if opts.KubeletAPI {
+		if err := configureKubeletAPI(authn, c.env.ControlPlane.APIServer.Configure()); err != nil {
+			return nil, err
+		}
+		var err error
+		if kwokArgs, err = kwokServingArgs(authn); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range opts.KWOKConfigs {
+		kwokArgs = append(kwokArgs, "--config="+f)
+	}
+	return kwokArgs, nil
+}
+
+// addAdmin makes the cluster's admin user (group system:masters): Config, Client and
+// KubeconfigPath; and writes the API server's serving CA into certDir.
+func (c *Cluster) addAdmin(scheme *runtime.Scheme, certDir string) error {
+	admin, err := c.env.AddUser(envtest.User{Name: "testenv-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding admin user: %w", err)
+	}
+	c.Config = admin.Config()
+	if c.Client, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	if c.KubeconfigPath, err = writeKubeconfig(filepath.Join(c.Dir, "kubeconfig"), c.Name, c.Config); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(certDir, "serving-ca.crt"), c.Config.CAData, 0o600); err != nil {
+		return fmt.Errorf("writing serving CA: %w", err)
+	}
+	return nil
 }
 
 func (c *Cluster) startControllerManager(ctx context.Context, binDir, certDir string, extra []string) error {
@@ -240,12 +277,19 @@ func (c *Cluster) checkProcesses() error {
 			return fmt.Errorf("cluster %s: %s exited (%w); see %s", c.Name, p.name, err, filepath.Join(c.Dir, "logs", p.name+".log"))
 		}
 	}
+	if c.RealNode != nil {
+		return c.RealNode.checkProcesses()
+	}
 	return nil
 }
 
-// stop ends the cluster's processes, newest first, then etcd and the API server.
+// stop ends the cluster's real node and what it leaves, its processes, newest first, etcd
+// and the API server, and removes the real node's network.
 func (c *Cluster) stop() error {
 	var errs []error
+	if c.RealNode != nil {
+		errs = append(errs, c.RealNode.stop(context.Background()))
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		errs = append(errs, c.procs[i].stop(10*time.Second))
 	}
@@ -255,6 +299,14 @@ func (c *Cluster) stop() error {
 		if err := c.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stopping control plane of %s: %w", c.Name, err))
 		}
+	}
+	if c.nodeNet != nil {
+		err := c.nodeNet.remove(context.Background())
+		if err == nil {
+			removeRecord(c.nodeNet)
+		}
+		errs = append(errs, err)
+		c.nodeNet = nil
 	}
 	return errors.Join(errs...)
 }

@@ -51,13 +51,21 @@ func Start(ctx context.Context, clusters ...ClusterOptions) (*Env, error) {
 		return nil, fmt.Errorf("testenv: creating temp folder: %w", err)
 	}
 	env := &Env{Dir: dir, Clusters: make([]*Cluster, len(clusters))}
+	var testImages []string
+	for _, o := range clusters {
+		if o.RealNode != nil && testImages == nil {
+			if testImages, err = buildTestImages(ctx, filepath.Join(dir, "images")); err != nil {
+				return nil, errors.Join(err, env.Stop())
+			}
+		}
+	}
 	errs := make([]error, len(clusters))
 	var wg sync.WaitGroup
 	for i, o := range clusters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			env.Clusters[i], errs[i] = startCluster(ctx, binDir, filepath.Join(dir, o.Name), o)
+			env.Clusters[i], errs[i] = startCluster(ctx, binDir, filepath.Join(dir, o.Name), o, testImages)
 		}()
 	}
 	wg.Wait()

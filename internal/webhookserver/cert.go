@@ -67,6 +67,44 @@ func certificates(data map[string][]byte, hosts []string, now time.Time) (out ma
 	return out, true, nil
 }
 
+// checkProvided fails unless data, a certificate Secret kept by someone else, holds a serving
+// certificate and its key (tls.crt, tls.key) valid now and for host, and, when it has a ca.crt,
+// a certificate chain from that CA. It never looks at a CA key.
+func checkProvided(data map[string][]byte, host string, now time.Time) error {
+	pair, err := tls.X509KeyPair(data[TLSCertKey], data[TLSKeyKey])
+	if err != nil {
+		return fmt.Errorf("%s and %s are not a certificate and its key: %w", TLSCertKey, TLSKeyKey, err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return fmt.Errorf("%s: %w", TLSCertKey, err)
+	}
+	if now.Before(cert.NotBefore) || now.After(cert.NotAfter) {
+		return fmt.Errorf("%s is valid from %s to %s, not now", TLSCertKey, cert.NotBefore.Format(time.RFC3339), cert.NotAfter.Format(time.RFC3339))
+	}
+	if err := cert.VerifyHostname(host); err != nil {
+		return fmt.Errorf("%s does not cover %s, the name the API server calls the webhooks at: %w", TLSCertKey, host, err)
+	}
+	if len(data[CACertKey]) == 0 {
+		return nil
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(data[CACertKey]) {
+		return fmt.Errorf("%s holds no PEM certificate", CACertKey)
+	}
+	intermediates := x509.NewCertPool()
+	for _, der := range pair.Certificate[1:] {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			intermediates.AddCert(c)
+		}
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, CurrentTime: now,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		return fmt.Errorf("%s is not trusted by %s, which the webhook configurations give the API server: %w", TLSCertKey, CACertKey, err)
+	}
+	return nil
+}
+
 // parseCA reads the CA certificate and key of data.
 func parseCA(data map[string][]byte) (*x509.Certificate, *ecdsa.PrivateKey, error) {
 	cert, err := parseCert(data[CACertKey])

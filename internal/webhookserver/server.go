@@ -5,7 +5,8 @@
 // (by default liqo/liqo-webhook-certificate) so that a restarted manager, and every replica,
 // serve with the same certificate. A missing, unreadable or ending certificate is replaced;
 // when only the serving certificate is at fault it is renewed under the same CA, so the
-// caBundle the API server trusts does not change.
+// caBundle the API server trusts does not change. Alternatively the Secret is provided by
+// someone else (Options.SecretProvided, e.g. cert-manager): then it is only read.
 //
 // The registration: the Mutating- and ValidatingWebhookConfigurations the concern packages
 // describe (controllers/podplacement, controllers/grantenforcement), with the CA as caBundle
@@ -67,6 +68,12 @@ type Options struct {
 	// SecretNamespace and SecretName name the certificate Secret. Defaults: consts.LiqoNamespace
 	// and DefaultSecretName.
 	SecretNamespace, SecretName string
+	// SecretProvided says someone else keeps the certificate Secret (e.g. cert-manager): a
+	// kubernetes.io/tls Secret with tls.crt and tls.key, and ca.crt for the webhook
+	// configurations' caBundle (without it, the API server trusts its system roots). The server
+	// reads it, serves its certificate and picks up a renewal at the next check, and never
+	// writes it.
+	SecretProvided bool
 	// CheckInterval is how often the certificate and the configurations are checked again.
 	// Default one hour.
 	CheckInterval time.Duration
@@ -229,10 +236,14 @@ func (s *Server) sync(ctx context.Context) error {
 	return s.ensureConfigurations(ctx)
 }
 
-// ensureSecret returns valid certificates from the Secret, creating or repairing it first.
-// Replicas racing to create or repair it converge on whichever write wins.
+// ensureSecret returns valid certificates from the Secret, creating or repairing it first
+// (only reading it when it is provided). Replicas racing to create or repair it converge on
+// whichever write wins.
 func (s *Server) ensureSecret(ctx context.Context) (map[string][]byte, error) {
 	key := client.ObjectKey{Namespace: s.opts.SecretNamespace, Name: s.opts.SecretName}
+	if s.opts.SecretProvided {
+		return s.providedSecret(ctx, key)
+	}
 	for attempt := 0; ; attempt++ {
 		secret := &corev1.Secret{}
 		err := s.client.Get(ctx, key, secret)
@@ -267,6 +278,23 @@ func (s *Server) ensureSecret(ctx context.Context) (map[string][]byte, error) {
 				key, key.Namespace, err)
 		}
 	}
+}
+
+// providedSecret reads the certificates of a Secret someone else keeps and checks that they
+// serve the hosts the API server calls.
+func (s *Server) providedSecret(ctx context.Context, key client.ObjectKey) (map[string][]byte, error) {
+	secret := &corev1.Secret{}
+	if err := s.client.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("the webhook certificate Secret %s, said to be provided, does not exist: create it "+
+				"(e.g. with a cert-manager Certificate for %s) or let the manager provision its own", key, s.hosts[0])
+		}
+		return nil, fmt.Errorf("reading the webhook certificate Secret %s: %w", key, err)
+	}
+	if err := checkProvided(secret.Data, s.hosts[0], time.Now()); err != nil {
+		return nil, fmt.Errorf("the webhook certificate Secret %s: %w", key, err)
+	}
+	return secret.Data, nil
 }
 
 // clientConfig is how the API server reaches path on this server.

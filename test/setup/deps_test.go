@@ -19,6 +19,7 @@ import (
 // machine is a PATH made of one folder: links to the real commands it should have, and stubs.
 type machine struct {
 	bin    string // the folder on PATH
+	cni    string // the CNI plugins' folder (DEPS_CNI_DIR), empty unless "cni" is had
 	record string // what the stubs were asked to do, one line per call
 	root   string // the repository
 	asUser bool   // run the script as nobody (setpriv), not as root
@@ -37,9 +38,11 @@ func newMachine(t *testing.T, have ...string) *machine {
 			t.Fatal(err)
 		}
 	}
-	m := &machine{bin: filepath.Join(dir, "bin"), record: filepath.Join(dir, "record"), root: root}
-	if err := os.Mkdir(m.bin, 0o755); err != nil {
-		t.Fatal(err)
+	m := &machine{bin: filepath.Join(dir, "bin"), cni: filepath.Join(dir, "cni"), record: filepath.Join(dir, "record"), root: root}
+	for _, d := range []string{m.bin, m.cni} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(m.record, nil, 0o666); err != nil {
 		t.Fatal(err)
@@ -48,10 +51,22 @@ func newMachine(t *testing.T, have ...string) *machine {
 		t.Fatal(err)
 	}
 	for _, cmd := range have {
+		if cmd == "cni" { // the CNI plugins: a file in their folder, not a command
+			if err := os.WriteFile(filepath.Join(m.cni, "bridge"), []byte("#!/bin/bash\nexit 0\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		m.fake(t, cmd, "exit 0")
 	}
 	return m
 }
+
+// realNode are what the real-node test bed needs: containerd, runc and the CNI plugins.
+var realNode = []string{"containerd", "runc", "cni"}
+
+// with is have plus the real node's requirements.
+func with(have ...string) []string { return append(have, realNode...) }
 
 // fake puts a command on the machine's PATH that records its call and runs body (bash).
 func (m *machine) fake(t *testing.T, name, body string) {
@@ -71,12 +86,13 @@ func (m *machine) aptGet(t *testing.T, installs bool) {
 		body = `[[ $1 == install ]] || exit 0
 for p in "$@"; do
   case $p in
-    iptables|iperf3) cmd=$p ;;
-    iproute2) cmd=ip ;;
-    util-linux) cmd=setpriv ;;
+    iptables|iperf3|containerd|runc) cmd=` + m.bin + `/$p ;;
+    iproute2) cmd=` + m.bin + `/ip ;;
+    util-linux) cmd=` + m.bin + `/setpriv ;;
+    containernetworking-plugins) cmd=` + m.cni + `/bridge ;;
     *) continue ;;
   esac
-  printf '#!/bin/bash\nexit 0\n' > "` + m.bin + `/$cmd"; /bin/chmod 755 "` + m.bin + `/$cmd"
+  printf '#!/bin/bash\nexit 0\n' > "$cmd"; /bin/chmod 755 "$cmd"
 done`
 	}
 	m.fake(t, "apt-get", body)
@@ -92,7 +108,7 @@ func (m *machine) run(t *testing.T, env ...string) (string, int) {
 		name = "/usr/bin/setpriv"
 	}
 	cmd := exec.Command(name, args...)
-	cmd.Env = append([]string{"PATH=" + m.bin, "TERRAFORM_DIR=" + filepath.Join(filepath.Dir(m.bin), "terraform-cli")}, env...)
+	cmd.Env = append([]string{"PATH=" + m.bin, "DEPS_CNI_DIR=" + m.cni, "TERRAFORM_DIR=" + filepath.Join(filepath.Dir(m.bin), "terraform-cli")}, env...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	var exit *exec.ExitError
@@ -138,7 +154,7 @@ func expectContains(t *testing.T, out string, want ...string) {
 // apt-get update, one install of exactly the missing packages) and the run succeeds.
 func TestInstallsWhatIsMissingAsRoot(t *testing.T) {
 	needRoot(t)
-	m := newMachine(t, "setpriv", "ip")
+	m := newMachine(t, with("setpriv", "ip")...)
 	m.aptGet(t, true)
 	out, code := m.run(t, "DEPS_SKIP_TERRAFORM=1")
 	if code != 0 {
@@ -149,7 +165,7 @@ func TestInstallsWhatIsMissingAsRoot(t *testing.T) {
 	if strings.Join(calls, "\n") != strings.Join(want, "\n") {
 		t.Errorf("apt-get calls:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
 	}
-	expectContains(t, out, "iptables is not on PATH: the WireGuard gateways write their NAT and remapping rules with iptables",
+	expectContains(t, out, "iptables is not on PATH: the sandbox sends its stand-in node ports to the gateways with iptables rules",
 		"installing iptables iperf3")
 
 	// A second run finds everything and installs nothing.
@@ -163,7 +179,7 @@ func TestInstallsWhatIsMissingAsRoot(t *testing.T) {
 // A package that installs but does not put its command on PATH fails the run, naming it.
 func TestFailsWhenTheInstallDoesNotProvideTheCommand(t *testing.T) {
 	needRoot(t)
-	m := newMachine(t, "setpriv", "ip", "iperf3")
+	m := newMachine(t, with("setpriv", "ip", "iperf3")...)
 	m.aptGet(t, false)
 	out, code := m.run(t, "DEPS_SKIP_TERRAFORM=1")
 	if code == 0 {
@@ -172,18 +188,66 @@ func TestFailsWhenTheInstallDoesNotProvideTheCommand(t *testing.T) {
 	expectContains(t, out, "iptables is installed but iptables is still not on PATH")
 }
 
+// The real-node test bed's requirements are root-only: as root, containerd, runc and the CNI
+// plugins are installed when missing, the plugins found as a file in their folder (Debian puts
+// them in /usr/lib/cni, not on PATH); a plugins package that leaves the file out fails the run;
+// as another user the run prints the command and succeeds.
+func TestRealNodeRequirements(t *testing.T) {
+	needRoot(t)
+	m := newMachine(t, "setpriv", "ip", "iptables", "iperf3")
+	m.aptGet(t, true)
+	out, code := m.run(t, "DEPS_SKIP_TERRAFORM=1")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	want := []string{"apt-get update -qq", "apt-get install -y -qq --no-install-recommends containerd runc containernetworking-plugins"}
+	if calls := m.calls(t); strings.Join(calls, "\n") != strings.Join(want, "\n") {
+		t.Errorf("apt-get calls:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
+	}
+	expectContains(t, out, "containerd is not on PATH: the real-node test bed runs its pods' containers with containerd",
+		filepath.Join(m.cni, "bridge")+" is missing: the real node's pods are networked by the bridge and host-local CNI plugins (Debian package containernetworking-plugins)")
+	out, code = m.run(t, "DEPS_SKIP_TERRAFORM=1")
+	if code != 0 || len(m.calls(t)) != 2 {
+		t.Errorf("second run: exit %d, calls %q, want 0 and no new call:\n%s", code, m.calls(t), out)
+	}
+	expectContains(t, out, "system packages present")
+
+	// A plugins package that does not provide the file.
+	m = newMachine(t, "setpriv", "ip", "iptables", "iperf3", "containerd", "runc")
+	m.aptGet(t, false)
+	out, code = m.run(t, "DEPS_SKIP_TERRAFORM=1")
+	if code == 0 {
+		t.Errorf("plugins not installed: exit 0, want a failure:\n%s", out)
+	}
+	expectContains(t, out, "containernetworking-plugins is installed but "+filepath.Join(m.cni, "bridge")+" is still missing")
+
+	// As another user: nothing installed, the command printed.
+	m = newMachine(t, "setpriv", "ip", "iptables", "iperf3")
+	m.aptGet(t, true)
+	m.asUser = true
+	out, code = m.run(t, "DEPS_SKIP_TERRAFORM=1")
+	if code != 0 {
+		t.Errorf("as another user: exit %d, want 0:\n%s", code, out)
+	}
+	if calls := m.calls(t); len(calls) != 0 {
+		t.Errorf("apt-get called as another user: %q", calls)
+	}
+	expectContains(t, out, "As root: apt-get install -y containerd", "As root: apt-get install -y runc",
+		filepath.Join(m.cni, "bridge")+" is missing; the real node's pods are networked by the bridge and host-local CNI plugins (only as root). As root: apt-get install -y containernetworking-plugins")
+}
+
 // As root without apt-get, the run names the packages to install and fails only when every run
 // needs one of them.
 func TestWithoutAptGet(t *testing.T) {
 	needRoot(t)
-	m := newMachine(t, "setpriv", "ip")
+	m := newMachine(t, with("setpriv", "ip")...)
 	out, code := m.run(t, "DEPS_SKIP_TERRAFORM=1")
 	if code != 0 {
 		t.Errorf("only root's packages missing: exit %d, want 0:\n%s", code, out)
 	}
 	expectContains(t, out, "no apt-get here: install the packages that provide iptables iperf3")
 
-	m = newMachine(t, "ip", "iptables", "iperf3")
+	m = newMachine(t, with("ip", "iptables", "iperf3")...)
 	out, code = m.run(t, "DEPS_SKIP_TERRAFORM=1")
 	if code == 0 {
 		t.Errorf("setpriv missing: exit 0, want a failure:\n%s", out)
@@ -196,7 +260,7 @@ func TestWithoutAptGet(t *testing.T) {
 // fails when a package every run needs is missing.
 func TestAsAnotherUser(t *testing.T) {
 	needRoot(t) // to become nobody
-	m := newMachine(t, "setpriv", "ip")
+	m := newMachine(t, with("setpriv", "ip")...)
 	m.aptGet(t, true)
 	m.asUser = true
 	out, code := m.run(t, "DEPS_SKIP_TERRAFORM=1")
@@ -206,10 +270,10 @@ func TestAsAnotherUser(t *testing.T) {
 	if calls := m.calls(t); len(calls) != 0 {
 		t.Errorf("apt-get called as another user: %q", calls)
 	}
-	expectContains(t, out, "iptables is not on PATH; the WireGuard gateways write their NAT and remapping rules with iptables (only as root). As root: apt-get install -y iptables",
+	expectContains(t, out, "iptables is not on PATH; the sandbox sends its stand-in node ports to the gateways with iptables rules (only as root). As root: apt-get install -y iptables",
 		"As root: apt-get install -y iperf3")
 
-	m = newMachine(t, "ip", "iptables", "iperf3")
+	m = newMachine(t, with("ip", "iptables", "iperf3")...)
 	m.aptGet(t, true)
 	m.asUser = true
 	out, code = m.run(t, "DEPS_SKIP_TERRAFORM=1")
@@ -239,7 +303,7 @@ func TestTerraform(t *testing.T) {
 		{"unreadable", "something else", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newMachine(t, "setpriv", "ip", "iptables", "iperf3")
+			m := newMachine(t, with("setpriv", "ip", "iptables", "iperf3")...)
 			if tc.version != "" {
 				m.fake(t, "terraform", "echo '"+tc.version+"'; echo 'on linux_amd64'")
 			}

@@ -91,6 +91,31 @@ func apply(ctx context.Context, c client.Client, want *apiextensionsv1.CustomRes
 	return nil
 }
 
+// Check verifies that every one of our CRDs exists and is Established in the cluster behind c,
+// for a manager that does not install them (someone else does). The error names the first one
+// missing and the fix.
+func Check(ctx context.Context, c client.Client) error {
+	all, err := All()
+	if err != nil {
+		return err
+	}
+	for _, want := range all {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		err := c.Get(ctx, client.ObjectKey{Name: want.Name}, got)
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("CRD %s is not installed, and this manager does not install CRDs (--manage-crds=false, chart value crds.manage=false): "+
+				"install the CRDs of this version (internal/api/crds) or let the manager manage them", want.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("checking that CRD %s is installed: %w", want.Name, err)
+		}
+		if err := waitEstablished(ctx, c, want.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func waitEstablished(ctx context.Context, c client.Client, name string) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true,

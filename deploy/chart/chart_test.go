@@ -1,0 +1,363 @@
+package chart_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// TestLint: helm lint, plain and strict, passes with the default values and with every
+// alternative set.
+func TestLint(t *testing.T) {
+	h := chart.New(t)
+	for _, args := range [][]string{
+		{"lint", chart.Dir(t)},
+		{"lint", "--strict", chart.Dir(t)},
+		{"lint", "--strict", chart.Dir(t), "--set", "crds.manage=false,rbac.create=false,serviceAccount.create=false,serviceAccount.name=mine," +
+			"webhook.certificate.secretName=liqo-webhook-tls,virtualKubelet.mode=deployment,uninstall.purge=true,nodeSelector.role=infra," +
+			"resources.requests.cpu=100m"},
+		{"lint", "--strict", chart.Dir(t), "--set", "uninstall.enabled=false"},
+	} {
+		if out, err := h.Run(t.Context(), args...); err != nil {
+			t.Error(err)
+		} else if !strings.Contains(out, "0 chart(s) failed") {
+			t.Errorf("helm %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
+
+// valueSets are the value sets the chart is rendered with, and what each must render.
+var valueSets = []struct {
+	name   string
+	values map[string]any
+	check  func(t *testing.T, objs []*unstructured.Unstructured)
+}{
+	{"defaults", map[string]any{}, func(t *testing.T, objs []*unstructured.Unstructured) {
+		args := managerArgs(t, objs)
+		wantArgs(t, args, []string{"--manage-crds=true", "--webhook-service=liqo/liqo-webhook"}, []string{"--webhook-certificate-secret"})
+		wantVerbs(t, objs, "liqo-controller-manager", "customresourcedefinitions", "create", "update", "patch")
+		// The hook may delete our CRDs, and no other.
+		var want []string
+		all, err := crds.All()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, crd := range all {
+			want = append(want, crd.Name)
+		}
+		got := resourceNames(t, objs, "liqo-uninstall", "customresourcedefinitions")
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("the uninstall hook may delete CRDs %v, want ours: %v", got, want)
+		}
+		hookJob := chart.Find(objs, "Job", "liqo-uninstall")
+		if hookJob == nil || hookJob.GetAnnotations()[chart.HookAnnotation] != "pre-delete" {
+			t.Fatalf("no pre-delete hook Job liqo-uninstall: %v", hookJob)
+		}
+		hookArgs, _, _ := unstructured.NestedStringSlice(firstContainer(t, hookJob), "args")
+		wantArgs(t, hookArgs, []string{"uninstall", "--manage-crds=true", "--delete-namespace=false", "--purge=false",
+			"--manager-deployment=liqo/liqo-controller-manager"}, nil)
+		for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding"} {
+			if o := chart.Find(objs, kind, "liqo-uninstall"); o == nil || !chart.IsHook(o) {
+				t.Errorf("the uninstall hook's %s is not a hook: %v", kind, o)
+			}
+		}
+	}},
+	{"user webhook certificate", map[string]any{"webhook": map[string]any{"certificate": map[string]any{"secretName": "liqo-webhook-tls"}}},
+		func(t *testing.T, objs []*unstructured.Unstructured) {
+			wantArgs(t, managerArgs(t, objs), []string{"--webhook-certificate-secret=liqo/liqo-webhook-tls"}, nil)
+		}},
+	{"CRDs not managed", map[string]any{"crds": map[string]any{"manage": false}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+		wantArgs(t, managerArgs(t, objs), []string{"--manage-crds=false"}, nil)
+		verbs := verbsOn(t, objs, "liqo-controller-manager", "customresourcedefinitions")
+		if slices.ContainsFunc(verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+			t.Errorf("with crds.manage=false the manager may still %v CRDs", verbs)
+		}
+		if got := verbsOn(t, objs, "liqo-uninstall", "customresourcedefinitions"); len(got) > 0 {
+			t.Errorf("with crds.manage=false the uninstall hook may still %v CRDs", got)
+		}
+	}},
+	{"no RBAC, own ServiceAccount", map[string]any{"rbac": map[string]any{"create": false}, "serviceAccount": map[string]any{"create": false, "name": "mine"}},
+		func(t *testing.T, objs []*unstructured.Unstructured) {
+			for _, o := range objs {
+				if o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding" ||
+					(o.GetKind() == "ServiceAccount" && o.GetName() == "liqo-controller-manager") {
+					t.Errorf("rendered %s %s", o.GetKind(), o.GetName())
+				}
+			}
+			if sa, _, _ := unstructured.NestedString(deployment(t, objs).Object, "spec", "template", "spec", "serviceAccountName"); sa != "mine" {
+				t.Errorf("the manager runs as ServiceAccount %q, want mine", sa)
+			}
+		}},
+	{"virtual kubelets as Deployments", map[string]any{"virtualKubelet": map[string]any{"mode": "deployment"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+		wantArgs(t, managerArgs(t, objs), []string{"--virtual-kubelet=deployment"}, nil)
+	}},
+	{"purge, pod scheduling and resources", map[string]any{"uninstall": map[string]any{"purge": true}, "pullPolicy": "Always",
+		"nodeSelector": map[string]any{"role": "infra"}, "tolerations": []any{map[string]any{"key": "infra", "operator": "Exists", "effect": "NoSchedule"}},
+		"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}}},
+		func(t *testing.T, objs []*unstructured.Unstructured) {
+			c := firstContainer(t, deployment(t, objs))
+			if c["imagePullPolicy"] != "Always" {
+				t.Errorf("imagePullPolicy %v", c["imagePullPolicy"])
+			}
+			if cpu, _, _ := unstructured.NestedString(c, "resources", "requests", "cpu"); cpu != "100m" {
+				t.Errorf("resources %v", c["resources"])
+			}
+			for _, o := range []*unstructured.Unstructured{deployment(t, objs), chart.Find(objs, "Job", "liqo-uninstall")} {
+				if sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "spec", "nodeSelector"); sel["role"] != "infra" {
+					t.Errorf("%s %s: nodeSelector %v", o.GetKind(), o.GetName(), sel)
+				}
+				if tol, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "tolerations"); len(tol) != 1 {
+					t.Errorf("%s %s: tolerations %v", o.GetKind(), o.GetName(), tol)
+				}
+			}
+			hookArgs, _, _ := unstructured.NestedStringSlice(firstContainer(t, chart.Find(objs, "Job", "liqo-uninstall")), "args")
+			wantArgs(t, hookArgs, []string{"--purge=true"}, nil)
+			if verbs := verbsOn(t, objs, "liqo-uninstall", "namespaces"); !slices.Contains(verbs, "delete") {
+				t.Errorf("with purge the hook may not delete tenant namespaces: %v", verbs)
+			}
+		}},
+}
+
+// TestTemplateServerDryRun: with every value set, every object `helm template` renders
+// (hooks included) is accepted by a real API server (server-side apply, dry run, strict field
+// validation), and renders what the values say.
+func TestTemplateServerDryRun(t *testing.T) {
+	h := chart.New(t)
+	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	cl := env.Cluster("a")
+	if err := cl.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, vs := range valueSets {
+		t.Run(vs.name, func(t *testing.T) {
+			values := map[string]any{"clusterID": "cl-a", "podCIDR": "10.244.0.0/16"}
+			for k, v := range vs.values {
+				values[k] = v
+			}
+			objs := h.Template(consts.LiqoNamespace, values)
+			if len(objs) < 4 { // the Service, the Deployment, the hook's ServiceAccount and Job at least
+				t.Fatalf("rendered only %d objects", len(objs))
+			}
+			for _, o := range objs {
+				err := cl.Client.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("test"),
+					client.DryRunAll, client.ForceOwnership)
+				if err != nil {
+					t.Errorf("the API server rejects %s %s: %v", o.GetKind(), o.GetName(), err)
+				}
+			}
+			vs.check(t, objs)
+		})
+	}
+}
+
+// TestInstallUpgradeUninstall: helm installs the chart into a cluster (KWOK plays the node: the
+// manager's pod is Running without a container) and waits for it; an upgrade with a changed
+// value reaches revision 2, applies the value and keeps the CRDs and a ForeignCluster made
+// before it; helm uninstall (its pre-delete hook Job completed by KWOK: the uninstall
+// subcommand itself is tested in cmd/liqo-controller-manager) leaves none of the chart's
+// objects, hooks included.
+func TestInstallUpgradeUninstall(t *testing.T) {
+	h := chart.New(t)
+	env := testenv.New(t, testenv.ClusterOptions{Name: "a", ControllerManager: true, Scheduler: true, Nodes: []testenv.NodeOptions{{Name: "node-1"}}})
+	cl := env.Cluster("a")
+	ctx := t.Context()
+	values := map[string]any{"clusterID": "cl-a", "podCIDR": "10.244.0.0/16"}
+	helm := func(args ...string) string {
+		t.Helper()
+		start := time.Now()
+		out, err := h.Run(ctx, append(args, "--kubeconfig", cl.KubeconfigPath, "--namespace", consts.LiqoNamespace)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("helm %s: %s", args[0], time.Since(start).Round(time.Millisecond))
+		return out
+	}
+
+	helm("install", chart.Release, chart.Dir(t), "--create-namespace", "--values", h.ValuesFile(values), "--wait", "--timeout", "3m")
+	dep := &appsv1.Deployment{}
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ControllerManagerDeployment}, dep); err != nil {
+		t.Fatal(err)
+	}
+	if dep.Status.AvailableReplicas != 1 {
+		t.Errorf("after helm install --wait, %d available replicas", dep.Status.AvailableReplicas)
+	}
+
+	fc := &corev1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "remote"}, Spec: corev1beta1.ForeignClusterSpec{ClusterID: "remote"}}
+	if err := cl.Client.Create(ctx, fc); err != nil {
+		t.Fatal(err)
+	}
+	values["sharePercent"] = 30
+	helm("upgrade", chart.Release, chart.Dir(t), "--values", h.ValuesFile(values), "--wait", "--timeout", "3m")
+	var history []struct {
+		Revision int    `json:"revision"`
+		Status   string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(helm("history", chart.Release, "--output", "json")), &history); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(history); n != 2 || history[n-1].Revision != 2 || history[n-1].Status != "deployed" {
+		t.Errorf("release history after the upgrade: %+v, want revision 2 deployed", history)
+	}
+	if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--share-percent=30") {
+		t.Errorf("the upgrade did not apply sharePercent: %v", dep.Spec.Template.Spec.Containers[0].Args)
+	}
+	kept := &corev1beta1.ForeignCluster{}
+	if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(fc), kept); err != nil || kept.UID != fc.UID {
+		t.Errorf("the ForeignCluster made before the upgrade is gone or replaced: %v", err)
+	}
+	all, err := crds.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range all {
+		if err := cl.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, crd.DeepCopy()); err != nil {
+			t.Errorf("CRD %s after the upgrade: %v", crd.Name, err)
+		}
+	}
+
+	if err := cl.Client.Delete(ctx, fc); err != nil {
+		t.Fatal(err)
+	}
+	rendered := h.Template(consts.LiqoNamespace, values)
+	out := helm("uninstall", chart.Release, "--wait", "--timeout", "3m")
+	if !strings.Contains(out, "uninstalled") {
+		t.Errorf("helm uninstall said:\n%s", out)
+	}
+	testenv.Eventually(t, "every object of the chart gone", time.Minute, func(ctx context.Context) bool {
+		return len(remaining(ctx, t, cl, rendered)) == 0
+	})
+	if left := remaining(ctx, t, cl, rendered); len(left) > 0 {
+		t.Errorf("left after helm uninstall: %v", left)
+	}
+	pods := &corev1.PodList{}
+	if err := cl.Client.List(ctx, pods, client.InNamespace(consts.LiqoNamespace)); err != nil || len(pods.Items) > 0 {
+		t.Errorf("pods left in %s: %d, %v", consts.LiqoNamespace, len(pods.Items), err)
+	}
+}
+
+// remaining lists the objects of objs still in the cluster.
+func remaining(ctx context.Context, t *testing.T, cl *testenv.Cluster, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	var left []string
+	for _, o := range objs {
+		probe := &unstructured.Unstructured{}
+		probe.SetGroupVersionKind(o.GroupVersionKind())
+		key := client.ObjectKey{Name: o.GetName(), Namespace: o.GetNamespace()}
+		if err := cl.Client.Get(ctx, key, probe); err == nil {
+			left = append(left, o.GetKind()+" "+key.String())
+		} else if !apierrors.IsNotFound(err) {
+			t.Errorf("reading %s %s: %v", o.GetKind(), key, err)
+		}
+	}
+	return left
+}
+
+func deployment(t *testing.T, objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	dep := chart.Find(objs, "Deployment", consts.ControllerManagerDeployment)
+	if dep == nil {
+		t.Fatal("no Deployment of the manager rendered")
+	}
+	return dep
+}
+
+func firstContainer(t *testing.T, o *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	if len(cs) == 0 {
+		t.Fatalf("%s %s has no container", o.GetKind(), o.GetName())
+	}
+	c, _ := cs[0].(map[string]any)
+	return c
+}
+
+func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	args, _, _ := unstructured.NestedStringSlice(firstContainer(t, deployment(t, objs)), "args")
+	return args
+}
+
+// wantArgs checks that args has every one of want and no argument starting with one of unwanted.
+func wantArgs(t *testing.T, args, want, unwanted []string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(args, w) {
+			t.Errorf("no argument %s in %v", w, args)
+		}
+	}
+	for _, u := range unwanted {
+		if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, u) }) {
+			t.Errorf("argument %s in %v", u, args)
+		}
+	}
+}
+
+// rules returns the rules of ClusterRole name on resource.
+func rules(t *testing.T, objs []*unstructured.Unstructured, role, resource string) []map[string]any {
+	t.Helper()
+	cr := chart.Find(objs, "ClusterRole", role)
+	if cr == nil {
+		t.Fatalf("no ClusterRole %s rendered", role)
+	}
+	rs, _, _ := unstructured.NestedSlice(cr.Object, "rules")
+	var out []map[string]any
+	for _, r := range rs {
+		m, _ := r.(map[string]any)
+		res, _, _ := unstructured.NestedStringSlice(m, "resources")
+		if slices.Contains(res, resource) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func verbsOn(t *testing.T, objs []*unstructured.Unstructured, role, resource string) []string {
+	t.Helper()
+	var verbs []string
+	for _, r := range rules(t, objs, role, resource) {
+		v, _, _ := unstructured.NestedStringSlice(r, "verbs")
+		verbs = append(verbs, v...)
+	}
+	return verbs
+}
+
+func wantVerbs(t *testing.T, objs []*unstructured.Unstructured, role, resource string, want ...string) {
+	t.Helper()
+	got := verbsOn(t, objs, role, resource)
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("ClusterRole %s may not %s %s (only %v)", role, w, resource, got)
+		}
+	}
+}
+
+func resourceNames(t *testing.T, objs []*unstructured.Unstructured, role, resource string) []string {
+	t.Helper()
+	var names []string
+	for _, r := range rules(t, objs, role, resource) {
+		n, _, _ := unstructured.NestedStringSlice(r, "resourceNames")
+		names = append(names, n...)
+	}
+	return names
+}

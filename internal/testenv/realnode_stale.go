@@ -1,0 +1,123 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// staleDir holds one record per real node on this machine, so that the nodes of a test that
+// was killed (SIGKILL leaves containerd's shims and the pods running, and the network in place)
+// are removed when the next real node starts.
+const staleDir = "/run/liqo-testenv-realnodes"
+
+// nodeRecord is what removing a real node takes, and which process owns it.
+type nodeRecord struct {
+	Owner      int        `json:"owner"`
+	OwnerStart string     `json:"ownerStart"` // the owner's start time (/proc/<pid>/stat), against PID reuse
+	Dir        string     `json:"dir"`
+	Index      int        `json:"index"`
+	Netns      string     `json:"netns"`
+	HostLink   string     `json:"hostLink"`
+	HostRules  [][]string `json:"hostRules"`
+}
+
+var reapOnce sync.Mutex
+
+// processStart returns the start time of process pid (field 22 of /proc/<pid>/stat), or "".
+func processStart(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 20 {
+		return ""
+	}
+	return fields[19]
+}
+
+// writeRecord records the node's network and folder, owned by this process.
+func writeRecord(n *nodeNetwork, dir string) error {
+	if err := os.MkdirAll(staleDir, 0o700); err != nil {
+		return fmt.Errorf("recording real node %s: %w", n.netns, err)
+	}
+	data, err := json.Marshal(nodeRecord{Owner: os.Getpid(), OwnerStart: processStart(os.Getpid()), Dir: dir,
+		Index: n.index, Netns: n.netns, HostLink: n.hostLink, HostRules: n.hostRules})
+	if err != nil {
+		return fmt.Errorf("recording real node %s: %w", n.netns, err)
+	}
+	if err := os.WriteFile(filepath.Join(staleDir, n.netns+".json"), data, 0o600); err != nil {
+		return fmt.Errorf("recording real node %s: %w", n.netns, err)
+	}
+	return nil
+}
+
+// removeRecord forgets the node; the last one removes the records' folder.
+func removeRecord(n *nodeNetwork) {
+	_ = os.Remove(filepath.Join(staleDir, n.netns+".json"))
+	_ = os.Remove(staleDir) // fails while other nodes are recorded
+}
+
+// containerIDPattern matches the containers' cgroups (runc names them by container ID).
+var containerIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// ReapStaleRealNodes removes the real nodes whose owning process is gone (a test killed before
+// its Env's Stop): their pods' and containerd's processes, mounts, network namespaces,
+// cgroups, host link and iptables rules, and folder. Starting a real node does it first.
+func ReapStaleRealNodes(ctx context.Context) error {
+	reapOnce.Lock()
+	defer reapOnce.Unlock()
+	records, _ := filepath.Glob(filepath.Join(staleDir, "*.json"))
+	var errs []error
+	reaped := false
+	for _, path := range records {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var r nodeRecord
+		if err := json.Unmarshal(data, &r); err != nil {
+			errs = append(errs, fmt.Errorf("reading %s: %w", path, err))
+			continue
+		}
+		if start := processStart(r.Owner); start != "" && start == r.OwnerStart {
+			continue // its owner runs
+		}
+		net := &nodeNetwork{index: r.Index, netns: r.Netns, hostLink: r.HostLink, hostRules: r.HostRules}
+		n := &RealNode{Name: r.Netns, Dir: r.Dir, Netns: r.Netns, net: net}
+		err = errors.Join(n.sweep(ctx), n.removeContainerFiles(n.containers), net.remove(ctx))
+		if err == nil {
+			err = os.RemoveAll(r.Dir)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("removing stale real node %s: %w", r.Netns, err))
+			continue
+		}
+		removeRecord(net)
+		reaped = true
+	}
+	if reaped {
+		reapedAll()
+	}
+	return errors.Join(errs...)
+}
+
+// cgroupContainers returns the IDs of the containers in the node's cgroups.
+func (n *RealNode) cgroupContainers() []string {
+	var ids []string
+	for _, d := range n.cgroupDirs() {
+		if b := filepath.Base(d); containerIDPattern.MatchString(b) && !slices.Contains(ids, b) {
+			ids = append(ids, b)
+		}
+	}
+	return ids
+}
