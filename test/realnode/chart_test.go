@@ -1,0 +1,305 @@
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/controllers/podplacement"
+	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/images"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/version"
+)
+
+// ImagesEnv names the folder of the component images' archives (`make images` writes them to
+// bin/images).
+const ImagesEnv = "LIQO_IMAGES"
+
+// componentArchives returns the archives of our images, skipping tb when they are not there.
+func componentArchives(tb testing.TB) []string {
+	tb.Helper()
+	dir := os.Getenv(ImagesEnv)
+	if dir == "" {
+		tb.Skipf("%s is not set: no component images to run as pods (`make test` builds them with `make images`)", ImagesEnv)
+	}
+	var out []string
+	for _, c := range images.Components {
+		archive := filepath.Join(dir, c.Name+"-"+version.Version+".tar")
+		if _, err := os.Stat(archive); err != nil {
+			tb.Fatalf("%s: %v (run `make images`)", archive, err)
+		}
+		out = append(out, archive)
+	}
+	return out
+}
+
+// requireRealNodes skips tb unless real nodes can run here.
+func requireRealNodes(tb testing.TB) {
+	tb.Helper()
+	if _, err := testenv.RealNodeBinDir(); err != nil {
+		tb.Skip(err)
+	}
+}
+
+// releaseNamespace is where the tests install the chart (not liqo: the manager's own namespace,
+// which uninstalling must remove).
+const releaseNamespace = "liqo-system"
+
+// installValues are the chart values for cluster c: its identity, the API server as pods and
+// peers reach it, and the locally imported images (never pulled).
+func installValues(c *testenv.Cluster, clusterID string) map[string]any {
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		panic(err)
+	}
+	return map[string]any{
+		"clusterID":    clusterID,
+		"podCIDR":      c.RealNode.PodCIDR,
+		"serviceCIDR":  "10.0.0.0/24",
+		"apiServerURL": "https://" + c.RealNode.HostIP + ":" + u.Port(),
+		"pullPolicy":   "Never",
+	}
+}
+
+// helmArgs returns helm's arguments for a cluster: its kubeconfig and the release namespace.
+func helmArgs(c *testenv.Cluster, args ...string) []string {
+	return append(args, "--kubeconfig", c.KubeconfigPath, "--namespace", releaseNamespace)
+}
+
+// TestChartOnRealNode installs the chart with helm into a cluster whose node is a real kubelet,
+// from the images `make images` built: the manager runs as a real container, sets up the
+// cluster's identity through its in-cluster configuration and serves its admission webhooks to
+// the API server; `helm upgrade` keeps the cluster's identity; `helm uninstall` runs the
+// pre-delete hook as a real Job and leaves nothing of ours.
+func TestChartOnRealNode(t *testing.T) {
+	requireRealNodes(t)
+	h := chart.New(t)
+	archives := componentArchives(t)
+	ctx := t.Context()
+	env := testenv.New(t, testenv.ClusterOptions{Name: "chart", RealNode: &testenv.RealNodeOptions{PodCIDR: "10.231.0.0/16", Images: archives}})
+	c := env.Cluster("chart")
+
+	start := time.Now()
+	values := h.ValuesFile(installValues(c, "chart-real"))
+	if out, err := h.Run(ctx, helmArgs(c, "install", chart.Release, chart.Dir(t), "--create-namespace", "--values", values, "--wait", "--timeout", "3m")...); err != nil {
+		t.Fatalf("helm install: %v\n%s\n%s", err, out, describePods(ctx, c, releaseNamespace))
+	}
+	t.Logf("helm install --wait: manager Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	pod := managerPod(ctx, t, c)
+	if pod.Spec.NodeName != c.RealNode.Name || len(pod.Status.ContainerStatuses) == 0 ||
+		!strings.HasPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://") {
+		t.Fatalf("manager pod %s is not a container on the real node: node %q, statuses %+v", pod.Name, pod.Spec.NodeName, pod.Status.ContainerStatuses)
+	}
+	if rss, err := processRSS("liqo-controller-manager"); err == nil {
+		t.Logf("controller manager pod RSS: %.1f MiB", float64(rss)/(1<<20))
+	}
+	firstID := waitClusterID(ctx, t, c, "chart-real")
+
+	// The API server calls the pod-placement webhook the manager serves from its pod: a pod in a
+	// scheduling-enabled namespace is admitted (the webhook fails closed) and mutated.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "offloaded", Labels: map[string]string{consts.SchedulingEnabledLabel: "true"}}}
+	if err := c.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	waitDefaultServiceAccount(ctx, t, c, ns.Name)
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns.Name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "http", Image: testenv.TestHTTPImage, ImagePullPolicy: corev1.PullNever}}},
+	}
+	var admitErr error
+	testenv.Eventually(t, "a pod admitted through the manager's webhook", 30*time.Second, func(ctx context.Context) bool {
+		admitErr = c.Client.Create(ctx, probe.DeepCopy())
+		return admitErr == nil || apierrors.IsAlreadyExists(admitErr)
+	})
+	got := &corev1.Pod{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(probe), got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(got.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.MatchToleration(&podplacement.Toleration) }) {
+		t.Errorf("pod in a scheduling-enabled namespace not mutated by the placement webhook: tolerations %+v", got.Spec.Tolerations)
+	}
+	if err := c.Client.Delete(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+
+	// An upgrade that changes the manager's flags rolls its pod; the identity stays.
+	upgraded := installValues(c, "chart-real")
+	upgraded["sharePercent"] = 40
+	if out, err := h.Run(ctx, helmArgs(c, "upgrade", chart.Release, chart.Dir(t), "--values", h.ValuesFile(upgraded), "--wait", "--timeout", "3m")...); err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	testenv.Eventually(t, "the upgraded manager pod Ready", 2*time.Minute, func(ctx context.Context) bool {
+		p, err := readyManagerPod(ctx, c)
+		return err == nil && p.UID != pod.UID && strings.Contains(strings.Join(p.Spec.Containers[0].Args, " "), "--share-percent=40")
+	})
+	if id := waitClusterID(ctx, t, c, "chart-real"); id != firstID {
+		t.Errorf("cluster-ID ConfigMap changed across the upgrade: %s, then %s", firstID, id)
+	}
+
+	// Uninstall: the pre-delete hook's Job runs `liqo-controller-manager uninstall` as a real
+	// container, then helm removes the chart's objects.
+	start = time.Now()
+	if out, err := h.Run(ctx, helmArgs(c, "uninstall", chart.Release, "--wait", "--timeout", "3m")...); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s\n%s", err, out, describePods(ctx, c, releaseNamespace))
+	}
+	t.Logf("helm uninstall (hook included): %s", time.Since(start).Round(100*time.Millisecond))
+	if left := leftovers(ctx, t, c); len(left) > 0 {
+		t.Errorf("left after helm uninstall: %v", left)
+	}
+}
+
+// managerPod returns the manager's pod.
+func managerPod(ctx context.Context, t *testing.T, c *testenv.Cluster) *corev1.Pod {
+	t.Helper()
+	p, err := readyManagerPod(ctx, c)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, describePods(ctx, c, releaseNamespace))
+	}
+	return p
+}
+
+// readyManagerPod returns the manager's one Ready pod, or an error saying why there is none.
+func readyManagerPod(ctx context.Context, c *testenv.Cluster) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := c.Client.List(ctx, pods, client.InNamespace(releaseNamespace), client.MatchingLabels{consts.AppNameLabel: "controller-manager"}); err != nil {
+		return nil, fmt.Errorf("listing the manager's pods: %w", err)
+	}
+	var ready []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				ready = append(ready, p)
+			}
+		}
+	}
+	if len(ready) != 1 {
+		return nil, fmt.Errorf("%d Ready manager pods of %d, want 1", len(ready), len(pods.Items))
+	}
+	return &ready[0], nil
+}
+
+// waitClusterID waits for the cluster-ID ConfigMap the manager writes to name id, and returns
+// its UID.
+func waitClusterID(ctx context.Context, t *testing.T, c *testenv.Cluster, id string) string {
+	t.Helper()
+	var uid string
+	testenv.Eventually(t, "the cluster-ID ConfigMap", time.Minute, func(ctx context.Context) bool {
+		cms := &corev1.ConfigMapList{}
+		if err := c.Client.List(ctx, cms, client.InNamespace(consts.LiqoNamespace), client.MatchingLabels{consts.AppNameLabel: consts.ClusterIDConfigMapApp}); err != nil {
+			return false
+		}
+		for _, cm := range cms.Items {
+			for _, v := range cm.Data {
+				if v == id {
+					uid = string(cm.UID)
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return uid
+}
+
+// waitDefaultServiceAccount waits for a namespace's default ServiceAccount (pods need it).
+func waitDefaultServiceAccount(ctx context.Context, t *testing.T, c *testenv.Cluster, ns string) {
+	t.Helper()
+	testenv.Eventually(t, "ServiceAccount default in "+ns, 30*time.Second, func(ctx context.Context) bool {
+		return c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{}) == nil
+	})
+}
+
+// leftovers lists what of ours is still in the cluster: liqo.io CRDs, the liqo namespace (even
+// Terminating), webhook configurations and ClusterRoles named liqo-*, and any object in the
+// release namespace made by the chart or the manager.
+func leftovers(ctx context.Context, t *testing.T, c *testenv.Cluster) []string {
+	t.Helper()
+	var left []string
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := c.Client.List(ctx, crds); err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds.Items {
+		if strings.HasSuffix(crd.Spec.Group, "liqo.io") {
+			left = append(left, "CRD "+crd.Name)
+		}
+	}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: consts.LiqoNamespace}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		left = append(left, "namespace "+consts.LiqoNamespace+" ("+fmt.Sprint(err)+")")
+	}
+	lists := map[string]client.ObjectList{
+		"Deployment": &appsv1.DeploymentList{}, "Pod": &corev1.PodList{}, "ServiceAccount": &corev1.ServiceAccountList{},
+		"Service": &corev1.ServiceList{}, "Secret": &corev1.SecretList{}, "ConfigMap": &corev1.ConfigMapList{},
+	}
+	for kind, list := range lists {
+		if err := c.Client.List(ctx, list, client.InNamespace(releaseNamespace)); err != nil {
+			t.Fatal(err)
+		}
+		items, err := metaItems(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			name := o.GetName()
+			if kind == "ServiceAccount" && name == "default" || kind == "ConfigMap" && name == "kube-root-ca.crt" {
+				continue
+			}
+			left = append(left, kind+" "+releaseNamespace+"/"+name)
+		}
+	}
+	for _, kind := range []string{"ClusterRoleList", "ClusterRoleBindingList", "ValidatingWebhookConfigurationList", "MutatingWebhookConfigurationList"} {
+		left = append(left, namedLiqo(ctx, t, c, kind)...)
+	}
+	return left
+}
+
+// processRSS is the resident memory of the host's first process named name (containers'
+// processes are host processes in other namespaces).
+func processRSS(name string) (int64, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("reading /proc: %w", err)
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != name[:min(len(name), 15)] {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("parsing %q: %w", line, err)
+				}
+				return kb << 10, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no process %s", name)
+}
