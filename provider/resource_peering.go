@@ -484,9 +484,11 @@ func (m *peeringModel) options(ctx context.Context) (peering.Options, error) {
 	return opts, nil
 }
 
-// refresh sets the computed attributes from the observed state, and the requested resources
-// from what the provider granted (keeping the configured spelling of equal quantities), so a
-// grant that differs from the configuration shows as a difference.
+// refresh sets the computed attributes from the observed state, and each requested resource
+// from what the provider granted of it (keeping the configured spelling of equal quantities), so
+// a grant that differs from the configuration shows as a difference. Resources the slice does
+// not ask for are not requested ones, even when the provider grants them on its own (its
+// defaultNodeResources): they show in granted only.
 func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	m.ID = types.StringValue(m.ConsumerCluster.ValueString() + "/" + m.ProviderCluster.ValueString())
 	m.ConsumerClusterID = types.StringValue(string(st.ConsumerID))
@@ -502,7 +504,8 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	}
 
 	for _, s := range resourceSliceStandard {
-		if q, ok := st.Granted[s.name]; ok {
+		_, asked := st.Asked[s.name]
+		if q, ok := st.Granted[s.name]; ok && asked {
 			m.setStandard(s.attr, offloadingQuantityString(m.standard(s.attr), q))
 		} else {
 			m.setStandard(s.attr, types.StringNull())
@@ -518,7 +521,7 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	granted := map[string]string{}
 	for name, q := range st.Granted {
 		granted[string(name)] = q.String()
-		if isStandardResource(name) {
+		if _, asked := st.Asked[name]; isStandardResource(name) || !asked {
 			continue
 		}
 		p, ok := prior[string(name)]

@@ -60,7 +60,9 @@ func TestPeeringLockPair(t *testing.T) {
 }
 
 // TestPeeringRefresh: the requested resources are read from the grant, keeping the configured
-// spelling of equal quantities; what was not granted becomes null (a difference in the plan).
+// spelling of equal quantities; what was not granted becomes null (a difference in the plan);
+// what the provider grants without being asked (ephemeral-storage from its defaults) shows in
+// granted only.
 func TestPeeringRefresh(t *testing.T) {
 	ctx := t.Context()
 	m := peeringModel{
@@ -73,13 +75,18 @@ func TestPeeringRefresh(t *testing.T) {
 		ProviderTenantNamespace: "liqo-tenant-cl-c", VirtualNode: "cl-p",
 		Networking: peering.StatusDisabled, Authentication: peering.StatusEstablished, Offloading: peering.StatusReady,
 		Granted: corev1.ResourceList{corev1.ResourceCPU: kresource.MustParse("2"), corev1.ResourceMemory: kresource.MustParse("1Gi"),
-			corev1.ResourcePods: kresource.MustParse("10")}}
+			corev1.ResourcePods: kresource.MustParse("10"), corev1.ResourceEphemeralStorage: kresource.MustParse("20Gi")},
+		Asked: corev1.ResourceList{corev1.ResourceCPU: kresource.MustParse("2"), corev1.ResourceMemory: kresource.MustParse("1Gi"),
+			corev1.ResourcePods: kresource.MustParse("20"), "nvidia.com/gpu": kresource.MustParse("1")}}
 	if err := m.refresh(ctx, st); err != nil {
 		t.Fatal(err)
 	}
 	if m.ID.ValueString() != "c/p" || m.CPU.ValueString() != "2000m" || m.Memory.ValueString() != "1024Mi" ||
 		m.Pods.ValueString() != "10" || !m.EphemeralStorage.IsNull() {
 		t.Errorf("after refresh: id %s cpu %s memory %s pods %s ephemeral %s", m.ID, m.CPU, m.Memory, m.Pods, m.EphemeralStorage)
+	}
+	if g := m.Granted.Elements()["ephemeral-storage"]; g == nil || g.String() != `"20Gi"` {
+		t.Errorf("granted after refresh: %v, want ephemeral-storage 20Gi in it", m.Granted)
 	}
 	if len(m.Resources.Elements()) != 0 || m.Resources.IsNull() {
 		t.Errorf("resources after a grant without the GPU: %v, want an empty map (configured, not granted)", m.Resources)

@@ -85,6 +85,7 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 	default:
 		st.Offloading = StatusPending
 		st.Granted = slice.Status.Resources.DeepCopy()
+		st.Asked = slice.Spec.Resources.DeepCopy()
 		for _, c := range slice.Status.Conditions {
 			if c.Type == authv1beta1.ResourceSliceConditionTypeResources && c.Status == authv1beta1.ResourceSliceConditionDenied {
 				st.Offloading = StatusError

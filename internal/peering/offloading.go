@@ -66,10 +66,10 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 				continue
 			}
 			if c.Status == authv1beta1.ResourceSliceConditionDenied && sameResources(slice.Spec.Resources, p.opts.Resources) &&
-				!sameResources(slice.Status.Resources, p.opts.Resources) && slice.ResourceVersion != asked {
+				!grantCovers(slice.Status.Resources, p.opts.Resources) && slice.ResourceVersion != asked {
 				return false, stop("%s denied ResourceSlice %s: %s (%s); ask for less, or share more on the provider", p.provider.Name, key, c.Message, c.Reason)
 			}
-			return c.Status == authv1beta1.ResourceSliceConditionAccepted && sameResources(slice.Status.Resources, p.opts.Resources), nil
+			return c.Status == authv1beta1.ResourceSliceConditionAccepted && grantCovers(slice.Status.Resources, p.opts.Resources), nil
 		}
 		return false, nil
 	})
@@ -157,7 +157,7 @@ func ReleaseSlice(ctx context.Context, consumer Cluster, namespace, name string,
 func granted(s *authv1beta1.ResourceSlice) bool {
 	for _, c := range s.Status.Conditions {
 		if c.Type == authv1beta1.ResourceSliceConditionTypeResources {
-			return c.Status == authv1beta1.ResourceSliceConditionAccepted && sameResources(s.Status.Resources, s.Spec.Resources)
+			return c.Status == authv1beta1.ResourceSliceConditionAccepted && grantCovers(s.Status.Resources, s.Spec.Resources)
 		}
 	}
 	return false
@@ -199,6 +199,19 @@ func nodeReady(n *corev1.Node) bool {
 }
 
 // sameResources compares two resource lists by quantity.
+// grantCovers says a grant gives exactly what was asked for each resource asked. A provider
+// also grants resources not asked for (its defaultNodeResources, e.g. ephemeral-storage where
+// its nodes have some), which do not make the grant differ from the ask.
+func grantCovers(granted, asked corev1.ResourceList) bool {
+	for k, q := range asked {
+		g, ok := granted[k]
+		if !ok || g.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func sameResources(a, b corev1.ResourceList) bool {
 	if len(a) != len(b) {
 		return false

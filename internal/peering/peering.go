@@ -71,8 +71,11 @@ type State struct {
 	// Networking, Authentication and Offloading summarise each module like `liqoctl info peer`:
 	// Disabled, None, Pending, Established/Ready, or Error with a reason.
 	Networking, Authentication, Offloading string
-	// Granted are the resources the provider granted.
+	// Granted are the resources the provider granted: those asked, and those it adds on its own
+	// (its defaultNodeResources, e.g. ephemeral-storage where its nodes have some).
 	Granted corev1.ResourceList
+	// Asked are the resources the ResourceSlice asks for.
+	Asked corev1.ResourceList
 }
 
 // Names of the objects a peering is made of, so that they can be found again (import, drift).

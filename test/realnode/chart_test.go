@@ -74,6 +74,7 @@ func installValues(c *testenv.Cluster, clusterID string) map[string]any {
 		"serviceCIDR":  "10.0.0.0/24",
 		"apiServerURL": "https://" + c.RealNode.HostIP + ":" + u.Port(),
 		"pullPolicy":   "Never",
+		"logLevel":     "debug",
 	}
 }
 
