@@ -488,7 +488,8 @@ func (m *peeringModel) options(ctx context.Context) (peering.Options, error) {
 // from what the provider granted of it (keeping the configured spelling of equal quantities), so
 // a grant that differs from the configuration shows as a difference. Resources the slice does
 // not ask for are not requested ones, even when the provider grants them on its own (its
-// defaultNodeResources): they show in granted only.
+// defaultNodeResources): they show in granted only. A slice that asks for nothing (liqoctl's
+// default) asks for whatever the provider grants.
 func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	m.ID = types.StringValue(m.ConsumerCluster.ValueString() + "/" + m.ProviderCluster.ValueString())
 	m.ConsumerClusterID = types.StringValue(string(st.ConsumerID))
@@ -504,8 +505,7 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	}
 
 	for _, s := range resourceSliceStandard {
-		_, asked := st.Asked[s.name]
-		if q, ok := st.Granted[s.name]; ok && asked {
+		if q, ok := st.Granted[s.name]; ok && asks(st, s.name) {
 			m.setStandard(s.attr, offloadingQuantityString(m.standard(s.attr), q))
 		} else {
 			m.setStandard(s.attr, types.StringNull())
@@ -521,7 +521,7 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	granted := map[string]string{}
 	for name, q := range st.Granted {
 		granted[string(name)] = q.String()
-		if _, asked := st.Asked[name]; isStandardResource(name) || !asked {
+		if isStandardResource(name) || !asks(st, name) {
 			continue
 		}
 		p, ok := prior[string(name)]
@@ -841,4 +841,14 @@ func (r *peeringResource) ImportState(ctx context.Context, req resource.ImportSt
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("consumer_cluster"), parts[0])...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("provider_cluster"), parts[1])...)
+}
+
+// asks says whether the observed slice asks for resource name: it does when it names it, or
+// when it names nothing (then the provider's grant is the ask).
+func asks(st *peering.State, name corev1.ResourceName) bool {
+	if len(st.Asked) == 0 {
+		return true
+	}
+	_, ok := st.Asked[name]
+	return ok
 }

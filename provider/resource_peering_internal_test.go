@@ -97,6 +97,18 @@ func TestPeeringRefresh(t *testing.T) {
 	if r := m.unhealthy(); r != "" {
 		t.Errorf("unhealthy(%v) = %q, want healthy", m.Status, r)
 	}
+	// A slice asking for nothing (liqoctl's default) asks for what is granted.
+	imported := peeringModel{ConsumerCluster: types.StringValue("c"), ProviderCluster: types.StringValue("p"),
+		Resources: types.MapNull(types.StringType), Gateway: types.ObjectNull(peeringGatewayAttrTypes)}
+	asked := st.Asked
+	st.Asked = nil
+	if err := imported.refresh(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	st.Asked = asked
+	if imported.CPU.ValueString() != "2" || imported.EphemeralStorage.ValueString() != "20Gi" {
+		t.Errorf("refresh of a slice asking for nothing: cpu %s ephemeral %s, want the grant (2, 20Gi)", imported.CPU, imported.EphemeralStorage)
+	}
 	st.Authentication, st.Offloading = peering.StatusPending, peering.StatusNotReady
 	if err := m.refresh(ctx, st); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/podplacement"
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/images"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -113,9 +114,15 @@ func TestChartOnRealNode(t *testing.T) {
 	firstID := waitClusterID(ctx, t, c, "chart-real")
 
 	// The API server calls the pod-placement webhook the manager serves from its pod: a pod in a
-	// scheduling-enabled namespace is admitted (the webhook fails closed) and mutated.
+	// scheduling-enabled namespace with a NamespaceOffloading is admitted (the webhook fails
+	// closed) and given the virtual nodes' toleration.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "offloaded", Labels: map[string]string{consts.SchedulingEnabledLabel: "true"}}}
 	if err := c.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	off := &offv1beta1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Name: consts.NamespaceOffloadingName, Namespace: ns.Name},
+		Spec: offv1beta1.NamespaceOffloadingSpec{PodOffloadingStrategy: offv1beta1.RemotePodOffloadingStrategyType}}
+	if err := c.Client.Create(ctx, off); err != nil {
 		t.Fatal(err)
 	}
 	waitDefaultServiceAccount(ctx, t, c, ns.Name)
@@ -123,21 +130,26 @@ func TestChartOnRealNode(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns.Name},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "http", Image: testenv.TestHTTPImage, ImagePullPolicy: corev1.PullNever}}},
 	}
-	var admitErr error
-	testenv.Eventually(t, "a pod admitted through the manager's webhook", 30*time.Second, func(ctx context.Context) bool {
-		admitErr = c.Client.Create(ctx, probe.DeepCopy())
-		return admitErr == nil || apierrors.IsAlreadyExists(admitErr)
-	})
+	// The webhook reads the NamespaceOffloading from the manager's cache: until it is there, pods
+	// pass unchanged; the test makes pods until one is placed, and fails if none is.
 	got := &corev1.Pod{}
-	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(probe), got); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(got.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.MatchToleration(&podplacement.Toleration) }) {
-		t.Errorf("pod in a scheduling-enabled namespace not mutated by the placement webhook: tolerations %+v", got.Spec.Tolerations)
-	}
+	testenv.Eventually(t, "a pod placed by the manager's webhook", 30*time.Second, func(ctx context.Context) bool {
+		_ = c.Client.Delete(ctx, probe.DeepCopy())
+		if err := c.Client.Create(ctx, probe.DeepCopy()); err != nil {
+			return false
+		}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(probe), got); err != nil {
+			return false
+		}
+		return slices.ContainsFunc(got.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.MatchToleration(&podplacement.Toleration) })
+	})
 	if err := c.Client.Delete(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	// Uninstalling refuses while objects of ours (the NamespaceOffloading) exist.
+	testenv.Eventually(t, "namespace offloaded gone", time.Minute, func(ctx context.Context) bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}))
+	})
 
 	// An upgrade that changes the manager's flags rolls its pod; the identity stays.
 	upgraded := installValues(c, "chart-real")

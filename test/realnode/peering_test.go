@@ -126,6 +126,10 @@ func TestPeeringOnRealNodes(t *testing.T) {
 	if err := consumer.Client.Create(ctx, off); err != nil {
 		t.Fatal(err)
 	}
+	// As a user would: pods created before the offloading is in place are not placed.
+	testenv.Eventually(t, "NamespaceOffloading demo/offloading Ready", time.Minute, func(ctx context.Context) bool {
+		return consumer.Client.Get(ctx, client.ObjectKeyFromObject(off), off) == nil && off.Status.OffloadingPhase == offv1beta1.ReadyOffloadingPhaseType
+	})
 	waitDefaultServiceAccount(ctx, t, consumer, ns.Name)
 	labels := map[string]string{"app": "hello"}
 	dep := &appsv1.Deployment{
