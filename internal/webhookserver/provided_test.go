@@ -20,14 +20,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/internal/webhookserver"
 )
 
@@ -76,29 +71,8 @@ func issue(t *testing.T, ip string) map[string][]byte {
 // the API server calls the webhook trusting the Secret's ca.crt; the server never writes that
 // Secret nor makes its own; a renewal (new CA and certificate) is picked up at the next check.
 func TestProvidedSecret(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a", SkipLiqoCRDs: true})
-	cl := env.Cluster("a")
+	cl, direct, newManager := webhookCluster(t)
 	ctx := t.Context()
-	for _, ns := range []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "checked", Labels: map[string]string{"webhook-test": "true"}}},
-	} {
-		if err := cl.Client.Create(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
-	}
-	direct, err := client.New(cl.Config, client.Options{Scheme: cl.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	newManager := func() ctrl.Manager {
-		mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mgr
-	}
 	port := strconv.Itoa(freePort(t))
 	opts := webhookserver.Options{URL: "https://127.0.0.1:" + port, BindAddress: "127.0.0.1:" + port, CheckInterval: 500 * time.Millisecond,
 		SecretNamespace: consts.LiqoNamespace, SecretName: "liqo-webhook-tls", SecretProvided: true}

@@ -97,18 +97,17 @@ func startServer(t *testing.T, c client.Client, newManager func() ctrl.Manager, 
 	return ws, stop
 }
 
-// TestServeAndRestart: the API server calls the webhook over HTTPS trusting the CA the server
-// provisioned; a restarted server reuses the certificate Secret (not rewritten) and the
-// caBundle; a caBundle broken behind its back is repaired by the periodic check.
-func TestServeAndRestart(t *testing.T) {
+// webhookCluster starts a cluster with the liqo namespace and a namespace the test webhook
+// checks ("checked"), and returns it with an uncached client and a maker of managers.
+func webhookCluster(t *testing.T) (*testenv.Cluster, client.Client, func() ctrl.Manager) {
+	t.Helper()
 	env := testenv.New(t, testenv.ClusterOptions{Name: "a", SkipLiqoCRDs: true})
 	cl := env.Cluster("a")
-	ctx := t.Context()
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "checked", Labels: map[string]string{"webhook-test": "true"}}},
 	} {
-		if err := cl.Client.Create(ctx, ns); err != nil {
+		if err := cl.Client.Create(t.Context(), ns); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -124,6 +123,15 @@ func TestServeAndRestart(t *testing.T) {
 		}
 		return mgr
 	}
+	return cl, direct, newManager
+}
+
+// TestServeAndRestart: the API server calls the webhook over HTTPS trusting the CA the server
+// provisioned; a restarted server reuses the certificate Secret (not rewritten) and the
+// caBundle; a caBundle broken behind its back is repaired by the periodic check.
+func TestServeAndRestart(t *testing.T) {
+	cl, direct, newManager := webhookCluster(t)
+	ctx := t.Context()
 	port := strconv.Itoa(freePort(t))
 	opts := webhookserver.Options{URL: "https://127.0.0.1:" + port, BindAddress: "127.0.0.1:" + port, CheckInterval: 500 * time.Millisecond}
 	ws, stop := startServer(t, direct, newManager, opts)

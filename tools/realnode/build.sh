@@ -11,9 +11,10 @@ tools=$(cd "$here/.." && pwd)
 repo=$(cd "$tools/.." && pwd)
 out=${1:-$repo/bin/realnode}
 
-K8S_VERSION=v1.35.8
+# shellcheck source=../k8s-version.sh
+source "$tools/k8s-version.sh"
 
-stamp_want=$(cat "$tools/go.mod" "$tools/go.sum" "$here/build.sh" "$here/deps.go" | sha256sum | cut -c1-16)
+stamp_want=$(cat "$tools/go.mod" "$tools/go.sum" "$here/build.sh" "$tools/k8s-version.sh" "$here/deps.go" | sha256sum | cut -c1-16)
 if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp_want" ]]; then
   echo "realnode: kubelet and kube-proxy in $out are current (k8s $K8S_VERSION)"
   exit 0
@@ -23,12 +24,7 @@ mkdir -p "$out"
 rm -f "$out/.stamp"
 start=$(date +%s)
 
-minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-ldflags=""
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+ldflags=$(k8s_ldflags)
 
 echo "realnode: building kubelet and kube-proxy $K8S_VERSION (cold: about 3.5 min on 2 cores)"
 cd "$tools"

@@ -11,11 +11,12 @@ tools=$(cd "$here/.." && pwd)
 repo=$(cd "$tools/.." && pwd)
 out=${1:-$repo/bin/testbed}
 
-K8S_VERSION=v1.35.8
+# shellcheck source=../k8s-version.sh
+source "$tools/k8s-version.sh"
 ETCD_VERSION=v3.6.5
 KWOK_VERSION=v0.8.0
 
-stamp_want=$(cat "$tools/go.mod" "$tools/go.sum" "$here/build.sh" "$here/etcd/main.go" | sha256sum | cut -c1-16)
+stamp_want=$(cat "$tools/go.mod" "$tools/go.sum" "$here/build.sh" "$tools/k8s-version.sh" "$here/etcd/main.go" | sha256sum | cut -c1-16)
 if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp_want" ]]; then
   echo "testbed: binaries in $out are current (k8s $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION)"
   exit 0
@@ -25,12 +26,7 @@ mkdir -p "$out"
 rm -f "$out/.stamp"
 start=$(date +%s)
 
-minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-ldflags=""
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+ldflags=$(k8s_ldflags)
 
 echo "testbed: building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S_VERSION and etcd $ETCD_VERSION (cold: about 5 min on 2 cores)"
 cd "$tools"
