@@ -253,6 +253,12 @@ func checkDeployment(t *testing.T, dep *appsv1.Deployment, owner client.Object, 
 	if ctr.SecurityContext == nil || ctr.SecurityContext.Capabilities == nil || !slices.Contains(ctr.SecurityContext.Capabilities.Add, "NET_ADMIN") {
 		t.Errorf("no NET_ADMIN: %+v", ctr.SecurityContext)
 	}
+	if ctr.SecurityContext == nil || ctr.SecurityContext.Privileged == nil || !*ctr.SecurityContext.Privileged {
+		t.Errorf("not privileged (the gateway turns on IP forwarding): %+v", ctr.SecurityContext)
+	}
+	if ps := dep.Spec.Template.Spec; !ps.HostNetwork || ps.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("hostNetwork %v, dnsPolicy %q: want the node's network with ClusterFirstWithHostNet", ps.HostNetwork, ps.DNSPolicy)
+	}
 	vols := dep.Spec.Template.Spec.Volumes
 	if len(vols) != 1 || vols[0].HostPath == nil || vols[0].HostPath.Path != "/dev/net/tun" || len(ctr.VolumeMounts) != 1 || ctr.VolumeMounts[0].MountPath != "/dev/net/tun" {
 		t.Errorf("no /dev/net/tun: volumes %+v, mounts %+v", vols, ctr.VolumeMounts)

@@ -71,6 +71,7 @@ func ServiceAccountUser(vn *offv1beta1.VirtualNode) string {
 // Lease; the pods of the node (status, eviction of their local copy) and what they refer to
 // (read), service-account tokens for them, events; its serving certificate's CSR and the
 // authorization of kubelet API callers; the NamespaceMaps and VirtualNodes it follows; the
+// Configurations it translates the offloaded pods' addresses with (remapped networks); the
 // identity Secret (read, among the Secrets reflected from every offloaded namespace).
 var KubeletClusterRoleRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
@@ -86,6 +87,7 @@ var KubeletClusterRoleRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch", "create"}},
 	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps", "virtualnodes"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"networking.liqo.io"}, Resources: []string{"configurations"}, Verbs: []string{"get", "list", "watch"}},
 }
 
 // labelValue fits s in a label value (63 characters), keeping it unique with a hash.

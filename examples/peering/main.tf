@@ -28,6 +28,12 @@ resource "liqo_peering" "this" {
   # the consumer). Turn it off where the gateways cannot run.
   networking = var.networking
 
+  # How the provider exposes its gateway server: a LoadBalancer Service (the sandbox gives it
+  # an address), or NodePort on clusters without a load balancer.
+  gateway = {
+    service_type = var.gateway_service_type
+  }
+
   # What the consumer asks of the provider: the virtual node offers what is granted. Changing
   # these re-negotiates the peering in place.
   cpu    = var.cpu

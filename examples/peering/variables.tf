@@ -16,6 +16,12 @@ variable "networking" {
   default     = true
 }
 
+variable "gateway_service_type" {
+  description = "Type of the Service exposing the provider's gateway server: LoadBalancer, NodePort or ClusterIP."
+  type        = string
+  default     = "LoadBalancer"
+}
+
 variable "cpu" {
   description = "CPU asked of the provider."
   type        = string

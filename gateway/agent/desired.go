@@ -15,6 +15,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/remap"
 )
 
 // desired is what the objects ask the gateway to be.
@@ -135,32 +136,9 @@ func (a *Agent) configuration(ctx context.Context) (*netv1beta1.Configuration, e
 // remoteNetworks pairs the remote cluster's networks (spec) with how the local cluster sees them
 // (status, when the Configuration controller remapped them).
 func remoteNetworks(c *netv1beta1.Configuration) ([]nat.Remap, error) {
-	var out []nat.Remap
-	var st netv1beta1.ClusterConfigCIDR
-	if c.Status.Remote != nil {
-		st = c.Status.Remote.CIDR
-	}
-	pairs := func(spec, status []netv1beta1.CIDR) error {
-		for i, s := range spec {
-			_, real, err := net.ParseCIDR(string(s))
-			if err != nil {
-				return fmt.Errorf("configuration %s: remote CIDR %q: %w", c.Name, s, err)
-			}
-			mapped := real
-			if i < len(status) && status[i] != "" {
-				if _, mapped, err = net.ParseCIDR(string(status[i])); err != nil {
-					return fmt.Errorf("configuration %s: remapped CIDR %q: %w", c.Name, status[i], err)
-				}
-			}
-			out = append(out, nat.Remap{Real: *real, Mapped: *mapped})
-		}
-		return nil
-	}
-	if err := pairs(c.Spec.Remote.CIDR.Pod, st.Pod); err != nil {
-		return nil, err
-	}
-	if err := pairs(c.Spec.Remote.CIDR.External, st.External); err != nil {
-		return nil, err
+	out, err := remap.FromConfiguration(c)
+	if err != nil {
+		return nil, fmt.Errorf("reading the remote networks: %w", err)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w for Configuration %s to declare the remote CIDRs", errWaiting, c.Name)

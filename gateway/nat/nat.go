@@ -25,19 +25,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/remap"
 )
 
 // Remap is one remote network and how the local cluster sees it.
-type Remap struct {
-	// Real is the network as the remote cluster uses it.
-	Real net.IPNet
-	// Mapped is the network the local cluster uses for it.
-	Mapped net.IPNet
-}
+type Remap = remap.Remap
 
 // Rules are the rules of one gateway.
 type Rules struct {
@@ -308,6 +306,26 @@ type State struct {
 	ClampMSS int
 	// Netmaps counts the prefix NAT expressions (two per remap).
 	Netmaps int
+}
+
+// Tables lists the gateways' tables (named TablePrefix + interface) in this network namespace:
+// what the gateways there have installed, and what one left if it died before removing its own.
+func Tables() ([]string, error) {
+	conn, err := nftables.New()
+	if err != nil {
+		return nil, fmt.Errorf("opening nftables: %w", err)
+	}
+	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return nil, fmt.Errorf("listing nftables tables: %w", err)
+	}
+	var out []string
+	for _, t := range tables {
+		if strings.HasPrefix(t.Name, TablePrefix) {
+			out = append(out, t.Name)
+		}
+	}
+	return out, nil
 }
 
 // Installed reads the gateway's table back from the kernel; ErrNoTable when it does not exist.

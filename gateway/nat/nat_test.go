@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,6 +157,9 @@ func TestSyncReplaceRemove(t *testing.T) {
 		}
 		if _, err := other.Installed(); err != nil {
 			t.Errorf("Remove touched another gateway's table: %v", err)
+		}
+		if tables, err := Tables(); err != nil || !slices.Equal(tables, []string{other.Table()}) {
+			t.Errorf("Tables: %v (%v), want only %s", tables, err, other.Table())
 		}
 		return r.Remove()
 	})

@@ -129,9 +129,14 @@ const ContainerName = "gateway"
 // selects on (added to the template's), the ServiceAccount, and in the container named
 // ContainerName (added when the template has none): the arguments that point the gateway at its
 // objects (the template's own are appended after them, so they can add or override flags of
-// liqo-gateway), the NET_ADMIN capability, the /dev/net/tun mount and, for servers, the UDP port.
-// The image is the template's when it sets one, else the controller's. One replica and the
-// Recreate strategy, unless the template says otherwise. Everything else is the template's.
+// liqo-gateway), privileged mode with the NET_ADMIN capability, the /dev/net/tun mount and, for
+// servers, the UDP port. The pod runs in its node's network namespace (hostNetwork): the node
+// routes what its pods send to the remote cluster's CIDRs into the tunnel, and what comes out
+// of it to its pods, as the sandbox's gateway hosts do; privileged because the gateway turns on
+// IP forwarding, which a container cannot otherwise write (upstream Liqo's gateway is
+// privileged too). The image is the template's when it sets one, else the controller's. One
+// replica and the Recreate strategy, unless the template says otherwise. Everything else is the
+// template's.
 func renderDeployment(dep *appsv1.Deployment, p Params) {
 	base := p.Base
 	if base == nil {
@@ -158,6 +163,12 @@ func renderDeployment(dep *appsv1.Deployment, p Params) {
 	spec.Template.Labels = Merge(spec.Template.Labels, selector)
 	spec.Template.Spec.ServiceAccountName = Name(p.Owner)
 	spec.Template.Spec.DeprecatedServiceAccount = ""
+	spec.Template.Spec.HostNetwork = true
+	if spec.Template.Spec.DNSPolicy == "" || spec.Template.Spec.DNSPolicy == corev1.DNSClusterFirst {
+		// The gateway resolves its peer's endpoint; a host-network pod's ClusterFirst is the
+		// node's resolver unless asked for this way.
+		spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
 
 	i := slices.IndexFunc(spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == ContainerName })
 	if i < 0 {
@@ -177,6 +188,7 @@ func renderDeployment(dep *appsv1.Deployment, p Params) {
 	if ctr.SecurityContext == nil {
 		ctr.SecurityContext = &corev1.SecurityContext{}
 	}
+	ctr.SecurityContext.Privileged = ptr.To(true)
 	if ctr.SecurityContext.Capabilities == nil {
 		ctr.SecurityContext.Capabilities = &corev1.Capabilities{}
 	}

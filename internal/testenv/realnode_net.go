@@ -94,6 +94,12 @@ func setupNodeNetwork(ctx context.Context, cluster, podCIDR string) (n *nodeNetw
 			return n, fmt.Errorf("real node of %s: %w", cluster, err)
 		}
 	}
+	// The host forwards what comes from the node (and only that: forwarding is on for the
+	// host side of this link, not for the whole host), so that nodes reach each other and,
+	// through the NAT below, what the host reaches.
+	if err := os.WriteFile(filepath.Join("/proc/sys/net/ipv4/conf", n.hostLink, "forwarding"), []byte("1\n"), 0o644); err != nil {
+		return n, fmt.Errorf("real node of %s: turning on forwarding from %s: %w", cluster, n.hostLink, err)
+	}
 	// The node forwards between its pods' bridge and eth0; bridged traffic goes through
 	// iptables (kube-proxy's Services between pods of the node); what pods send out of eth0
 	// leaves with the node's address, so the host answers it whatever the pod CIDR.
@@ -104,20 +110,34 @@ func setupNodeNetwork(ctx context.Context, cluster, podCIDR string) (n *nodeNetw
 	if err := n.run(ctx, "iptables", "-w", "-t", "nat", "-A", "POSTROUTING", "-s", podCIDR, "-o", "eth0", "-j", "MASQUERADE"); err != nil {
 		return n, fmt.Errorf("real node of %s: %w", cluster, err)
 	}
-	// The host forwards for the node (when forwarding is on) but never between two nodes: pods
-	// of two clusters talk through their gateways, not through the host.
-	for _, rule := range [][]string{
-		{"nat", "POSTROUTING", "-s", n.subnet, "!", "-o", n.hostLink, "-j", "MASQUERADE"},
-		{"filter", "FORWARD", "-i", n.hostLink, "-o", linkPrefix + "+", "-j", "DROP"},
-		{"filter", "FORWARD", "-i", n.hostLink, "-j", "ACCEPT"},
-		{"filter", "FORWARD", "-o", n.hostLink, "-j", "ACCEPT"},
+	// Between two nodes the host forwards only what goes from one node's address to another's,
+	// unchanged, as on a network the nodes share (a gateway's tunnel runs there); never what is
+	// addressed to pods: pods of two clusters talk through their gateways, not through the
+	// host. The rules between nodes go first in FORWARD (inserted), before any node's general
+	// ones (appended), so that they hold whichever node came first.
+	for _, rule := range []struct {
+		insert bool
+		spec   []string // table, chain, match and target
+	}{
+		{false, []string{"nat", "POSTROUTING", "-s", n.subnet, "-d", nodeLinkPool, "-o", linkPrefix + "+", "-j", "RETURN"}},
+		{false, []string{"nat", "POSTROUTING", "-s", n.subnet, "!", "-o", n.hostLink, "-j", "MASQUERADE"}},
+		{true, []string{"filter", "FORWARD", "-i", n.hostLink, "-o", linkPrefix + "+", "-j", "DROP"}},
+		{true, []string{"filter", "FORWARD", "-i", n.hostLink, "-s", n.nodeIP, "-d", nodeLinkPool, "-o", linkPrefix + "+", "-j", "ACCEPT"}},
+		{false, []string{"filter", "FORWARD", "-i", n.hostLink, "-j", "ACCEPT"}},
+		{false, []string{"filter", "FORWARD", "-o", n.hostLink, "-j", "ACCEPT"}},
 	} {
-		args := append([]string{"-w", "-t", rule[0], "-A", rule[1]}, rule[2:]...)
-		args = append(args, "-m", "comment", "--comment", iptablesComment+" "+n.hostLink)
+		spec := append(append([]string(nil), rule.spec[1:]...), "-m", "comment", "--comment", iptablesComment+" "+n.hostLink)
+		args := []string{"-w", "-t", rule.spec[0], "-A"}
+		if rule.insert {
+			args = []string{"-w", "-t", rule.spec[0], "-I", spec[0], "1"}
+			args = append(args, spec[1:]...)
+		} else {
+			args = append(args, spec...)
+		}
 		if _, err := run(ctx, "iptables", args...); err != nil {
 			return n, fmt.Errorf("real node of %s: %w", cluster, err)
 		}
-		n.hostRules = append(n.hostRules, append([]string{rule[0]}, args[4:]...))
+		n.hostRules = append(n.hostRules, append([]string{rule.spec[0]}, spec...))
 	}
 	// The API server reaches the node's pods (admission webhooks, aggregated APIs) through this
 	// route; two nodes with the same pod CIDR cannot both have it.

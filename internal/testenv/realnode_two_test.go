@@ -2,6 +2,7 @@ package testenv_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 // TestRealNodeTwoClusters: two clusters with a real node each, at the same time, with distinct
 // and with the same pod CIDR: both nodes Ready, a pod Running on each, each pod answering from
 // its own node's network namespace (with the same CIDR the two pods may even have the same IP),
+// node a reaching node b's address,
 // the host routing to each node's pods only while the CIDRs differ, and no pod reaching the
 // other cluster's pods through the host. After Stop nothing is left.
 func TestRealNodeTwoClusters(t *testing.T) {
@@ -68,6 +70,8 @@ func TestRealNodeTwoClusters(t *testing.T) {
 				// Never pod B from cluster a's node: with distinct CIDRs the host does not
 				// forward between nodes; with the same one the address is a's own pod's.
 				{a, podB.Name, podURL(podB, "/"), false},
+				// Nor the other way round, whichever node came first.
+				{b, podA.Name, podURL(podA, "/"), false},
 			} {
 				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 				body, err := httpGet(ctx, x.c.RealNode, x.url)
@@ -75,6 +79,16 @@ func TestRealNodeTwoClusters(t *testing.T) {
 				if got := err == nil && body == x.pod; got != x.want {
 					t.Errorf("GET %s from the node of %s answered by %s: %t (%q, %v), want %t", x.url, x.c.Name, x.pod, got, body, err, x.want)
 				}
+			}
+			// The nodes share a network: node a reaches node b's kubelet at b's address (a
+			// gateway's tunnel runs there).
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+			conn, err := a.RealNode.DialContext(ctx, "tcp", net.JoinHostPort(b.RealNode.IP, "10250"))
+			cancel()
+			if err != nil {
+				t.Errorf("node a to node b's kubelet at %s: %v", b.RealNode.IP, err)
+			} else {
+				_ = conn.Close()
 			}
 
 			stopped = true

@@ -288,31 +288,30 @@ func leftovers(ctx context.Context, t *testing.T, c *testenv.Cluster) []string {
 // processRSS is the resident memory of the host's first process named name (containers'
 // processes are host processes in other namespaces).
 func processRSS(name string) (int64, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, fmt.Errorf("reading /proc: %w", err)
-	}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != name[:min(len(name), 15)] {
-			continue
-		}
-		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-				if err != nil {
-					return 0, fmt.Errorf("parsing %q: %w", line, err)
-				}
-				return kb << 10, nil
-			}
-		}
+	if all := processRSSAll(name); len(all) > 0 {
+		return all[0], nil
 	}
 	return 0, fmt.Errorf("no process %s", name)
+}
+
+// pidRSS is the resident memory of process pid if its name is name.
+func pidRSS(pid, name string) (int64, error) {
+	comm, err := os.ReadFile(filepath.Join("/proc", pid, "comm"))
+	if err != nil || strings.TrimSpace(string(comm)) != name[:min(len(name), 15)] {
+		return 0, fmt.Errorf("process %s is not %s", pid, name)
+	}
+	status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+	if err != nil {
+		return 0, fmt.Errorf("reading the status of process %s: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parsing %q: %w", line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("process %s has no VmRSS", pid)
 }

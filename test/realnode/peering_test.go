@@ -4,22 +4,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
-	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -78,76 +77,102 @@ func (r *terraformRun) mustRun(t *testing.T, example, command string, vars ...st
 	return out.String(), time.Since(start)
 }
 
-// installChart installs the chart into c and waits for the manager.
-func installChart(ctx context.Context, t *testing.T, h *chart.Helper, c *testenv.Cluster, clusterID string) {
+// installChart installs the chart into c with values (installValues' and more) and waits for
+// the manager.
+func installChart(ctx context.Context, t *testing.T, h *chart.Helper, c *testenv.Cluster, values map[string]any) {
 	t.Helper()
 	if out, err := h.Run(ctx, helmArgs(c, "install", chart.Release, chart.Dir(t), "--create-namespace",
-		"--values", h.ValuesFile(installValues(c, clusterID)), "--wait", "--timeout", "3m")...); err != nil {
+		"--values", h.ValuesFile(values), "--wait", "--timeout", "3m")...); err != nil {
 		t.Fatalf("helm install into %s: %v\n%s\n%s", c.Name, err, out, describePods(ctx, c, releaseNamespace))
 	}
-	waitClusterID(ctx, t, c, clusterID)
+	waitClusterID(ctx, t, c, values["clusterID"].(string))
+}
+
+// peeringCase is one pair of real-node clusters to peer.
+type peeringCase struct {
+	name string
+	// consumerNode and providerNode are the nodes' pod CIDRs.
+	consumerNode, providerNode string
+	// clusterPodCIDR is both clusters' pod CIDR as the chart declares it; empty: each node's.
+	clusterPodCIDR string
+	// virtualKubelet is the consumer's virtual-kubelet mode (chart value virtualKubelet.mode).
+	virtualKubelet string
 }
 
 // TestPeeringOnRealNodes peers two clusters whose nodes are real kubelets, with our chart
-// installed by helm: terraform apply of examples/peering, a Deployment in an offloaded namespace
-// runs real containers on the provider's kubelet, kubectl logs and exec through the virtual
-// node reach them, and destroy plus helm uninstall leave nothing of ours.
+// installed by helm, through terraform apply of examples/peering with its gateway exposed on a
+// NodePort. Once with distinct pod CIDRs (the virtual kubelet in the controller manager), once
+// with the same pod CIDR declared by both clusters (each node has its own range in it, so that
+// the test host's API servers reach their own pods), which the gateways remap, with the
+// virtual kubelet as a Deployment. Each time: the WireGuard gateways run as pods on the real
+// nodes; a Deployment in an offloaded namespace runs real containers on the provider's kubelet;
+// kubectl logs and exec through the virtual node reach them; a consumer pod reaches an
+// offloaded pod over HTTP through the tunnel (at the address the consumer sees it under, and
+// the provider's pod sees the consumer's under its remapped address); with distinct CIDRs a
+// Service on the consumer backed by the offloaded pods answers; destroy and helm uninstall
+// leave no pod, namespace, interface, nftables table or CR of ours.
 func TestPeeringOnRealNodes(t *testing.T) {
 	requireRealNodes(t)
+	for _, tc := range []peeringCase{
+		{name: "distinct pod CIDRs", consumerNode: "10.232.0.0/16", providerNode: "10.233.0.0/16", virtualKubelet: "inprocess"},
+		{name: "same pod CIDR, remapped", consumerNode: "10.232.0.0/24", providerNode: "10.232.1.0/24",
+			clusterPodCIDR: "10.232.0.0/16", virtualKubelet: "deployment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { peerRealNodes(t, tc) })
+	}
+}
+
+func peerRealNodes(t *testing.T, tc peeringCase) {
 	h := chart.New(t)
 	archives := componentArchives(t)
 	tf := newTerraformRun(t)
 	ctx := t.Context()
+	clusterCIDR := func(node string) string { // kube-proxy's: pods' own traffic to Services is not masqueraded
+		if tc.clusterPodCIDR != "" {
+			return tc.clusterPodCIDR
+		}
+		return node
+	}
 	env := testenv.New(t,
-		testenv.ClusterOptions{Name: "consumer", RealNode: &testenv.RealNodeOptions{PodCIDR: "10.232.0.0/16", Images: archives}},
-		testenv.ClusterOptions{Name: "provider", RealNode: &testenv.RealNodeOptions{PodCIDR: "10.233.0.0/16", Images: archives}})
+		testenv.ClusterOptions{Name: "consumer", PodCIDR: clusterCIDR(tc.consumerNode),
+			RealNode: &testenv.RealNodeOptions{PodCIDR: tc.consumerNode, Images: archives}},
+		testenv.ClusterOptions{Name: "provider", PodCIDR: clusterCIDR(tc.providerNode),
+			RealNode: &testenv.RealNodeOptions{PodCIDR: tc.providerNode, Images: archives}})
 	consumer, provider := env.Cluster("consumer"), env.Cluster("provider")
 	dumpOnFailure(t, consumer, provider)
-	installChart(ctx, t, h, consumer, "consumer")
-	installChart(ctx, t, h, provider, "provider")
+	for _, c := range []*testenv.Cluster{consumer, provider} {
+		values := installValues(c, c.Name)
+		if tc.clusterPodCIDR != "" {
+			values["podCIDR"] = tc.clusterPodCIDR
+		}
+		if c == consumer {
+			values["virtualKubelet"] = map[string]any{"mode": tc.virtualKubelet}
+		}
+		installChart(ctx, t, h, c, values)
+	}
+	before := map[*testenv.Cluster][]string{consumer: nodeNetwork(t, consumer.RealNode), provider: nodeNetwork(t, provider.RealNode)}
 
-	vars := []string{"consumer_kubeconfig=" + consumer.KubeconfigPath, "provider_kubeconfig=" + provider.KubeconfigPath, "networking=false",
+	vars := []string{"consumer_kubeconfig=" + consumer.KubeconfigPath, "provider_kubeconfig=" + provider.KubeconfigPath,
+		"gateway_service_type=NodePort",
 		// The real node has 2 CPUs, and the provider shares half of it.
 		"cpu=1", "memory=1Gi", "pods=20"}
 	_, applied := tf.mustRun(t, "peering", "apply", vars...)
-	t.Logf("terraform apply examples/peering (no networking): %s to a Ready virtual node", applied.Round(100*time.Millisecond))
+	t.Logf("terraform apply examples/peering: %s to a connected tunnel and a Ready virtual node", applied.Round(100*time.Millisecond))
+	gateways := map[*testenv.Cluster]string{consumer: "gateway-client", provider: "gateway-server"}
+	for c, component := range gateways {
+		if pods := gatewayPods(ctx, t, c, component); len(pods) != 1 {
+			t.Fatalf("%s: %d %s pods running as containers on the real node, want 1:\n%s", c.Name, len(pods), component, describePods(ctx, c, ""))
+		}
+		if added := slices.DeleteFunc(nodeNetwork(t, c.RealNode), func(s string) bool { return slices.Contains(before[c], s) }); len(added) == 0 {
+			t.Errorf("%s: the gateway added no interface or nftables table to its node", c.Name)
+		} else {
+			t.Logf("%s's node: the gateway added %v", c.Name, added)
+		}
+	}
 
-	// Offload a namespace and run a Deployment of the test image there.
-	start := time.Now()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}
-	if err := consumer.Client.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	off := &offv1beta1.NamespaceOffloading{
-		ObjectMeta: metav1.ObjectMeta{Name: "offloading", Namespace: ns.Name},
-		Spec: offv1beta1.NamespaceOffloadingSpec{NamespaceMappingStrategy: offv1beta1.DefaultNameMappingStrategyType,
-			PodOffloadingStrategy: offv1beta1.RemotePodOffloadingStrategyType},
-	}
-	if err := consumer.Client.Create(ctx, off); err != nil {
-		t.Fatal(err)
-	}
-	// As a user would: pods created before the offloading is in place are not placed.
-	testenv.Eventually(t, "NamespaceOffloading demo/offloading Ready", time.Minute, func(ctx context.Context) bool {
-		return consumer.Client.Get(ctx, client.ObjectKeyFromObject(off), off) == nil && off.Status.OffloadingPhase == offv1beta1.ReadyOffloadingPhaseType
-	})
-	waitDefaultServiceAccount(ctx, t, consumer, ns.Name)
+	ns, start := offloadNamespace(ctx, t, consumer, "demo"), time.Now()
 	labels := map[string]string{"app": "hello"}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns.Name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "http", Image: testenv.TestHTTPImage, ImagePullPolicy: corev1.PullNever,
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("32Mi")}},
-				}}},
-			},
-		},
-	}
-	if err := consumer.Client.Create(ctx, dep); err != nil {
+	if err := consumer.Client.Create(ctx, httpDeployment(ns, "hello", labels, 2, nil)); err != nil {
 		t.Fatal(err)
 	}
 	var remote []corev1.Pod
@@ -156,51 +181,75 @@ func TestPeeringOnRealNodes(t *testing.T) {
 		return len(remote) == 2
 	})
 	t.Logf("offloaded Deployment: 2 containers Running on the provider's kubelet %s after its creation", time.Since(start).Round(100*time.Millisecond))
-	testenv.Eventually(t, "the consumer's view: 2 pods Running on the virtual node", time.Minute, func(ctx context.Context) bool {
-		pods := &corev1.PodList{}
-		if err := consumer.Client.List(ctx, pods, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
-			return false
-		}
-		n := 0
-		for _, p := range pods.Items {
-			if p.Spec.NodeName == "provider" && p.Status.Phase == corev1.PodRunning {
-				n++
-			}
-		}
-		return n == 2
+	var offloaded []corev1.Pod
+	testenv.Eventually(t, "the consumer's view: 2 pods Running on the virtual node, at their addresses", time.Minute, func(ctx context.Context) bool {
+		offloaded = podsOn(ctx, consumer, ns, labels, "provider")
+		return len(offloaded) == 2
 	})
+	name := offloaded[0].Name
+	expectLogsAndExec(t, consumer, ns, name)
 
-	// kubectl logs and exec on the consumer's pods reach the provider's containers through the
-	// virtual kubelet.
-	pods := &corev1.PodList{}
-	if err := consumer.Client.List(ctx, pods, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil || len(pods.Items) == 0 {
-		t.Fatalf("consumer pods: %v", err)
+	// A consumer pod (on the consumer's real node) reaches the offloaded pod through the tunnel,
+	// at the address the consumer's view of the pod carries.
+	local := createNamespace(ctx, t, consumer, "client")
+	if err := consumer.Client.Create(ctx, httpDeployment(local, "local", map[string]string{"app": "local"}, 2,
+		map[string]string{"kubernetes.io/hostname": consumer.RealNode.Name})); err != nil {
+		t.Fatal(err)
 	}
-	name := pods.Items[0].Name
-	// The virtual kubelet's serving certificate comes from a CSR approved once its Node is
-	// registered: a second or two after the node is Ready.
-	var hostname, logs string
-	testenv.Eventually(t, "kubectl exec through the virtual node", 30*time.Second, func(context.Context) bool {
+	var locals []corev1.Pod
+	testenv.Eventually(t, "2 consumer pods Running on the consumer's node", 2*time.Minute, func(ctx context.Context) bool {
+		locals = podsOn(ctx, consumer, local, map[string]string{"app": "local"}, consumer.RealNode.Name)
+		return len(locals) == 2
+	})
+	client, target := locals[0], offloaded[0]
+	remoteIP := remotePodIP(t, remote, name)
+	if tc.clusterPodCIDR != "" && target.Status.PodIP == remoteIP {
+		t.Errorf("consumer's view of %s: IP %s is the provider's own, want it under the remapped CIDR", name, remoteIP)
+	}
+	url := "http://" + net.JoinHostPort(target.Status.PodIP, "8080") + "/"
+	var body string
+	testenv.Eventually(t, "consumer pod "+client.Name+" GET "+url+" through the tunnel", time.Minute, func(context.Context) bool {
 		var err error
-		hostname, err = kubectl(consumer, "-n", ns.Name, "exec", name, "--", "/test-http", "get", "http://127.0.0.1:8080/")
+		body, err = kubectl(consumer, "-n", local, "exec", client.Name, "--", "/test-http", "get", url)
 		return err == nil
 	})
-	if !strings.HasPrefix(strings.TrimSpace(hostname), "hello-") {
-		t.Errorf("kubectl exec through the virtual node: got %q, want the pod's hostname", hostname)
+	if strings.TrimSpace(body) != name {
+		t.Errorf("GET %s from the consumer pod: %q, want the offloaded pod's hostname %s", url, body, name)
 	}
-	logs, err := kubectl(consumer, "-n", ns.Name, "logs", name)
-	if err != nil || !strings.Contains(logs, "GET /") {
-		t.Errorf("kubectl logs through the virtual node: no request logged (%v):\n%s", err, logs)
+	seen := requestSource(t, provider, remote, name)
+	if tc.clusterPodCIDR == "" && seen != client.Status.PodIP {
+		t.Errorf("the offloaded pod saw the request from %s, want the consumer pod's own address %s", seen, client.Status.PodIP)
+	}
+	if tc.clusterPodCIDR != "" && (seen == client.Status.PodIP || hostPart(seen, 16) != hostPart(client.Status.PodIP, 16)) {
+		t.Errorf("the offloaded pod saw the request from %s; want the consumer pod %s under the provider's remapped CIDR (same host part)", seen, client.Status.PodIP)
+	}
+	t.Logf("consumer pod %s -> offloaded pod at %s (provider's %s): answered; the provider's pod saw it from %s", client.Status.PodIP, target.Status.PodIP, remoteIP, seen)
+
+	if tc.clusterPodCIDR == "" {
+		expectService(ctx, t, consumer, ns, labels, local, client.Name, offloaded)
 	}
 
-	if err := consumer.Client.Delete(ctx, ns); err != nil {
-		t.Fatal(err)
+	// Latency: through the tunnel, and to the other consumer pod on the same node.
+	tunnel := benchHTTP(t, consumer, local, client.Name, url)
+	inCluster := benchHTTP(t, consumer, local, client.Name, "http://"+net.JoinHostPort(locals[1].Status.PodIP, "8080")+"/")
+	t.Logf("HTTP latency, 200 requests each on a new connection: through the tunnel %s; inside the consumer cluster %s", tunnel, inCluster)
+	logPodRSS(t, tc)
+
+	for _, n := range []string{ns, local} {
+		if err := consumer.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	testenv.Eventually(t, "the offloaded containers gone from the provider", 2*time.Minute, func(ctx context.Context) bool {
 		return len(runningContainers(ctx, provider, provider.RealNode.Name)) == 0
 	})
 	_, destroyed := tf.mustRun(t, "peering", "destroy", vars...)
 	t.Logf("terraform destroy: %s", destroyed.Round(100*time.Millisecond))
+	for c, component := range gateways {
+		testenv.Eventually(t, c.Name+": the gateway pod gone and its interface and table with it", time.Minute, func(ctx context.Context) bool {
+			return len(gatewayPods(ctx, t, c, component)) == 0 && slices.Equal(nodeNetwork(t, c.RealNode), before[c])
+		})
+	}
 	for _, c := range []*testenv.Cluster{consumer, provider} {
 		if out, err := h.Run(ctx, helmArgs(c, "uninstall", chart.Release, "--wait", "--timeout", "3m")...); err != nil {
 			t.Fatalf("helm uninstall from %s: %v\n%s\n%s", c.Name, err, out, describePods(ctx, c, releaseNamespace))
@@ -208,11 +257,15 @@ func TestPeeringOnRealNodes(t *testing.T) {
 		if left := leftovers(ctx, t, c); len(left) > 0 {
 			t.Errorf("%s: left after destroy and helm uninstall: %v", c.Name, left)
 		}
+		if left := slices.DeleteFunc(nodeNetwork(t, c.RealNode), func(s string) bool { return slices.Contains(before[c], s) }); len(left) > 0 {
+			t.Errorf("%s's node: left after destroy and helm uninstall: %v", c.Name, left)
+		}
 	}
 }
 
 // runningContainers lists the pods on node with every container running (real containers: a
-// containerd ID), outside the system and release namespaces.
+// containerd ID), outside the system, release and liqo-* namespaces (the tenants' gateways):
+// the offloaded pods.
 func runningContainers(ctx context.Context, c *testenv.Cluster, node string) []corev1.Pod {
 	pods := &corev1.PodList{}
 	if err := c.Client.List(ctx, pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
@@ -220,7 +273,8 @@ func runningContainers(ctx context.Context, c *testenv.Cluster, node string) []c
 	}
 	var out []corev1.Pod
 	for _, p := range pods.Items {
-		if p.Namespace == releaseNamespace || strings.HasPrefix(p.Namespace, "kube-") || p.DeletionTimestamp != nil || len(p.Status.ContainerStatuses) == 0 {
+		if p.Namespace == releaseNamespace || strings.HasPrefix(p.Namespace, "kube-") || strings.HasPrefix(p.Namespace, "liqo-") ||
+			p.DeletionTimestamp != nil || len(p.Status.ContainerStatuses) == 0 {
 			continue
 		}
 		running := true
@@ -268,6 +322,24 @@ func dumpOnFailure(t *testing.T, clusters ...*testenv.Cluster) {
 				"-A", "-o", "yaml").CombinedOutput()
 			t.Logf("--- %s: pods ---\n%s--- %s: manager log (tail) ---\n%s--- %s: peering objects ---\n%s",
 				c.Name, describePods(context.Background(), c, releaseNamespace), c.Name, out, c.Name, objs)
+			if c.RealNode != nil {
+				var b strings.Builder
+				for _, args := range [][]string{{"ip", "-br", "addr"}, {"ip", "route"}, {"ip", "rule"}, {"iptables-save", "-t", "nat"}} {
+					out, err := c.RealNode.Command(context.Background(), args[0], args[1:]...).CombinedOutput()
+					fmt.Fprintf(&b, "$ %s (%v)\n%s", strings.Join(args, " "), err, out)
+				}
+				t.Logf("--- %s: node %s (%s) network ---\n%s", c.Name, c.RealNode.Name, c.RealNode.IP, b.String())
+			}
+			gws := &corev1.PodList{}
+			_ = c.Client.List(context.Background(), gws, client.HasLabels{consts.AppComponentLabel})
+			for _, p := range gws.Items {
+				if !strings.HasPrefix(p.Labels[consts.AppComponentLabel], "gateway-") {
+					continue
+				}
+				log, _ := exec.Command(filepath.Join(bin, "kubectl"), "--kubeconfig", c.KubeconfigPath, "-n", p.Namespace,
+					"logs", p.Name, "--tail=100").CombinedOutput()
+				t.Logf("--- %s: gateway pod %s/%s (%s) log (tail) ---\n%s", c.Name, p.Namespace, p.Name, p.Status.Phase, log)
+			}
 		}
 	})
 }

@@ -77,6 +77,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
@@ -128,6 +129,7 @@ type reflection struct {
 	labels   map[string]string
 	selector string
 	recorder record.EventRecorder
+	addrs    addresses
 	queue    workqueue.TypedRateLimitingInterface[string]
 	pods     corelisters.PodLister
 	podIndex cache.Indexer
@@ -195,7 +197,7 @@ func (r *Reflector) start(ctx context.Context, env *vnode.Env) (*reflection, err
 	if err != nil {
 		return nil, fmt.Errorf("pod reflector: %w", err)
 	}
-	shadows, err := shadowClient(tune(env.RemoteConfig), scheme)
+	shadows, err := restClient(tune(env.RemoteConfig), scheme, offv1beta1.GroupVersion)
 	if err != nil {
 		return nil, fmt.Errorf("pod reflector: ShadowPod client of provider %s: %w", env.ProviderID, err)
 	}
@@ -248,6 +250,13 @@ func (r *Reflector) start(ctx context.Context, env *vnode.Env) (*reflection, err
 		return nil, fmt.Errorf("pod reflector: listing the pods of node %s: %w", env.NodeName, ctx.Err())
 	}
 	env.Namespaces.Subscribe(func(c namespaces.Change) { rf.namespaceChanged(ctx, c) })
+	if env.TenantNamespace != "" {
+		confs, err := restClient(env.LocalConfig, scheme, netv1beta1.GroupVersion)
+		if err != nil {
+			return nil, fmt.Errorf("pod reflector: Configuration client of the consumer cluster: %w", err)
+		}
+		rf.watchAddresses(ctx, confs)
+	}
 
 	var wg sync.WaitGroup
 	for range workers {
@@ -585,7 +594,9 @@ func (rf *reflection) reflectStatus(ctx context.Context, pod, rpod *corev1.Pod) 
 	if !rf.providerUp.Load() {
 		return nil
 	}
-	return rf.updateStatus(ctx, pod, localStatus(pod, rpod))
+	st := localStatus(pod, rpod)
+	rf.addrs.localize(st)
+	return rf.updateStatus(ctx, pod, st)
 }
 
 // wasReleased tells whether the namespace's offloading ended while the reflector ran.
@@ -627,10 +638,10 @@ func stripManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
-// shadowClient is a REST client of the provider's offloading.liqo.io/v1beta1 API.
-func shadowClient(cfg *rest.Config, scheme *runtime.Scheme) (rest.Interface, error) {
+// restClient is a REST client of API group version gv (a custom resource group: offloading.liqo.io
+// for the provider's ShadowPods, networking.liqo.io for the consumer's Configurations).
+func restClient(cfg *rest.Config, scheme *runtime.Scheme, gv schema.GroupVersion) (rest.Interface, error) {
 	c := rest.CopyConfig(cfg)
-	gv := schema.GroupVersion{Group: offv1beta1.GroupVersion.Group, Version: offv1beta1.GroupVersion.Version}
 	c.GroupVersion = &gv
 	c.APIPath = "/apis"
 	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()

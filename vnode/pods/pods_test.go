@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
@@ -436,6 +438,48 @@ func TestOffloading(t *testing.T) {
 		})
 		poll(t, "the Deployment Available with 2 replicas", time.Minute, func(ctx context.Context) bool {
 			return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == 2
+		})
+	})
+
+	t.Run("remapped provider pod CIDR: the consumer sees the remapped addresses", func(t *testing.T) {
+		// The provider's pod CIDR overlaps one of the consumer's: the Configuration controller
+		// remapped it to 10.81.0.0/16, and the consumer reaches the pods there.
+		conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNs, Name: providerID}}
+		conf.Spec.Remote.CIDR.Pod = []netv1beta1.CIDR{"10.200.0.0/16"}
+		conf.Spec.Remote.CIDR.External = []netv1beta1.CIDR{"10.70.0.0/16"}
+		create(t, b.cons.Client, conf)
+		conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{"10.81.0.0/16"}}}
+		if err := b.cons.Client.Status().Update(ctx, conf); err != nil {
+			t.Fatal(err)
+		}
+		addressesAre := func(ctx context.Context, remapped bool) bool {
+			ls, err := b.localPods(ctx, "web")
+			if err != nil || len(ls) == 0 {
+				return false
+			}
+			for _, p := range ls {
+				r, err := b.remotePod(ctx, p.Name)
+				if err != nil || r.Status.PodIP == "" {
+					return false
+				}
+				want := r.Status.PodIP
+				if remapped {
+					want = "10.81." + strings.SplitN(want, ".", 3)[2]
+				}
+				if p.Status.PodIP != want || len(p.Status.PodIPs) != 1 || p.Status.PodIPs[0].IP != want {
+					return false
+				}
+			}
+			return true
+		}
+		poll(t, "the local pods' IPs under the remapped CIDR 10.81.0.0/16, host part kept", 30*time.Second, func(ctx context.Context) bool {
+			return addressesAre(ctx, true)
+		})
+		if err := b.cons.Client.Delete(ctx, conf); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "the local pods' IPs back to the provider's own once the remap is gone", 30*time.Second, func(ctx context.Context) bool {
+			return addressesAre(ctx, false)
 		})
 	})
 

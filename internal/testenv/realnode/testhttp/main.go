@@ -3,7 +3,8 @@
 // ok, and each request is logged to stdout. `testhttp get URL` prints what GET URL answers;
 // `testhttp apiserver` prints the API server's /version, reached as the pod's ServiceAccount
 // through the in-cluster configuration (KUBERNETES_SERVICE_HOST/PORT, the projected token and
-// CA). Both fail with a non-zero exit status when the request does.
+// CA); `testhttp bench N URL` sends N sequential GETs, each on a new connection, and prints
+// their latency percentiles. Each fails with a non-zero exit status when the request does.
 package main
 
 import (
@@ -18,10 +19,12 @@ func main() {
 		err = serve(os.Getenv("PORT"))
 	case len(os.Args) == 3 && os.Args[1] == "get":
 		err = get(os.Args[2])
+	case len(os.Args) == 4 && os.Args[1] == "bench":
+		err = bench(os.Args[2], os.Args[3])
 	case len(os.Args) == 2 && os.Args[1] == "apiserver":
 		err = apiserverVersion()
 	default:
-		err = fmt.Errorf("usage: %s [get URL | apiserver]", os.Args[0])
+		err = fmt.Errorf("usage: %s [get URL | bench N URL | apiserver]", os.Args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testhttp:", err)

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// bench sends n sequential GET url requests, each on a new connection, and prints their
+// latency: `requests=<n> min_us=… p50_us=… p90_us=… max_us=…`. Any failed request is an error.
+func bench(count, url string) error {
+	n, err := strconv.Atoi(count)
+	if err != nil || n < 1 {
+		return fmt.Errorf("request count %q: want a positive number", count)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		start := time.Now()
+		resp, err := client.Get(url) //nolint:gosec,noctx // a test client: it fetches the URL it is given
+		if err != nil {
+			return fmt.Errorf("request %d: GET %s: %w", i+1, url, err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("request %d: GET %s: %s %v", i+1, url, resp.Status, err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	us := func(q float64) int64 { return lat[int(q*float64(len(lat)-1))].Microseconds() }
+	fmt.Printf("requests=%d min_us=%d p50_us=%d p90_us=%d max_us=%d\n", n, us(0), us(0.5), us(0.9), us(1))
+	return nil
+}
