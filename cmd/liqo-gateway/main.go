@@ -45,7 +45,7 @@ func run() error {
 	flag.StringVar(&opts.ConnectionName, "connection", "", "name of the Connection to write; empty: the gateway's name")
 	flag.StringVar(&opts.Interface, "interface", "", "tunnel interface name (at most 15 characters, unique on the host); empty: derived from namespace and gateway")
 	flag.StringVar(&opts.TunnelCIDR, "tunnel-cidr", agent.DefaultTunnelCIDR, "network of the two tunnel addresses (server: first host, client: second)")
-	flag.IntVar(&opts.RouteTable, "route-table", 0, "routing table and fwmark of remapped traffic; 0: derived from the interface name")
+	flag.IntVar(&opts.RouteTable, "route-table", 0, "routing table and fwmark that gateways before the stateless remap used (their rule is removed at start); 0: derived from the interface name")
 	flag.DurationVar(&opts.ProbeInterval, "probe-interval", 0, "how often to probe the tunnel; 0: 500ms")
 	flag.DurationVar(&opts.Keepalive, "keepalive", 0, "WireGuard persistent keepalive; 0: 10s")
 	flag.IntVar(&verbosity, "v", 0, "log verbosity")

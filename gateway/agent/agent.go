@@ -48,7 +48,6 @@ type Agent struct {
 	applied   *desired
 	mtu       int
 	rules     *nat.Rules
-	ruleSet   bool
 	allowed   []net.IPNet
 	gateway   client.Object // the last GatewayServer or GatewayClient read
 
@@ -214,6 +213,7 @@ func (a *Agent) apply(ctx context.Context, d *desired) error {
 		if err := (&nat.Rules{Interface: a.opts.Interface}).Remove(); err != nil {
 			return fmt.Errorf("removing leftover NAT rules: %w", err)
 		}
+		// Gateways before the stateless rewrite routed remapped traffic by a fwmark rule.
 		if err := netcfg.DeleteRule(a.opts.RouteTable, a.opts.RouteTable); err != nil {
 			return err
 		}
@@ -243,14 +243,15 @@ func (a *Agent) apply(ctx context.Context, d *desired) error {
 		a.responder = r
 	}
 
+	// WireGuard carries the remote networks as the remote cluster uses them; the local cluster
+	// routes them into the tunnel as it sees them (the rules rewrite between the two).
 	allowed := []net.IPNet{{IP: a.peerAddr.IP, Mask: net.CIDRMask(32, 32)}}
-	var mainRoutes []net.IPNet
+	var routes []net.IPNet
 	var remaps []nat.Remap
 	for _, r := range d.remote {
 		allowed = append(allowed, r.Real)
-		if r.Real.String() == r.Mapped.String() {
-			mainRoutes = append(mainRoutes, r.Real)
-		} else {
+		routes = append(routes, r.Mapped)
+		if r.Remapped() {
 			remaps = append(remaps, r)
 		}
 	}
@@ -266,24 +267,10 @@ func (a *Agent) apply(ctx context.Context, d *desired) error {
 		a.log.Info("tunnel configured", "listenPort", d.listenPort, "endpoint", fmt.Sprint(d.endpoint),
 			"peerPublicKey", d.peerKey.String(), "keysChanged", rotated)
 	}
-	if err := netcfg.SyncRoutes(a.opts.Interface, 0, mainRoutes); err != nil {
+	if err := netcfg.SyncRoutes(a.opts.Interface, 0, routes); err != nil {
 		return err
 	}
-	if len(remaps) > 0 {
-		if err := netcfg.SyncRoutes(a.opts.Interface, a.opts.RouteTable, []net.IPNet{{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}}); err != nil {
-			return err
-		}
-		if err := netcfg.EnsureRule(a.opts.RouteTable, a.opts.RouteTable); err != nil {
-			return err
-		}
-		a.ruleSet = true
-	} else if a.ruleSet {
-		if err := netcfg.DeleteRule(a.opts.RouteTable, a.opts.RouteTable); err != nil {
-			return err
-		}
-		a.ruleSet = false
-	}
-	rules := &nat.Rules{Interface: a.opts.Interface, Mark: a.opts.RouteTable, MTU: mtu, Remaps: remaps}
+	rules := &nat.Rules{Interface: a.opts.Interface, MTU: mtu, Remaps: remaps}
 	if a.rules == nil || !reflect.DeepEqual(*a.rules, *rules) {
 		if err := rules.Sync(); err != nil {
 			return fmt.Errorf("writing NAT rules: %w", err)
@@ -454,9 +441,6 @@ func (a *Agent) shutdown() error {
 	}
 	if a.rules != nil {
 		errs = append(errs, a.rules.Remove())
-	}
-	if a.ruleSet {
-		errs = append(errs, netcfg.DeleteRule(a.opts.RouteTable, a.opts.RouteTable))
 	}
 	if a.dev != nil {
 		a.dev.Close() // the interface goes, and its routes with it

@@ -48,8 +48,9 @@ type Options struct {
 	Interface string
 	// TunnelCIDR holds the two tunnel addresses; empty: DefaultTunnelCIDR.
 	TunnelCIDR string
-	// RouteTable is the policy-routing table (and fwmark) of remapped traffic; zero: derived from
-	// the interface name.
+	// RouteTable is the policy-routing table (and fwmark) that gateways before the stateless
+	// remap (see package nat) routed remapped traffic with: their rule is removed at start;
+	// zero: derived from the interface name.
 	RouteTable int
 	// ProbeInterval is how often the tunnel is probed; zero: 500 ms.
 	ProbeInterval time.Duration

@@ -115,7 +115,7 @@ func TestRemapSamePodCIDR(t *testing.T) {
 		t.Errorf("b's real pod address answered from a's pod, through the overlap:\n%s", out)
 	}
 	if st, err := gatewayRules(topo.a.host, p.serverIf); err != nil || st.Netmaps != 2 {
-		t.Errorf("a's gateway rules %+v (%v): want 2 prefix NATs (one remap)", st, err)
+		t.Errorf("a's gateway rules %+v (%v): want 2 address rewrites (one remap, both ways)", st, err)
 	}
 }
 

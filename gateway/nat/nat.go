@@ -4,16 +4,19 @@
 //
 // A remap says the local cluster sees a remote network Real (e.g. 10.1.0.0/16, overlapping its
 // own pods) as Mapped (e.g. 10.71.0.0/16). The gateway translates on its own, from the local
-// Configuration alone:
+// Configuration alone, and without state: the local cluster routes Mapped into the tunnel (a
+// route in the main table), and
 //
-//   - local to remote: connections to Mapped are marked, their destination is mapped back to Real
-//     (dnat prefix in prerouting), and the mark routes them into the tunnel through a
-//     policy-routing table (the main table would send Real to the local pods when the networks
-//     overlap);
-//   - remote to local: connections coming out of the tunnel are marked, and their source in Real
-//     is mapped to Mapped on the way to the local pods (snat prefix in postrouting);
-//   - replies follow conntrack, and the restored mark sends replies of remote connections back into
-//     the tunnel.
+//   - what goes into the tunnel to Mapped leaves with its destination rewritten to the same host
+//     in Real (postrouting, after routing and after every NAT of the host, such as kube-proxy's
+//     DNAT of a Service to an endpoint in Mapped);
+//   - what comes out of the tunnel from Real arrives with its source rewritten to the same host
+//     in Mapped (prerouting, before conntrack: the host's connections only ever see Mapped).
+//
+// Both rewrites update the IP and TCP/UDP checksums. Being stateless, they hold for
+// connections either side opens, and they never compete with the host's own NAT for a
+// connection (kube-proxy's Services, a CNI's masquerading): conntrack allows one destination
+// NAT per connection, which a Service's DNAT to a remapped endpoint has already taken.
 //
 // Every rule lives in one nftables table of the gateway's own (family ip, named after its
 // interface), so that Sync replaces it atomically and Remove never touches anybody else's rules
@@ -41,9 +44,6 @@ type Remap = remap.Remap
 type Rules struct {
 	// Interface is the tunnel interface.
 	Interface string
-	// Mark is the fwmark (and conntrack mark) of remapped connections; EnsureRule in netcfg sends
-	// it to the tunnel's routing table.
-	Mark int
 	// MTU is the tunnel MTU; the clamp keeps TCP segments within it.
 	MTU int
 	// Remaps are the remapped remote networks.
@@ -58,27 +58,30 @@ func (r Rules) Table() string { return TablePrefix + r.Interface }
 
 // Chain names in the gateway's table, one per hook.
 const (
-	ChainMangleForward    = "mangle-forward"
-	ChainManglePrerouting = "mangle-prerouting"
-	ChainNATPrerouting    = "nat-prerouting"
-	ChainNATPostrouting   = "nat-postrouting"
+	ChainMangleForward = "mangle-forward"
+	// ChainRawPrerouting rewrites the source of what comes out of the tunnel, before conntrack.
+	ChainRawPrerouting = "raw-prerouting"
+	// ChainPostrouting rewrites the destination of what goes into the tunnel, last.
+	ChainPostrouting = "postrouting"
 )
 
-// chains are the table's base chains, at the priorities of iptables' mangle and nat tables.
+// postroutingPriority runs the destination rewrite after the host's source NAT (100).
+var postroutingPriority = nftables.ChainPriorityRef(300)
+
+// chains are the table's base chains.
 func chains(t *nftables.Table) map[string]*nftables.Chain {
-	base := func(name string, typ nftables.ChainType, hook *nftables.ChainHook, prio *nftables.ChainPriority) *nftables.Chain {
-		return &nftables.Chain{Name: name, Table: t, Type: typ, Hooknum: hook, Priority: prio}
+	base := func(name string, hook *nftables.ChainHook, prio *nftables.ChainPriority) *nftables.Chain {
+		return &nftables.Chain{Name: name, Table: t, Type: nftables.ChainTypeFilter, Hooknum: hook, Priority: prio}
 	}
 	return map[string]*nftables.Chain{
-		ChainMangleForward:    base(ChainMangleForward, nftables.ChainTypeFilter, nftables.ChainHookForward, nftables.ChainPriorityMangle),
-		ChainManglePrerouting: base(ChainManglePrerouting, nftables.ChainTypeFilter, nftables.ChainHookPrerouting, nftables.ChainPriorityMangle),
-		ChainNATPrerouting:    base(ChainNATPrerouting, nftables.ChainTypeNAT, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest),
-		ChainNATPostrouting:   base(ChainNATPostrouting, nftables.ChainTypeNAT, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource),
+		ChainMangleForward: base(ChainMangleForward, nftables.ChainHookForward, nftables.ChainPriorityMangle),
+		ChainRawPrerouting: base(ChainRawPrerouting, nftables.ChainHookPrerouting, nftables.ChainPriorityRaw),
+		ChainPostrouting:   base(ChainPostrouting, nftables.ChainHookPostrouting, postroutingPriority),
 	}
 }
 
 // chainOrder is the order chains are written in (a fixed one, for stable batches).
-var chainOrder = []string{ChainMangleForward, ChainManglePrerouting, ChainNATPrerouting, ChainNATPostrouting}
+var chainOrder = []string{ChainMangleForward, ChainRawPrerouting, ChainPostrouting}
 
 // rules are the expressions of each chain's rules, in order.
 func (r Rules) rules() (map[string][][]expr.Any, error) {
@@ -91,24 +94,16 @@ func (r Rules) rules() (map[string][][]expr.Any, error) {
 		return concat(ifname(dir, r.Interface, expr.CmpOpEq), tcpSYN(), mssAtLeast(mss+1), setMSS(mss))
 	}
 	out[ChainMangleForward] = [][]expr.Any{clamp(expr.MetaKeyOIFNAME), clamp(expr.MetaKeyIIFNAME)}
-	if len(r.Remaps) == 0 {
-		return out, nil
-	}
-	mark := uint32(r.Mark) //nolint:gosec // a routing table number, validated by the agent's options
-	pre := [][]expr.Any{concat(ifname(expr.MetaKeyIIFNAME, r.Interface, expr.CmpOpEq), ctStateNew(), setCtMark(mark))}
 	for _, m := range r.Remaps {
 		real, mapped, err := v4(m)
 		if err != nil {
 			return nil, err
 		}
-		notFromTunnel := ifname(expr.MetaKeyIIFNAME, r.Interface, expr.CmpOpNeq)
-		pre = append(pre, concat(notFromTunnel, addrIn(dstOffset, mapped), ctStateNew(), setCtMark(mark)))
-		out[ChainNATPrerouting] = append(out[ChainNATPrerouting],
-			concat(notFromTunnel, addrIn(dstOffset, mapped), netmap(expr.NATTypeDestNAT, real)))
-		out[ChainNATPostrouting] = append(out[ChainNATPostrouting],
-			concat(ifname(expr.MetaKeyOIFNAME, r.Interface, expr.CmpOpNeq), ctMarkIs(mark), addrIn(srcOffset, real), netmap(expr.NATTypeSourceNAT, mapped)))
+		out[ChainRawPrerouting] = append(out[ChainRawPrerouting],
+			concat(ifname(expr.MetaKeyIIFNAME, r.Interface, expr.CmpOpEq), addrIn(srcOffset, real), rewrite(srcOffset, mapped)))
+		out[ChainPostrouting] = append(out[ChainPostrouting],
+			concat(ifname(expr.MetaKeyOIFNAME, r.Interface, expr.CmpOpEq), addrIn(dstOffset, mapped), rewrite(dstOffset, real)))
 	}
-	out[ChainManglePrerouting] = append(pre, concat(ifname(expr.MetaKeyIIFNAME, r.Interface, expr.CmpOpNeq), ctMarkIs(mark), setMark(mark)))
 	return out, nil
 }
 
@@ -208,52 +203,29 @@ func addrIn(offset uint32, n net.IPNet) []expr.Any {
 	}
 }
 
-// ctStateNew matches the first packet of a connection.
-func ctStateNew() []expr.Any {
+
+
+
+
+
+// rewrite sets the address at offset (source or destination) to the same host in network to,
+// updating the IP header's checksum and the TCP or UDP checksum (whose pseudo-header holds the
+// addresses).
+func rewrite(offset uint32, to net.IPNet) []expr.Any {
+	host := make([]byte, net.IPv4len)
+	for i := range host {
+		host[i] = ^to.Mask[len(to.Mask)-net.IPv4len+i]
+	}
 	return []expr.Any{
-		&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: native32(expr.CtStateBitNEW), Xor: make([]byte, 4)},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: make([]byte, 4)},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: net.IPv4len},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: net.IPv4len, Mask: host, Xor: []byte(to.IP.To4())},
+		&expr.Payload{OperationType: expr.PayloadWrite, SourceRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset,
+			Len: net.IPv4len, CsumType: expr.CsumTypeInet, CsumOffset: ipChecksumOffset, CsumFlags: unix.NFT_PAYLOAD_L4CSUM_PSEUDOHDR},
 	}
 }
 
-// setCtMark sets the connection's mark.
-func setCtMark(mark uint32) []expr.Any {
-	return []expr.Any{
-		&expr.Immediate{Register: 1, Data: native32(mark)},
-		&expr.Ct{Register: 1, Key: expr.CtKeyMARK, SourceRegister: true},
-	}
-}
-
-// ctMarkIs matches connections with the mark.
-func ctMarkIs(mark uint32) []expr.Any {
-	return []expr.Any{
-		&expr.Ct{Register: 1, Key: expr.CtKeyMARK},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: native32(mark)},
-	}
-}
-
-// setMark sets the packet's fwmark, which policy routing reads.
-func setMark(mark uint32) []expr.Any {
-	return []expr.Any{
-		&expr.Immediate{Register: 1, Data: native32(mark)},
-		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: 1},
-	}
-}
-
-// netmap translates the address to the same host in network n (nft's "ip prefix to").
-func netmap(typ expr.NATType, n net.IPNet) []expr.Any {
-	first := n.IP.To4()
-	last := make(net.IP, net.IPv4len)
-	for i := range last {
-		last[i] = first[i] | ^n.Mask[len(n.Mask)-net.IPv4len+i]
-	}
-	return []expr.Any{
-		&expr.Immediate{Register: 1, Data: []byte(first)},
-		&expr.Immediate{Register: 2, Data: []byte(last)},
-		&expr.NAT{Type: typ, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegAddrMax: 2, Prefix: true},
-	}
-}
+// ipChecksumOffset is where the IPv4 header holds its checksum.
+const ipChecksumOffset = 10
 
 // tcpSYN matches TCP segments with SYN set and RST not set.
 func tcpSYN() []expr.Any {
@@ -290,7 +262,7 @@ func setMSS(mss uint16) []expr.Any {
 	}
 }
 
-// native32 encodes marks and conntrack state bits as the kernel holds them (host order).
+// native32 encodes a value as the kernel holds registers (host order).
 func native32(v uint32) []byte {
 	return binary.NativeEndian.AppendUint32(nil, v)
 }
@@ -304,7 +276,7 @@ type State struct {
 	Rules map[string]int
 	// ClampMSS is the value the forward chain writes into TCP's MSS option (0: no clamp).
 	ClampMSS int
-	// Netmaps counts the prefix NAT expressions (two per remap).
+	// Netmaps counts the address rewrites (two per remap: one each way).
 	Netmaps int
 }
 
@@ -361,7 +333,7 @@ func (r Rules) Installed() (State, error) {
 	return st, nil
 }
 
-// read notes the clamp's value and the prefix NATs of one rule.
+// read notes the clamp's value and the address rewrites of one rule.
 func (st *State) read(exprs []expr.Any) {
 	var value []byte
 	for _, e := range exprs {
@@ -372,8 +344,8 @@ func (st *State) read(exprs []expr.Any) {
 			if e.SourceRegister != 0 && e.Type == tcpOptMSS && len(value) == tcpOptMSSLen {
 				st.ClampMSS = int(binary.BigEndian.Uint16(value))
 			}
-		case *expr.NAT:
-			if e.Prefix {
+		case *expr.Payload:
+			if e.OperationType == expr.PayloadWrite && e.Base == expr.PayloadBaseNetworkHeader && (e.Offset == srcOffset || e.Offset == dstOffset) {
 				st.Netmaps++
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 )
@@ -25,13 +26,14 @@ func cidr(t *testing.T, s string) net.IPNet {
 }
 
 func remapRules(t *testing.T) Rules {
-	return Rules{Interface: "liqo-test0", Mark: 1234, MTU: 1440, Remaps: []Remap{
+	return Rules{Interface: "liqo-test0", MTU: 1440, Remaps: []Remap{
 		{Real: cidr(t, "10.1.0.0/16"), Mapped: cidr(t, "10.71.0.0/16")},
 		{Real: cidr(t, "10.2.0.0/16"), Mapped: cidr(t, "10.72.0.0/16")},
 	}}
 }
 
-// TestRulesShape: the clamp is always there; remaps add marking, and one DNAT and one SNAT each.
+// TestRulesShape: the clamp is always there; each remap adds one source rewrite from the tunnel
+// and one destination rewrite into it.
 func TestRulesShape(t *testing.T) {
 	plain := remapRules(t)
 	plain.Remaps = nil
@@ -39,20 +41,23 @@ func TestRulesShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got[ChainMangleForward]) != 2 || len(got[ChainManglePrerouting]) != 0 || len(got[ChainNATPrerouting]) != 0 {
-		t.Errorf("without remaps: %d/%d/%d rules in forward/prerouting/nat, want 2/0/0",
-			len(got[ChainMangleForward]), len(got[ChainManglePrerouting]), len(got[ChainNATPrerouting]))
+	if len(got[ChainMangleForward]) != 2 || len(got[ChainRawPrerouting]) != 0 || len(got[ChainPostrouting]) != 0 {
+		t.Errorf("without remaps: %d/%d/%d rules in forward/raw prerouting/postrouting, want 2/0/0",
+			len(got[ChainMangleForward]), len(got[ChainRawPrerouting]), len(got[ChainPostrouting]))
 	}
 	got, err = remapRules(t).rules()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// From the tunnel, one per remap, restore.
-	if n := len(got[ChainManglePrerouting]); n != 4 {
-		t.Errorf("%d mangle prerouting rules, want 4", n)
+	if n, m := len(got[ChainRawPrerouting]), len(got[ChainPostrouting]); n != 2 || m != 2 {
+		t.Errorf("%d/%d rewrite rules in raw prerouting/postrouting, want 2/2", n, m)
 	}
-	if n, m := len(got[ChainNATPrerouting]), len(got[ChainNATPostrouting]); n != 2 || m != 2 {
-		t.Errorf("%d/%d nat rules, want 2/2", n, m)
+	var st State
+	for _, rule := range got[ChainPostrouting] {
+		st.read(rule)
+	}
+	if st.Netmaps != 2 {
+		t.Errorf("%d address rewrites into the tunnel, want 2", st.Netmaps)
 	}
 }
 
@@ -76,15 +81,17 @@ func TestRulesRejectBadInput(t *testing.T) {
 	}
 }
 
-// TestNetmapRange: the NAT range is the network's first and last address.
-func TestNetmapRange(t *testing.T) {
-	exprs := netmap(expr.NATTypeDestNAT, cidr(t, "10.71.0.0/16"))
-	first, last := exprs[0].(*expr.Immediate), exprs[1].(*expr.Immediate)
-	if !bytes.Equal(first.Data, []byte{10, 71, 0, 0}) || !bytes.Equal(last.Data, []byte{10, 71, 255, 255}) {
-		t.Errorf("range %v-%v, want 10.71.0.0-10.71.255.255", net.IP(first.Data), net.IP(last.Data))
+// TestRewriteKeepsHost: the rewrite keeps the host bits (mask) and sets the network's (xor), and
+// writes with the IP and pseudo-header checksums updated.
+func TestRewriteKeepsHost(t *testing.T) {
+	exprs := rewrite(dstOffset, cidr(t, "10.71.0.0/16"))
+	bw, write := exprs[1].(*expr.Bitwise), exprs[2].(*expr.Payload)
+	if !bytes.Equal(bw.Mask, []byte{0, 0, 255, 255}) || !bytes.Equal(bw.Xor, []byte{10, 71, 0, 0}) {
+		t.Errorf("bitwise mask %v xor %v, want 0.0.255.255 and 10.71.0.0", net.IP(bw.Mask), net.IP(bw.Xor))
 	}
-	if nat := exprs[2].(*expr.NAT); !nat.Prefix || nat.Type != expr.NATTypeDestNAT {
-		t.Errorf("nat expression %+v, want a prefix DNAT", nat)
+	if write.OperationType != expr.PayloadWrite || write.Offset != dstOffset || write.CsumType != expr.CsumTypeInet ||
+		write.CsumOffset != ipChecksumOffset || write.CsumFlags != unix.NFT_PAYLOAD_L4CSUM_PSEUDOHDR {
+		t.Errorf("payload write %+v, want the destination with the IP and L4 checksums updated", write)
 	}
 }
 
@@ -122,7 +129,7 @@ func TestSyncReplaceRemove(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for chain, want := range map[string]int{ChainMangleForward: 2, ChainManglePrerouting: 4, ChainNATPrerouting: 2, ChainNATPostrouting: 2} {
+		for chain, want := range map[string]int{ChainMangleForward: 2, ChainRawPrerouting: 2, ChainPostrouting: 2} {
 			if got.Rules[chain] != want {
 				t.Errorf("chain %s: %d rules in the kernel, want %d", chain, got.Rules[chain], want)
 			}
@@ -131,7 +138,7 @@ func TestSyncReplaceRemove(t *testing.T) {
 			t.Errorf("MSS clamp sets %d, want 1400", got.ClampMSS)
 		}
 		if got.Netmaps != 4 {
-			t.Errorf("%d prefix NAT expressions in the kernel, want 4", got.Netmaps)
+			t.Errorf("%d address rewrites in the kernel, want 4", got.Netmaps)
 		}
 
 		r.Remaps = nil
@@ -141,7 +148,7 @@ func TestSyncReplaceRemove(t *testing.T) {
 		if got, err = r.Installed(); err != nil {
 			return err
 		}
-		if got.Netmaps != 0 || got.Rules[ChainManglePrerouting] != 0 || got.ClampMSS != 1400 {
+		if got.Netmaps != 0 || got.Rules[ChainRawPrerouting] != 0 || got.ClampMSS != 1400 {
 			t.Errorf("after the remaps went: %+v, want only the clamp", got)
 		}
 

@@ -108,8 +108,9 @@ type peeringCase struct {
 // nodes; a Deployment in an offloaded namespace runs real containers on the provider's kubelet;
 // kubectl logs and exec through the virtual node reach them; a consumer pod reaches an
 // offloaded pod over HTTP through the tunnel (at the address the consumer sees it under, and
-// the provider's pod sees the consumer's under its remapped address); with distinct CIDRs a
-// Service on the consumer backed by the offloaded pods answers; destroy and helm uninstall
+// the provider's pod sees the consumer's under its remapped address); a Service on the
+// consumer backed by the offloaded pods answers (kube-proxy's DNAT to a remapped endpoint
+// and the gateway's rewrite on one node); destroy and helm uninstall
 // leave no pod, namespace, interface, nftables table or CR of ours.
 func TestPeeringOnRealNodes(t *testing.T) {
 	requireRealNodes(t)
@@ -225,9 +226,7 @@ func peerRealNodes(t *testing.T, tc peeringCase) {
 	}
 	t.Logf("consumer pod %s -> offloaded pod at %s (provider's %s): answered; the provider's pod saw it from %s", client.Status.PodIP, target.Status.PodIP, remoteIP, seen)
 
-	if tc.clusterPodCIDR == "" {
-		expectService(ctx, t, consumer, ns, labels, local, client.Name, offloaded)
-	}
+	expectService(ctx, t, consumer, ns, labels, local, client.Name, offloaded)
 
 	// Latency: through the tunnel, and to the other consumer pod on the same node.
 	tunnel := benchHTTP(t, consumer, local, client.Name, url)
