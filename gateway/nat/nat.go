@@ -203,11 +203,6 @@ func addrIn(offset uint32, n net.IPNet) []expr.Any {
 	}
 }
 
-
-
-
-
-
 // rewrite sets the address at offset (source or destination) to the same host in network to,
 // updating the IP header's checksum and the TCP or UDP checksum (whose pseudo-header holds the
 // addresses).
