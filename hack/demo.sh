@@ -24,10 +24,18 @@ else
   echo "note: no tunnel: the sandbox's networking is $(cat "$STATE/networking" 2>/dev/null || echo disabled), so the peering has networking = false"
 fi
 
-step "terraform apply examples/peering (networking = $networking)"
+nodes=$(cat "$STATE/nodes" 2>/dev/null || echo kwok)
+vars=(-var "networking=$networking")
+if [[ $nodes == real ]]; then
+  # Real nodes: the gateway server is a pod reached on a NodePort (no load balancer here), and
+  # the provider's node has 2 CPUs, half of which it shares.
+  vars+=(-var gateway_service_type=NodePort -var cpu=1 -var memory=1Gi -var pods=20)
+fi
+
+step "terraform apply examples/peering (nodes: $nodes, networking = $networking)"
 start=$(date +%s%N)
 terraform -chdir="$ROOT/examples/peering" apply -auto-approve -input=false -state="$STATE/peering.tfstate" \
-  -var "networking=$networking" -var "consumer_kubeconfig=$STATE/consumer.kubeconfig" \
+  "${vars[@]}" -var "consumer_kubeconfig=$STATE/consumer.kubeconfig" \
   -var "provider_kubeconfig=$STATE/provider.kubeconfig"
 echo "applied in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
@@ -57,7 +65,9 @@ spec:
     spec:
       containers:
         - name: hello
-          image: registry.k8s.io/pause:3.10
+          # Built locally and imported into real nodes (nothing is pulled); KWOK only names it.
+          image: peerkit.local/test-http:v1
+          imagePullPolicy: Never
           resources:
             requests: {cpu: 100m, memory: 64Mi}
 YAML
@@ -81,8 +91,6 @@ if [[ $networking == true ]]; then
     echo "# $cluster"
     kc "$cluster" get connections --all-namespaces -o wide
   done
-  # KWOK plays the nodes; the sandbox gives each running pod its address in the cluster's pod
-  # network and answers HTTP there with the pod's name (internal/sandbox/podnet.go).
   step "pod-to-pod traffic through the tunnel: from the consumer's pod network to an offloaded pod"
   pod=$(kc consumer -n demo get pods -l app=hello -o jsonpath='{.items[0].metadata.name}')
   ip=""
@@ -92,12 +100,22 @@ if [[ $networking == true ]]; then
     sleep 0.2
   done
   echo "the consumer's pod demo/$pod runs on the provider at $ip"
-  "$SANDBOX_BIN" -state "$STATE" request consumer "$ip"
+  if [[ $nodes == real ]]; then
+    # A pod of the consumer's own node asks the offloaded pod, which answers its name.
+    kc consumer -n default run client --image=peerkit.local/test-http:v1 --image-pull-policy=Never --restart=Never >/dev/null
+    kc consumer -n default wait pod/client --for=condition=Ready --timeout=60s >/dev/null
+    echo "from consumer pod default/client ($(kc consumer -n default get pod client -o jsonpath='{.status.podIP}')): GET http://$ip:8080/ answers:"
+    kc consumer -n default exec client -- /test-http get "http://$ip:8080/"
+  else
+    # KWOK plays the nodes; the sandbox gives each running pod its address in the cluster's pod
+    # network and answers HTTP there with the pod's name (internal/sandbox/podnet.go).
+    "$SANDBOX_BIN" -state "$STATE" request consumer "$ip"
+  fi
 fi
 
 cat <<MSG
 
-Done. Try: terraform -chdir=examples/peering plan -state=$STATE/peering.tfstate -var networking=$networking
-(no changes; with TF_CLI_CONFIG_FILE=$STATE/terraformrc), add -var cpu=3 to re-negotiate in place,
+Done. Try: terraform -chdir=examples/peering plan -state=$STATE/peering.tfstate ${vars[*]}
+(no changes; with TF_CLI_CONFIG_FILE=$STATE/terraformrc), add -var memory=2Gi to re-negotiate in place,
 and 'make sandbox-down' to stop everything.
 MSG

@@ -2,7 +2,10 @@
 // bed's binaries: `up` starts them in the background and prints how to reach them, `down` stops
 // them and removes their files, `serve` is the background supervisor itself, and
 // `request <cluster> <address>` pings and sends an HTTP GET to a pod address from the named
-// cluster's pod network (with the sandbox's networking, as root).
+// cluster's pod network (with the sandbox's networking, as root). With -nodes real (or auto,
+// which `make sandbox` and `make demo` use, as root on Linux), each cluster has one real node
+// (a kubelet with containerd) and our chart installed by helm instead of KWOK nodes and the
+// components as processes.
 package main
 
 import (
@@ -31,6 +34,10 @@ func run(ctx context.Context, args []string) error {
 	count := fs.Int("clusters", 2, "how many clusters to run: 2 (consumer, provider) or 3 (and provider-2, for the fleet example)")
 	managerBin := fs.String("manager-bin", filepath.Join(root, "bin", "liqo-controller-manager"), "the liqo-controller-manager binary run for each cluster")
 	gatewayBin := fs.String("gateway-bin", filepath.Join(root, "bin", "liqo-gateway"), "the liqo-gateway binary run for each gateway (as root; otherwise networking is disabled)")
+	nodes := fs.String("nodes", sandbox.NodesKWOK, "the clusters' nodes: kwok (the components as processes), real (a kubelet with containerd per cluster, the chart installed by helm; root on Linux) or auto (real where possible)")
+	imagesDir := fs.String("images", filepath.Join(root, "bin", "images"), "the component image archives (make images), for real nodes")
+	helm := fs.String("helm", filepath.Join(root, "bin", "helm-v3.22.0"), "the helm binary (make helm), for real nodes")
+	chartDir := fs.String("chart", filepath.Join(root, "deploy", "liqo"), "the chart, for real nodes")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: liqo-sandbox [flags] up|down|serve|request <from-cluster> <pod-address>\n")
 		fs.PrintDefaults()
@@ -45,14 +52,21 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("resolving -state: %w", err)
 	}
-	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, GatewayBin: *gatewayBin, Clusters: *count, Out: os.Stdout}
+	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, GatewayBin: *gatewayBin, Clusters: *count,
+		Nodes: *nodes, Images: *imagesDir, Helm: *helm, Chart: *chartDir, Out: os.Stdout}
 	switch fs.Arg(0) {
 	case "up":
 		self, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("finding own executable: %w", err)
 		}
-		return sb.Up(ctx, self, "-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "-gateway-bin", *gatewayBin, "-clusters", fmt.Sprint(*count), "serve")
+		mode, line, err := sb.ResolveNodes(*nodes)
+		if err != nil {
+			return err
+		}
+		fmt.Println(line)
+		return sb.Up(ctx, self, "-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "-gateway-bin", *gatewayBin,
+			"-clusters", fmt.Sprint(*count), "-nodes", mode, "-images", *imagesDir, "-helm", *helm, "-chart", *chartDir, "serve")
 	case "down":
 		return sb.Down(ctx)
 	case "serve":

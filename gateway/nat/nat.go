@@ -257,11 +257,6 @@ func setMSS(mss uint16) []expr.Any {
 	}
 }
 
-// native32 encodes a value as the kernel holds registers (host order).
-func native32(v uint32) []byte {
-	return binary.NativeEndian.AppendUint32(nil, v)
-}
-
 // ErrNoTable is returned by Installed when the gateway has no table.
 var ErrNoTable = errors.New("no nftables table")
 

@@ -458,6 +458,11 @@ func (s *Sandbox) printNetworkUsage() {
 		return
 	}
 	state := strings.TrimSpace(string(data))
+	if nodes, _ := os.ReadFile(filepath.Join(s.StateDir, nodesFile)); strings.TrimSpace(string(nodes)) == NodesReal {
+		fmt.Fprintf(s.Out, "\nReal nodes: the chart runs in namespace %s of each cluster; the gateways run as pods on the nodes,\n"+
+			"so gateway servers use service type NodePort (examples/peering: -var gateway_service_type=NodePort).\n", chartNamespace)
+		return
+	}
 	if state != "enabled" {
 		fmt.Fprintf(s.Out, "\nNetworking %s.\nPeer with networking = false.\n", state)
 		return

@@ -77,6 +77,13 @@ type Sandbox struct {
 	GatewayBin string
 	// Clusters is how many clusters run (2 or 3; 0 means 2).
 	Clusters int
+	// Nodes is what the clusters' nodes are: NodesKWOK (also when empty) or NodesReal (see
+	// ResolveNodes, realnodes.go).
+	Nodes string
+	// Images holds the component image archives (`make images`), for real nodes.
+	Images string
+	// Helm is the helm binary, and Chart the chart's folder, for real nodes.
+	Helm, Chart string
 	// Out receives progress and instructions.
 	Out io.Writer
 }
@@ -171,6 +178,9 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 	defer func() { _ = os.Remove(filepath.Join(s.StateDir, pidFile)) }()
 
 	opts := clusters(s.count())
+	if s.Nodes == NodesReal {
+		opts = s.realNodeClusters()
+	}
 	env, err := testenv.Start(ctx, opts...)
 	if err != nil {
 		return err
@@ -199,12 +209,30 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(s.StateDir, envDirFile), []byte(env.Dir), 0o600); err != nil {
 		return fmt.Errorf("writing env folder: %w", err)
 	}
-	managers, err = s.startManagers(ctx, env, opts)
-	if err != nil {
-		return err
+	if s.Nodes == NodesReal {
+		for _, c := range env.Clusters {
+			if err := s.installChart(ctx, c); err != nil {
+				return err
+			}
+		}
+		// The gateways run as pods on the real nodes.
+		if err := os.WriteFile(filepath.Join(s.StateDir, networkingFile), []byte("enabled"), 0o600); err != nil {
+			return fmt.Errorf("writing networking state: %w", err)
+		}
+	} else {
+		if managers, err = s.startManagers(ctx, env, opts); err != nil {
+			return err
+		}
+		if nw, err = s.startNetwork(ctx, env); err != nil {
+			return err
+		}
 	}
-	if nw, err = s.startNetwork(ctx, env); err != nil {
-		return err
+	nodes := NodesKWOK
+	if s.Nodes == NodesReal {
+		nodes = NodesReal
+	}
+	if err := os.WriteFile(filepath.Join(s.StateDir, nodesFile), []byte(nodes), 0o600); err != nil {
+		return fmt.Errorf("writing nodes state: %w", err)
 	}
 	for _, c := range env.Clusters {
 		data, err := os.ReadFile(c.KubeconfigPath)
@@ -228,7 +256,7 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 }
 
 func (s *Sandbox) removeStateFiles() {
-	for _, f := range []string{readyFile, envDirFile, cliConfig, networkingFile} {
+	for _, f := range []string{readyFile, envDirFile, cliConfig, networkingFile, nodesFile} {
 		_ = os.Remove(filepath.Join(s.StateDir, f))
 	}
 	for _, name := range ClusterNames {

@@ -21,6 +21,10 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
 )
 
+// ServiceCIDR is the clusters' Service range: the API server's default, which the test bed
+// keeps (the real nodes' API server certificate covers its first address).
+const ServiceCIDR = "10.0.0.0/24"
+
 // ClusterOptions says what one cluster runs.
 type ClusterOptions struct {
 	// Name identifies the cluster in the Env and names its folder. Required, unique.

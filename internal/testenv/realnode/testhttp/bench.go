@@ -26,8 +26,11 @@ func bench(count, url string) error {
 		}
 		_, err = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("request %d: GET %s: %s %v", i+1, url, resp.Status, err)
+		if err != nil {
+			return fmt.Errorf("request %d: GET %s: reading the body: %w", i+1, url, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("request %d: GET %s: %s", i+1, url, resp.Status)
 		}
 		lat = append(lat, time.Since(start))
 	}

@@ -1,0 +1,93 @@
+package realnode
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// TestDemoOnRealNodes: `make demo`'s sandbox and script where real nodes run (liqo-sandbox
+// -nodes auto, as the make target calls it): the sandbox says in one line that its nodes are
+// real, installs the chart with helm, and the demo peers the clusters with terraform apply,
+// runs the Deployment as real containers on the provider's node and gets an answer from one
+// through the tunnel; `down` leaves no process, network namespace or file.
+func TestDemoOnRealNodes(t *testing.T) {
+	requireRealNodes(t)
+	helm := chart.Helm(t)
+	images := os.Getenv(ImagesEnv)
+	componentArchives(t) // skips without them
+	if _, err := exec.LookPath("terraform"); err != nil {
+		t.Skip("terraform is not on PATH (make deps installs it)")
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins := t.TempDir()
+	build := exec.Command("go", "build", "-o", bins+"/", ".", "./cmd/liqo-sandbox")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building: %v\n%s", err, out)
+	}
+	state := filepath.Join(t.TempDir(), "sandbox")
+	sb := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(bins, "liqo-sandbox"), append([]string{"-state", state, "-provider-bin", bins,
+			"-nodes", "auto", "-images", images, "-helm", helm, "-chart", chart.Dir(t)}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	out, err := sb("up")
+	envDir, _ := os.ReadFile(filepath.Join(state, "env-dir"))
+	t.Cleanup(func() {
+		if out, err := sb("down"); err != nil {
+			t.Errorf("liqo-sandbox down: %v\n%s", err, out)
+		}
+		for _, dir := range []string{state, strings.TrimSpace(string(envDir))} {
+			if left := testenv.ProcessesUsing(dir); len(left) > 0 {
+				t.Errorf("processes left after down: %v", left)
+			}
+		}
+		if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("state folder left after down: %v", err)
+		}
+		if left, _ := filepath.Glob("/run/netns/lqrn*"); len(left) > 0 {
+			t.Errorf("real nodes' network namespaces left after down: %v", left)
+		}
+	})
+	if err != nil {
+		t.Fatalf("liqo-sandbox up: %v\n%s", err, out)
+	}
+	if lines := regexp.MustCompile(`(?m)^nodes: .*$`).FindAllString(out, -1); len(lines) != 1 || !strings.HasPrefix(lines[0], "nodes: real") {
+		t.Fatalf("liqo-sandbox up says %q about its nodes, want one line \"nodes: real ...\":\n%s", lines, out)
+	}
+	t.Logf("liqo-sandbox up:\n%s", out)
+
+	demo := exec.Command("bash", filepath.Join(root, "hack", "demo.sh"))
+	testbed, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo.Env = append(os.Environ(), "SANDBOX_STATE="+state, "SANDBOX_BIN="+filepath.Join(bins, "liqo-sandbox"), "KUBECTL="+filepath.Join(testbed, "kubectl"))
+	demoOut, err := demo.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/demo.sh: %v\n%s", err, demoOut)
+	}
+	t.Logf("demo:\n%s", demoOut)
+	text := string(demoOut)
+	for _, want := range []string{"nodes: real, networking = true", "containerd://", "Connected"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the demo's output lacks %q", want)
+		}
+	}
+	// The offloaded pod answers its own name to the consumer's pod, through the tunnel.
+	m := regexp.MustCompile(`the consumer's pod demo/(\S+) runs on the provider at (\S+)\n.*answers:\n(\S+)`).FindStringSubmatch(text)
+	if m == nil || m[1] != m[3] {
+		t.Errorf("the demo shows no answer from the offloaded pod through the tunnel (%q)", m)
+	}
+}
