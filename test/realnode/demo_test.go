@@ -23,19 +23,7 @@ func TestDemoOnRealNodes(t *testing.T) {
 	helm := chart.Helm(t)
 	images := os.Getenv(ImagesEnv)
 	componentArchives(t) // skips without them
-	if _, err := exec.LookPath("terraform"); err != nil {
-		t.Skip("terraform is not on PATH (make deps installs it)")
-	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bins := t.TempDir()
-	build := exec.Command("go", "build", "-o", bins+"/", ".", "./cmd/liqo-sandbox")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building: %v\n%s", err, out)
-	}
+	root, bins := buildBinaries(t, "./cmd/liqo-sandbox")
 	state := filepath.Join(t.TempDir(), "sandbox")
 	sb := func(args ...string) (string, error) {
 		out, err := exec.Command(filepath.Join(bins, "liqo-sandbox"), append([]string{"-state", state, "-provider-bin", bins,

@@ -29,9 +29,9 @@ type terraformRun struct {
 	env         []string
 }
 
-// newTerraformRun builds the provider and writes the CLI configuration; it skips without
-// terraform on PATH.
-func newTerraformRun(t *testing.T) *terraformRun {
+// buildBinaries builds the provider and cmds (e.g. ./cmd/liqo-sandbox) into a folder of their
+// own; it skips t without terraform on PATH. It returns the repository's root and the folder.
+func buildBinaries(t *testing.T, cmds ...string) (root, bins string) {
 	t.Helper()
 	if _, err := exec.LookPath("terraform"); err != nil {
 		t.Skip("terraform is not on PATH (make deps installs it)")
@@ -40,12 +40,20 @@ func newTerraformRun(t *testing.T) *terraformRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bins := t.TempDir()
-	build := exec.Command("go", "build", "-o", bins+"/", ".")
+	bins = t.TempDir()
+	build := exec.Command("go", append([]string{"build", "-o", bins + "/", "."}, cmds...)...)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the provider: %v\n%s", err, out)
+		t.Fatalf("building the provider %v: %v\n%s", cmds, err, out)
 	}
+	return root, bins
+}
+
+// newTerraformRun builds the provider and writes the CLI configuration; it skips without
+// terraform on PATH.
+func newTerraformRun(t *testing.T) *terraformRun {
+	t.Helper()
+	root, bins := buildBinaries(t)
 	rc := filepath.Join(bins, "terraformrc")
 	cfg := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"peerkit/liqo\" = %q\n  }\n  direct {}\n}\n", bins)
 	if err := os.WriteFile(rc, []byte(cfg), 0o600); err != nil {
