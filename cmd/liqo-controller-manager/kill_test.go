@@ -208,7 +208,7 @@ func TestKilledMidHandshakeConverges(t *testing.T) {
 	}
 	prov.start(t, "nonce", "tenant")
 	n := &corev1.Secret{}
-	eventually(t, "the provider's nonce after the restart", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the provider's nonce after the restart", 90*time.Second, func(ctx context.Context) (bool, error) {
 		return provCl.Client.Get(ctx, nonceKey, n) == nil && len(n.Data[consts.NonceKey]) > 0, nil
 	})
 	signedNonce := n.Data[consts.NonceKey]
@@ -230,7 +230,7 @@ func TestKilledMidHandshakeConverges(t *testing.T) {
 		t.Fatal("the signed-nonce request was answered by a frozen manager")
 	}
 	cons.start(t, "signednonce", "identity")
-	eventually(t, "the consumer's signature after the restart", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the consumer's signature after the restart", 90*time.Second, func(ctx context.Context) (bool, error) {
 		err := consCl.Client.Get(ctx, client.ObjectKeyFromObject(signed), signed)
 		return err == nil && len(signed.Data[consts.SignedNonceKey]) > 0, nil
 	})
@@ -263,7 +263,7 @@ func TestKilledMidHandshakeConverges(t *testing.T) {
 	t.Logf("provider manager killed after the Tenant was created: finalizers %v, CSRs %v, certificate in status: %v",
 		tn.Finalizers, describeCSRs(clientCSRs(csrs)), tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0)
 	prov.start(t, "nonce", "tenant")
-	eventually(t, "the tenant's certificate after the restart", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the tenant's certificate after the restart", 90*time.Second, func(ctx context.Context) (bool, error) {
 		err := provCl.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
 		return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
 	})
@@ -275,7 +275,7 @@ func TestKilledMidHandshakeConverges(t *testing.T) {
 		t.Fatal(err)
 	}
 	kc := &corev1.Secret{}
-	eventually(t, "the identity's kubeconfig", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the identity's kubeconfig", 90*time.Second, func(ctx context.Context) (bool, error) {
 		return consCl.Client.Get(ctx, client.ObjectKey{Namespace: consNS, Name: identity.SecretName(id.Name)}, kc) == nil, nil
 	})
 

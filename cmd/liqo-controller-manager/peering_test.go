@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
@@ -41,13 +40,6 @@ func startManager(t *testing.T, cl *testenv.Cluster, args ...string) {
 	})
 }
 
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 90*time.Second, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 // TestPeeringFromNothingToReadyNode: both clusters run the real controller manager; applying
 // the objects of a peering on both sides, in seed 003's order (tenant namespaces, nonce,
 // signed nonce, Tenant, Identity, ResourceSlice), yields a Ready virtual node on the consumer
@@ -70,7 +62,7 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 		cons.Client: {ObjectMeta: metav1.ObjectMeta{Name: consNS, Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-provider", consts.TenantNamespaceLabel: "true"}}},
 		prov.Client: {ObjectMeta: metav1.ObjectMeta{Name: provNS, Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-consumer", consts.TenantNamespaceLabel: "true"}}},
 	} {
-		eventually(t, "the manager's CRDs, to create "+ns.Name, func(ctx context.Context) (bool, error) {
+		testenv.Poll(t, "the manager's CRDs, to create "+ns.Name, 90*time.Second, func(ctx context.Context) (bool, error) {
 			return c.Create(ctx, ns) == nil, nil
 		})
 	}
@@ -80,7 +72,7 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := &corev1.Secret{}
-	eventually(t, "the provider's nonce", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the provider's nonce", 90*time.Second, func(ctx context.Context) (bool, error) {
 		return prov.Client.Get(ctx, client.ObjectKey{Namespace: provNS, Name: consts.NonceSecret}, n) == nil && len(n.Data[consts.NonceKey]) > 0, nil
 	})
 	signed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: consts.SignedNonceSecret},
@@ -88,7 +80,7 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 	if err := cons.Client.Create(ctx, signed); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the consumer's signature", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the consumer's signature", 90*time.Second, func(ctx context.Context) (bool, error) {
 		err := cons.Client.Get(ctx, client.ObjectKeyFromObject(signed), signed)
 		return err == nil && len(signed.Data[consts.SignedNonceKey]) > 0, nil
 	})
@@ -100,7 +92,7 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the tenant's certificate", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the tenant's certificate", 90*time.Second, func(ctx context.Context) (bool, error) {
 		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
 		return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
 	})
@@ -109,7 +101,7 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 	if err := cons.Client.Create(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the identity's kubeconfig", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the identity's kubeconfig", 90*time.Second, func(ctx context.Context) (bool, error) {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: consNS, Name: identity.SecretName(id.Name)}, &corev1.Secret{}) == nil, nil
 	})
 
@@ -125,7 +117,7 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := &corev1.Node{}
-	eventually(t, "a Ready virtual node", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "a Ready virtual node", 90*time.Second, func(ctx context.Context) (bool, error) {
 		if cons.Client.Get(ctx, client.ObjectKey{Name: "cl-provider"}, node) != nil {
 			return false, nil
 		}
@@ -152,15 +144,14 @@ func TestPeeringFromNothingToReadyNode(t *testing.T) {
 		role   corev1beta1.RoleType
 	}{{cons.Client, "cl-provider", corev1beta1.ProviderRole}, {prov.Client, "cl-consumer", corev1beta1.ConsumerRole}} {
 		fc := &corev1beta1.ForeignCluster{}
-		eventually(t, fmt.Sprintf("the ForeignCluster of %s with role %s", side.remote, side.role), func(ctx context.Context) (bool, error) {
+		testenv.Poll(t, fmt.Sprintf("the ForeignCluster of %s with role %s", side.remote, side.role), 90*time.Second, func(ctx context.Context) (bool, error) {
 			if side.c.Get(ctx, client.ObjectKey{Name: side.remote}, fc) != nil || fc.Status.Role != side.role ||
 				!fc.Status.Modules.Authentication.Enabled || !fc.Status.Modules.Offloading.Enabled {
 				return false, nil
 			}
-			if side.role != corev1beta1.ProviderRole { // the virtual node is the consumer's
+			if side.role != corev1beta1.ProviderRole {
 				return true, nil
 			}
-			// Its virtual kubelet runs and its Node is Ready.
 			ready := 0
 			for _, c := range fc.Status.Modules.Offloading.Conditions {
 				if (c.Type == corev1beta1.OffloadingVirtualNodeStatusCondition || c.Type == corev1beta1.OffloadingNodeStatusCondition) &&

@@ -85,7 +85,7 @@ func TestGatewayClientTemplates(t *testing.T) {
 	depKey := client.ObjectKey{Namespace: ns, Name: "gw-client"}
 
 	// No template yet (the reference has no namespace: the GatewayClient's).
-	eventually(t, "TemplateNotFound event", func() error {
+	testenv.EventuallyOK(t, "TemplateNotFound event", 30*time.Second, func() error {
 		list := &eventsv1.EventList{}
 		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return err
@@ -109,7 +109,7 @@ func TestGatewayClientTemplates(t *testing.T) {
 	if err := c.Create(ctx, tmpl); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deployment from the template", func() error { return c.Get(ctx, depKey, dep) })
+	testenv.EventuallyOK(t, "deployment from the template", 30*time.Second, func() error { return c.Get(ctx, depKey, dep) })
 	if dep.Labels["peer"] != "cluster-a" || dep.Spec.Template.Spec.PriorityClassName != "system-node-critical" {
 		t.Errorf("labels %v, priority class %q: want the template's", dep.Labels, dep.Spec.Template.Spec.PriorityClassName)
 	}
@@ -121,7 +121,7 @@ func TestGatewayClientTemplates(t *testing.T) {
 		t.Errorf("security context %+v, mounts %+v", ctr.SecurityContext, ctr.VolumeMounts)
 	}
 
-	eventually(t, "internal endpoint", func() error {
+	testenv.EventuallyOK(t, "internal endpoint", 30*time.Second, func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 			return err
 		}
@@ -141,16 +141,4 @@ func TestGatewayClientTemplates(t *testing.T) {
 	if p := pods.Items[0]; ie.IP == nil || p.Status.PodIP == "" || string(*ie.IP) != p.Status.PodIP || ptr.Deref(ie.Node, "") != "gw-node" {
 		t.Errorf("internal endpoint %v/%v: want pod IP %q on gw-node", ptr.Deref(ie.IP, ""), ptr.Deref(ie.Node, ""), p.Status.PodIP)
 	}
-}
-
-// eventually polls check until it passes, for up to 30 s.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if err = check(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s: %v", what, err)
 }

@@ -42,18 +42,6 @@ func startManager(t *testing.T, c *testenv.Cluster) {
 	})
 }
 
-// eventually polls get until check passes, for up to 15 s.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if err = check(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s: %v", what, err)
-}
-
 type failure string
 
 func (f failure) Error() string { return string(f) }
@@ -84,7 +72,7 @@ func TestGatewayServer(t *testing.T) {
 		if err := c.Create(ctx, gw); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "status endpoint", func() error {
+		testenv.EventuallyOK(t, "status endpoint", 15*time.Second, func() error {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 				return err
 			}
@@ -138,7 +126,7 @@ func TestGatewayServer(t *testing.T) {
 		if err := c.Create(ctx, gw); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "status endpoint", func() error {
+		testenv.EventuallyOK(t, "status endpoint", 15*time.Second, func() error {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 				return err
 			}
@@ -171,7 +159,7 @@ func TestGatewayServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		dep, svc := &appsv1.Deployment{}, &corev1.Service{}
-		eventually(t, "deployment and service", func() error {
+		testenv.EventuallyOK(t, "deployment and service", 15*time.Second, func() error {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-going"}, dep); err != nil {
 				return err
 			}
@@ -208,7 +196,7 @@ func TestGatewayServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		svc := &corev1.Service{}
-		eventually(t, "service", func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-lb"}, svc) })
+		testenv.EventuallyOK(t, "service", 15*time.Second, func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-lb"}, svc) })
 		if svc.Annotations["example.org/lb"] != "internal" {
 			t.Errorf("service annotations %v", svc.Annotations)
 		}
@@ -223,7 +211,7 @@ func TestGatewayServer(t *testing.T) {
 		if err := c.Status().Update(ctx, svc); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "load balancer endpoint", func() error {
+		testenv.EventuallyOK(t, "load balancer endpoint", 15*time.Second, func() error {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -127,7 +128,7 @@ func TestGatewayServerTemplates(t *testing.T) {
 		gw := newServer("custom", corev1.ObjectReference{APIVersion: "networking.liqo.io/v1beta1", Kind: "WgGatewayServerTemplate",
 			Name: "custom", Namespace: "templates"})
 		var dep *appsv1.Deployment
-		eventually(t, "deployment", func() (err error) { dep, err = deployment(gw); return err })
+		testenv.EventuallyOK(t, "deployment", 15*time.Second, func() (err error) { dep, err = deployment(gw); return err })
 		checkDeployment(t, dep, gw, "--mode=server", "--namespace="+ns, "--gateway=custom")
 		if dep.Labels["peer"] != "cluster-b" || dep.Annotations["example.org/owner"] != ns || dep.Labels["app.kubernetes.io/name"] != "custom" {
 			t.Errorf("deployment labels %v annotations %v: want the template's, rendered, and the selector", dep.Labels, dep.Annotations)
@@ -156,7 +157,7 @@ func TestGatewayServerTemplates(t *testing.T) {
 		}
 		svc := &corev1.Service{}
 		// The Deployment is written first: the Service may follow a moment later.
-		eventually(t, "service", func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-custom"}, svc) })
+		testenv.EventuallyOK(t, "service", 15*time.Second, func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-custom"}, svc) })
 		if svc.Spec.Type != corev1.ServiceTypeNodePort {
 			t.Errorf("service type %s: the GatewayServer's NodePort wins over the template's LoadBalancer", svc.Spec.Type)
 		}
@@ -174,7 +175,7 @@ func TestGatewayServerTemplates(t *testing.T) {
 
 	t.Run("internal endpoint", func(t *testing.T) {
 		gw := &netv1beta1.GatewayServer{}
-		eventually(t, "internal endpoint", func() error {
+		testenv.EventuallyOK(t, "internal endpoint", 15*time.Second, func() error {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "custom"}, gw); err != nil {
 				return err
 			}
@@ -199,17 +200,17 @@ func TestGatewayServerTemplates(t *testing.T) {
 
 	t.Run("missing template", func(t *testing.T) {
 		gw := newServer("late", corev1.ObjectReference{Kind: "WgGatewayServerTemplate", Name: "late", Namespace: "templates"})
-		eventually(t, "TemplateNotFound event", func() error { return warning(ctx, c, gw, "TemplateNotFound", "templates/late") })
+		testenv.EventuallyOK(t, "TemplateNotFound event", 15*time.Second, func() error { return warning(ctx, c, gw, "TemplateNotFound", "templates/late") })
 		if _, err := deployment(gw); !apierrors.IsNotFound(err) {
 			t.Fatalf("deployment without its template: %v", err)
 		}
 		createTemplate("late")
-		eventually(t, "deployment once the template exists", func() error { _, err := deployment(gw); return err })
+		testenv.EventuallyOK(t, "deployment once the template exists", 15*time.Second, func() error { _, err := deployment(gw); return err })
 	})
 
 	t.Run("kind not served", func(t *testing.T) {
 		gw := newServer("nokind", corev1.ObjectReference{APIVersion: "example.org/v1", Kind: "GatewayTemplate", Name: "x", Namespace: "templates"})
-		eventually(t, "TemplateNotFound event", func() error { return warning(ctx, c, gw, "TemplateNotFound", "GatewayTemplate") })
+		testenv.EventuallyOK(t, "TemplateNotFound event", 15*time.Second, func() error { return warning(ctx, c, gw, "TemplateNotFound", "GatewayTemplate") })
 		if _, err := deployment(gw); !apierrors.IsNotFound(err) {
 			t.Fatalf("deployment without its template: %v", err)
 		}
@@ -219,7 +220,7 @@ func TestGatewayServerTemplates(t *testing.T) {
 		gw := newServer("default", corev1.ObjectReference{APIVersion: "networking.liqo.io/v1beta1", Kind: "WgGatewayServerTemplate",
 			Name: "wireguard-server", Namespace: "liqo"})
 		var dep *appsv1.Deployment
-		eventually(t, "deployment", func() (err error) { dep, err = deployment(gw); return err })
+		testenv.EventuallyOK(t, "deployment", 15*time.Second, func() (err error) { dep, err = deployment(gw); return err })
 		checkDeployment(t, dep, gw, "--mode=server", "--gateway=default")
 		tmpl := &netv1beta1.WgGatewayServerTemplate{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "liqo", Name: "wireguard-server"}, tmpl); err != nil {

@@ -44,14 +44,6 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 // provider is a provider cluster with the grant webhook registered.
 type provider struct {
 	t       *testing.T
@@ -199,7 +191,7 @@ func wantDenied(t *testing.T, err error, what string, parts ...string) {
 // grant, dry run, is refused).
 func (p *provider) waitForWebhook(ns string) {
 	p.t.Helper()
-	poll(p.t, "the grant webhook", func(ctx context.Context) bool {
+	testenv.Eventually(p.t, "the grant webhook", 30*time.Second, func(ctx context.Context) bool {
 		err := p.cl.Client.Create(ctx, shadowPod(ns, "probe", "1000", ""), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "granted")
 	})
@@ -270,7 +262,7 @@ func TestGrantEnforced(t *testing.T) {
 		t.Fatal(err)
 	}
 	var last error
-	poll(t, "the smaller grant in force", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the smaller grant in force", 30*time.Second, func(ctx context.Context) bool {
 		last = p.cl.Client.Create(ctx, shadowPod("app-cl-consumer", "probe", "", ""), client.DryRunAll)
 		return last != nil && strings.Contains(last.Error(), "1 granted")
 	})
@@ -289,7 +281,7 @@ func TestGrantEnforced(t *testing.T) {
 	if err := p.cl.Client.Delete(ctx, granted); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "no grant in force", func(ctx context.Context) bool {
+	testenv.Eventually(t, "no grant in force", 30*time.Second, func(ctx context.Context) bool {
 		err := p.cl.Client.Create(ctx, shadowPod("app-cl-consumer", "probe", "", ""), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "no accepted ResourceSlice")
 	})
@@ -373,7 +365,7 @@ func TestConcurrentAdmissions(t *testing.T) {
 		t.Errorf("stored ShadowPods ask for %s CPU, over the 2 granted", total.String())
 	}
 	// Once the cache has caught up, the reservations are released on the next admission.
-	poll(t, "the reservations released", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the reservations released", 30*time.Second, func(ctx context.Context) bool {
 		_ = c.Create(ctx, shadowPod(ns, "probe", "300m", ""), client.DryRunAll)
 		return p.handler.Reserved(consumer) == 0
 	})

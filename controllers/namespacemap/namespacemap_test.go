@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,14 +24,6 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
-
-func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
 
 func tenantNamespace(name, consumer string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
@@ -56,7 +47,7 @@ func activeTenant(namespace, consumer string) *authv1beta1.Tenant {
 // expectEvent waits for an Event with reason on obj.
 func expectEvent(t *testing.T, c client.Client, obj client.Object, reason string) {
 	t.Helper()
-	poll(t, "a "+reason+" Event on "+obj.GetName(), func(ctx context.Context) bool {
+	testenv.Eventually(t, "a "+reason+" Event on "+obj.GetName(), 30*time.Second, func(ctx context.Context) bool {
 		evs := &eventsv1.EventList{}
 		if c.List(ctx, evs, client.InNamespace(obj.GetNamespace())) != nil {
 			return false
@@ -131,7 +122,7 @@ func TestNamespaceMap(t *testing.T) {
 	accepted := func(remote string) offv1beta1.RemoteNamespaceStatus {
 		return offv1beta1.RemoteNamespaceStatus{RemoteNamespace: remote, Phase: offv1beta1.MappingAccepted}
 	}
-	poll(t, "both namespaces Accepted", statusIs(map[string]offv1beta1.RemoteNamespaceStatus{"demo": accepted("demo-cl-a"), "web": accepted("web")}))
+	testenv.Eventually(t, "both namespaces Accepted", 30*time.Second, statusIs(map[string]offv1beta1.RemoteNamespaceStatus{"demo": accepted("demo-cl-a"), "web": accepted("web")}))
 	for local, remote := range map[string]string{"demo": "demo-cl-a", "web": "web"} {
 		ns := &corev1.Namespace{}
 		if err := prov.Client.Get(ctx, client.ObjectKey{Name: remote}, ns); err != nil {
@@ -156,7 +147,7 @@ func TestNamespaceMap(t *testing.T) {
 	if err := prov.Client.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: namespacemap.RoleBindingName}}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the binding restored", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the binding restored", 30*time.Second, func(ctx context.Context) bool {
 		return prov.Client.Get(ctx, client.ObjectKey{Namespace: "web", Name: namespacemap.RoleBindingName}, &rbacv1.RoleBinding{}) == nil
 	})
 
@@ -171,7 +162,7 @@ func TestNamespaceMap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poll(t, "an Event on the spoofing map", func(ctx context.Context) bool {
+	testenv.Eventually(t, "an Event on the spoofing map", 30*time.Second, func(ctx context.Context) bool {
 		evs := &eventsv1.EventList{}
 		if prov.Client.List(ctx, evs, client.InNamespace(tenantB)) != nil {
 			return false
@@ -193,10 +184,10 @@ func TestNamespaceMap(t *testing.T) {
 	if err := prov.Client.Update(ctx, nm); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the renamed namespace Accepted, the invalid one failed", statusIs(map[string]offv1beta1.RemoteNamespaceStatus{
+	testenv.Eventually(t, "the renamed namespace Accepted, the invalid one failed", 30*time.Second, statusIs(map[string]offv1beta1.RemoteNamespaceStatus{
 		"demo": accepted("demo-cl-a"), "web": accepted("web-renamed"),
 		"bad": {RemoteNamespace: "Not_A_Name", Phase: offv1beta1.MappingCreationLoopBackOff}}))
-	poll(t, "the old namespace gone", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the old namespace gone", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(prov.Client.Get(ctx, client.ObjectKey{Name: "web"}, &corev1.Namespace{}))
 	})
 	evs := &eventsv1.EventList{}
@@ -253,7 +244,7 @@ func TestNamespaceMap(t *testing.T) {
 	if err := prov.Client.Delete(ctx, tenantOfA); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "cl-a's bindings gone, its mappings no longer reported", func(ctx context.Context) bool {
+	testenv.Eventually(t, "cl-a's bindings gone, its mappings no longer reported", 30*time.Second, func(ctx context.Context) bool {
 		bindings := &rbacv1.RoleBindingList{}
 		return prov.Client.List(ctx, bindings, client.MatchingLabels{consts.RemoteClusterIDLabel: "cl-a"}) == nil && len(bindings.Items) == 0 &&
 			statusIs(nil)(ctx)
@@ -291,16 +282,16 @@ func TestNamespaceMap(t *testing.T) {
 	if err := prov.Client.Create(ctx, tenantOfA); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "cl-a's mappings Accepted again with a Tenant", statusIs(map[string]offv1beta1.RemoteNamespaceStatus{
+	testenv.Eventually(t, "cl-a's mappings Accepted again with a Tenant", 30*time.Second, statusIs(map[string]offv1beta1.RemoteNamespaceStatus{
 		"demo": accepted("demo-cl-a"), "web": accepted("web-renamed"), "new": accepted("new-cl-a"),
 		"bad": {RemoteNamespace: "Not_A_Name", Phase: offv1beta1.MappingCreationLoopBackOff}}))
-	poll(t, "cl-a working in its remote namespace again", func(context.Context) bool { return shadowPod() == nil && getConfigMap() == nil })
+	testenv.Eventually(t, "cl-a working in its remote namespace again", 30*time.Second, func(context.Context) bool { return shadowPod() == nil && getConfigMap() == nil })
 
 	// Deleting the map deletes its namespaces, then the map.
 	if err := prov.Client.Delete(ctx, nm); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the namespaces, then the map, gone", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the namespaces, then the map, gone", 30*time.Second, func(ctx context.Context) bool {
 		left := &corev1.NamespaceList{}
 		return prov.Client.List(ctx, left, client.MatchingLabels{consts.RemoteClusterIDLabel: "cl-a", consts.RemoteNamespaceLabel: "true"}) == nil &&
 			len(left.Items) == 0 && apierrors.IsNotFound(prov.Client.Get(ctx, key, &offv1beta1.NamespaceMap{}))

@@ -12,7 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,14 +34,6 @@ const (
 	// provNS is the consumer's tenant namespace on the provider, consNS the provider's on the consumer.
 	provNS, consNS = "liqo-tenant-cl-consumer", "liqo-tenant-cl-provider"
 )
-
-func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
 
 // start runs a manager with the given reconcilers until the test ends.
 func start(t *testing.T, c *testenv.Cluster, setup func(ctrl.Manager) error) {
@@ -156,7 +147,7 @@ func TestNamespaceOffloading(t *testing.T) {
 	}
 	for _, c := range cases {
 		nsoff := &offv1beta1.NamespaceOffloading{}
-		poll(t, c.local+" Ready", func(ctx context.Context) bool {
+		testenv.Eventually(t, c.local+" Ready", 30*time.Second, func(ctx context.Context) bool {
 			return cons.Client.Get(ctx, client.ObjectKey{Namespace: c.local, Name: consts.NamespaceOffloadingName}, nsoff) == nil &&
 				nsoff.Status.OffloadingPhase == offv1beta1.ReadyOffloadingPhaseType
 		})
@@ -238,7 +229,7 @@ func TestNamespaceOffloading(t *testing.T) {
 
 	// A selector matching no virtual node selects nothing.
 	create(t, cons.Client, offloading("delta", offv1beta1.DefaultNameMappingStrategyType, "", selectRegion("nowhere")))
-	poll(t, "delta NoClusterSelected", func(ctx context.Context) bool {
+	testenv.Eventually(t, "delta NoClusterSelected", 30*time.Second, func(ctx context.Context) bool {
 		o := &offv1beta1.NamespaceOffloading{}
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: "delta", Name: consts.NamespaceOffloadingName}, o) == nil &&
 			o.Status.OffloadingPhase == offv1beta1.NoClusterSelectedOffloadingPhaseType && o.Status.RemoteNamespaceName == "delta-cl-consumer"
@@ -254,14 +245,14 @@ func TestNamespaceOffloading(t *testing.T) {
 	// namespace is left alone, also when the offloading is withdrawn.
 	create(t, cons.Client, offloading("epsilon", offv1beta1.SelectedNameMappingStrategyType, "taken", nil))
 	eps := &offv1beta1.NamespaceOffloading{}
-	poll(t, "epsilon AllFailed", func(ctx context.Context) bool {
+	testenv.Eventually(t, "epsilon AllFailed", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: "epsilon", Name: consts.NamespaceOffloadingName}, eps) == nil &&
 			eps.Status.OffloadingPhase == offv1beta1.AllFailedOffloadingPhaseType
 	})
 	if r := condition(eps.Status.RemoteNamespacesConditions[providerID], offv1beta1.NamespaceReady); r.Reason != namespaceoffloading.ReasonCreationFailed || !strings.Contains(r.Message, "taken") {
 		t.Errorf("epsilon Ready condition %+v", r)
 	}
-	poll(t, "an Event naming the taken namespace", func(ctx context.Context) bool {
+	testenv.Eventually(t, "an Event naming the taken namespace", 30*time.Second, func(ctx context.Context) bool {
 		evs := &eventsv1.EventList{}
 		if prov.Client.List(ctx, evs, client.InNamespace(provNS)) != nil {
 			return false
@@ -276,7 +267,7 @@ func TestNamespaceOffloading(t *testing.T) {
 	if err := cons.Client.Delete(ctx, eps); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "epsilon released", func(ctx context.Context) bool {
+	testenv.Eventually(t, "epsilon released", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKeyFromObject(eps), eps))
 	})
 	if err := prov.Client.Get(ctx, client.ObjectKey{Name: "taken"}, &corev1.Namespace{}); err != nil {
@@ -292,7 +283,7 @@ func TestNamespaceOffloading(t *testing.T) {
 	if err := cons.Client.Update(ctx, beta); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "beta-cl-consumer gone, beta NoClusterSelected", func(ctx context.Context) bool {
+	testenv.Eventually(t, "beta-cl-consumer gone, beta NoClusterSelected", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(prov.Client.Get(ctx, client.ObjectKey{Name: "beta-cl-consumer"}, &corev1.Namespace{})) &&
 			cons.Client.Get(ctx, client.ObjectKeyFromObject(beta), beta) == nil &&
 			beta.Status.OffloadingPhase == offv1beta1.NoClusterSelectedOffloadingPhaseType && len(beta.Status.RemoteNamespacesConditions) == 0
@@ -305,7 +296,7 @@ func TestNamespaceOffloading(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poll(t, "the remote namespaces and the offloadings gone", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the remote namespaces and the offloadings gone", 30*time.Second, func(ctx context.Context) bool {
 		for _, name := range []string{"alpha", "gamma-remote"} {
 			if !apierrors.IsNotFound(prov.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})) {
 				return false
@@ -324,7 +315,7 @@ func TestNamespaceOffloading(t *testing.T) {
 	if err := prov.Client.List(ctx, remotes, client.MatchingLabels{consts.RemoteNamespaceLabel: "true"}); err != nil || len(remotes.Items) != 0 {
 		t.Errorf("remote namespaces left: %v %v", remotes.Items, err)
 	}
-	poll(t, "the map empty on both sides", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the map empty on both sides", 30*time.Second, func(ctx context.Context) bool {
 		copyOf := &offv1beta1.NamespaceMap{}
 		return cons.Client.Get(ctx, client.ObjectKeyFromObject(nm), nm) == nil && len(nm.Spec.DesiredMapping) == 0 && len(nm.Status.CurrentMapping) == 0 &&
 			prov.Client.Get(ctx, client.ObjectKey{Namespace: provNS, Name: providerID}, copyOf) == nil && len(copyOf.Spec.DesiredMapping) == 0
@@ -339,10 +330,10 @@ func TestNamespaceOffloading(t *testing.T) {
 	zeta := &offv1beta1.NamespaceOffloading{}
 	zetaKey := client.ObjectKey{Namespace: "zeta", Name: consts.NamespaceOffloadingName}
 	goneMap := &offv1beta1.NamespaceMap{}
-	poll(t, "zeta in the gone provider's map", func(ctx context.Context) bool {
+	testenv.Eventually(t, "zeta in the gone provider's map", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: goneNS, Name: goneID}, goneMap) == nil && goneMap.Spec.DesiredMapping["zeta"] == "zeta-cl-consumer"
 	})
-	poll(t, "zeta InProgress (ready on one cluster of two)", func(ctx context.Context) bool {
+	testenv.Eventually(t, "zeta InProgress (ready on one cluster of two)", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, zetaKey, zeta) == nil && zeta.Status.OffloadingPhase == offv1beta1.InProgressOffloadingPhaseType &&
 			condition(zeta.Status.RemoteNamespacesConditions[providerID], offv1beta1.NamespaceReady).Status == corev1.ConditionTrue
 	})
@@ -350,22 +341,22 @@ func TestNamespaceOffloading(t *testing.T) {
 	if err := cons.Client.Status().Update(ctx, goneMap); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "zeta Ready on both", func(ctx context.Context) bool {
+	testenv.Eventually(t, "zeta Ready on both", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, zetaKey, zeta) == nil && zeta.Status.OffloadingPhase == offv1beta1.ReadyOffloadingPhaseType
 	})
 	if err := cons.Client.Delete(ctx, zeta); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "zeta-cl-consumer gone from the reachable provider", func(ctx context.Context) bool {
+	testenv.Eventually(t, "zeta-cl-consumer gone from the reachable provider", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(prov.Client.Get(ctx, client.ObjectKey{Name: "zeta-cl-consumer"}, &corev1.Namespace{}))
 	})
-	poll(t, "zeta Terminating, waiting for the gone provider only", func(ctx context.Context) bool {
+	testenv.Eventually(t, "zeta Terminating, waiting for the gone provider only", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, zetaKey, zeta) == nil && zeta.Status.OffloadingPhase == offv1beta1.TerminatingOffloadingPhaseType &&
 			len(zeta.Status.RemoteNamespacesConditions) == 1 && zeta.Status.RemoteNamespacesConditions[goneID] != nil
 	})
 	create(t, cons.Client, &corev1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: goneID, Annotations: map[string]string{consts.PeerGoneAnnotation: "true"}},
 		Spec: corev1beta1.ForeignClusterSpec{ClusterID: goneID}})
-	poll(t, "zeta released once its provider is declared gone", func(ctx context.Context) bool {
+	testenv.Eventually(t, "zeta released once its provider is declared gone", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(cons.Client.Get(ctx, zetaKey, zeta))
 	})
 }

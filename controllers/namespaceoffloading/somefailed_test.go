@@ -3,6 +3,7 @@ package namespaceoffloading_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -84,7 +85,7 @@ func TestSomeFailed(t *testing.T) {
 
 	create(t, cons.Client, offloading("omega", offv1beta1.EnforceSameNameMappingStrategyType, "", selectRegion("eu")))
 	nsoff := &offv1beta1.NamespaceOffloading{}
-	poll(t, "omega SomeFailed, Ready on the good provider", func(ctx context.Context) bool {
+	testenv.Eventually(t, "omega SomeFailed, Ready on the good provider", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: "omega", Name: consts.NamespaceOffloadingName}, nsoff) == nil &&
 			nsoff.Status.OffloadingPhase == offv1beta1.SomeFailedOffloadingPhaseType &&
 			condition(nsoff.Status.RemoteNamespacesConditions[goodID], offv1beta1.NamespaceReady).Status == corev1.ConditionTrue

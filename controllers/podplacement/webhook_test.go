@@ -26,14 +26,6 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 )
 
-func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -131,7 +123,7 @@ func TestPlacementOnAServer(t *testing.T) {
 		}
 	}
 	startWebhook(t, cl)
-	poll(t, "the webhook to shape pods", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the webhook to shape pods", 30*time.Second, func(ctx context.Context) bool {
 		p := pod("remote", "probe", nil)
 		return cl.Client.Create(ctx, p, client.DryRunAll) == nil && tolerates(p)
 	})
@@ -203,7 +195,7 @@ func TestPlacementOnAServer(t *testing.T) {
 		t.Errorf("the plain pod went to %s", n)
 	}
 	// No virtual node matches region=us: the pod stays Pending, unschedulable.
-	poll(t, "the pod of a namespace whose selector matches no virtual node to be unschedulable", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the pod of a namespace whose selector matches no virtual node to be unschedulable", 30*time.Second, func(ctx context.Context) bool {
 		p := &corev1.Pod{}
 		if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(pods["elsewhere"]), p); err != nil {
 			return false
@@ -251,7 +243,7 @@ func TestWebhookDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := startWebhook(t, cl)
-	poll(t, "the webhook to shape pods", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the webhook to shape pods", 30*time.Second, func(ctx context.Context) bool {
 		p := pod("remote", "probe", nil)
 		return cl.Client.Create(ctx, p, client.DryRunAll) == nil && tolerates(p)
 	})

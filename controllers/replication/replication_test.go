@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -61,14 +60,6 @@ func startReplication(t *testing.T, cons *testenv.Cluster) func() {
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 // peered starts a consumer and a provider with tenant namespaces for each other, the
@@ -132,7 +123,7 @@ func TestReplication(t *testing.T) {
 	}
 	remote := &authv1beta1.ResourceSlice{}
 	remoteKey := client.ObjectKey{Namespace: provNS, Name: "test"}
-	poll(t, "the copy on the provider", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the copy on the provider", 30*time.Second, func(ctx context.Context) bool {
 		return prov.Client.Get(ctx, remoteKey, remote) == nil
 	})
 	if remote.Spec.ConsumerClusterID == nil || *remote.Spec.ConsumerClusterID != "cl-consumer" ||
@@ -163,7 +154,7 @@ func TestReplication(t *testing.T) {
 		}
 	}
 	setRemoteStatus("Accepted", "4")
-	poll(t, "the status back on the consumer", localHas("Accepted", "4"))
+	testenv.Eventually(t, "the status back on the consumer", 30*time.Second, localHas("Accepted", "4"))
 
 	// A spec change on the consumer reaches the copy.
 	if err := cons.Client.Get(ctx, client.ObjectKeyFromObject(local), local); err != nil {
@@ -173,7 +164,7 @@ func TestReplication(t *testing.T) {
 	if err := cons.Client.Update(ctx, local); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the new request on the provider", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the new request on the provider", 30*time.Second, func(ctx context.Context) bool {
 		return prov.Client.Get(ctx, remoteKey, remote) == nil && remote.Spec.Resources.Cpu().String() == "6"
 	})
 
@@ -181,7 +172,7 @@ func TestReplication(t *testing.T) {
 	stop()
 	setRemoteStatus("Accepted", "6")
 	startReplication(t, cons)
-	poll(t, "the status after a restart", localHas("Accepted", "6"))
+	testenv.Eventually(t, "the status after a restart", 30*time.Second, localHas("Accepted", "6"))
 
 	// The provider's API server goes away and comes back: a change made on the consumer
 	// meanwhile reaches it, and the provider's later answer comes back (the watches resumed).
@@ -200,11 +191,11 @@ func TestReplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
-	poll(t, "the change made while the provider was away, on the provider", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the change made while the provider was away, on the provider", 30*time.Second, func(ctx context.Context) bool {
 		return prov.Client.Get(ctx, remoteKey, remote) == nil && remote.Spec.Resources.Cpu().String() == "8"
 	})
 	setRemoteStatus("Accepted", "8")
-	poll(t, "the provider's answer after its restart", localHas("Accepted", "8"))
+	testenv.Eventually(t, "the provider's answer after its restart", 30*time.Second, localHas("Accepted", "8"))
 	t.Logf("replication current %v after the provider's API server restarted", time.Since(restarted).Round(time.Millisecond))
 
 	// The consumer's identity can do nothing but slices and namespace maps in its namespace.
@@ -220,7 +211,7 @@ func TestReplication(t *testing.T) {
 	if err := cons.Client.Delete(ctx, local); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the copy and the slice gone", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the copy and the slice gone", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(prov.Client.Get(ctx, remoteKey, &authv1beta1.ResourceSlice{})) &&
 			apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKeyFromObject(local), &authv1beta1.ResourceSlice{}))
 	})
@@ -253,7 +244,7 @@ func TestNamespaceMapReplication(t *testing.T) {
 	}
 	remoteKey := client.ObjectKey{Namespace: provNS, Name: "cl-provider"}
 	remote := &offv1beta1.NamespaceMap{}
-	poll(t, "the copy on the provider", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the copy on the provider", 30*time.Second, func(ctx context.Context) bool {
 		return prov.Client.Get(ctx, remoteKey, remote) == nil
 	})
 	if remote.Labels[consts.ReplicationOriginLabel] != "cl-consumer" || remote.Labels[consts.RemoteClusterIDLabel] != "cl-consumer" ||
@@ -263,7 +254,7 @@ func TestNamespaceMapReplication(t *testing.T) {
 		t.Errorf("copy: labels %v annotations %v spec %+v", remote.Labels, remote.Annotations, remote.Spec)
 	}
 	// The original names where it went (upstream's label, which its tools select on).
-	poll(t, "the original's destination label", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the original's destination label", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKeyFromObject(local), local) == nil &&
 			local.Labels[consts.ReplicationDestinationLabel] == "cl-provider"
 	})
@@ -289,7 +280,7 @@ func TestNamespaceMapReplication(t *testing.T) {
 	}
 	accepted := map[string]offv1beta1.RemoteNamespaceStatus{"demo": {RemoteNamespace: "demo-cl-consumer", Phase: offv1beta1.MappingAccepted}}
 	setRemoteStatus(accepted)
-	poll(t, "the status back on the consumer", localHas(accepted))
+	testenv.Eventually(t, "the status back on the consumer", 30*time.Second, localHas(accepted))
 
 	// A new mapping on the consumer reaches the copy.
 	addMapping := func(localNs, remoteNs string) {
@@ -304,7 +295,7 @@ func TestNamespaceMapReplication(t *testing.T) {
 		}
 	}
 	addMapping("web", "web")
-	poll(t, "the new mapping on the provider", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the new mapping on the provider", 30*time.Second, func(ctx context.Context) bool {
 		return prov.Client.Get(ctx, remoteKey, remote) == nil && remote.Spec.DesiredMapping["web"] == "web"
 	})
 
@@ -314,20 +305,20 @@ func TestNamespaceMapReplication(t *testing.T) {
 	accepted["web"] = offv1beta1.RemoteNamespaceStatus{RemoteNamespace: "web", Phase: offv1beta1.MappingAccepted}
 	setRemoteStatus(accepted)
 	startReplication(t, cons)
-	poll(t, "the status after a restart", localHas(accepted))
-	poll(t, "the spec after a restart", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the status after a restart", 30*time.Second, localHas(accepted))
+	testenv.Eventually(t, "the spec after a restart", 30*time.Second, func(ctx context.Context) bool {
 		return prov.Client.Get(ctx, remoteKey, remote) == nil && remote.Spec.DesiredMapping["api"] == "api-x"
 	})
 
 	// A status emptied on the provider empties the consumer's.
 	setRemoteStatus(nil)
-	poll(t, "the emptied status", localHas(nil))
+	testenv.Eventually(t, "the emptied status", 30*time.Second, localHas(nil))
 
 	// Deleting the map deletes the copy, then the map.
 	if err := cons.Client.Delete(ctx, local); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the copy and the map gone", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the copy and the map gone", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(prov.Client.Get(ctx, remoteKey, &offv1beta1.NamespaceMap{})) &&
 			apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKeyFromObject(local), &offv1beta1.NamespaceMap{}))
 	})
@@ -358,7 +349,7 @@ func TestNamespaceMapReplication(t *testing.T) {
 	if err := cons.Client.Create(ctx, fc); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the gone provider's map released", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the gone provider's map released", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKeyFromObject(gone), &offv1beta1.NamespaceMap{}))
 	})
 }

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,14 +22,6 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
-
-func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
 
 // TestShadowPodBecomesOwnedPod: on a provider without garbage collection (no controller
 // manager), a ShadowPod becomes a Running pod it controls, with its labels; the pod is
@@ -75,7 +66,7 @@ func TestShadowPodBecomesOwnedPod(t *testing.T) {
 	}
 	pod := &corev1.Pod{}
 	key := client.ObjectKeyFromObject(sp)
-	poll(t, "a Running pod and the ShadowPod's phase Running", func(ctx context.Context) bool {
+	testenv.Eventually(t, "a Running pod and the ShadowPod's phase Running", 30*time.Second, func(ctx context.Context) bool {
 		return c.Client.Get(ctx, key, pod) == nil && pod.Status.Phase == corev1.PodRunning &&
 			c.Client.Get(ctx, key, sp) == nil && sp.Status.Phase == corev1.PodRunning
 	})
@@ -88,7 +79,7 @@ func TestShadowPodBecomesOwnedPod(t *testing.T) {
 	if err := c.Client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the pod re-created", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the pod re-created", 30*time.Second, func(ctx context.Context) bool {
 		return c.Client.Get(ctx, key, pod) == nil && pod.UID != oldUID && pod.Status.Phase == corev1.PodRunning
 	})
 
@@ -96,7 +87,7 @@ func TestShadowPodBecomesOwnedPod(t *testing.T) {
 		[]byte(`{"metadata":{"labels":{"tier":"front"},"annotations":{"note":null}},"spec":{"pod":{"containers":[{"name":"c","image":"nginx:2"}]}}}`))); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the label, annotation and image on the pod", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the label, annotation and image on the pod", 30*time.Second, func(ctx context.Context) bool {
 		_, hasNote := pod.Annotations["note"]
 		return c.Client.Get(ctx, key, pod) == nil && pod.Labels["tier"] == "front" && !hasNote && pod.Spec.Containers[0].Image == "nginx:2"
 	})
@@ -104,7 +95,7 @@ func TestShadowPodBecomesOwnedPod(t *testing.T) {
 	if err := c.Client.Delete(ctx, sp); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the pod gone with its ShadowPod (no garbage collector runs here)", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the pod gone with its ShadowPod (no garbage collector runs here)", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(c.Client.Get(ctx, key, &corev1.Pod{}))
 	})
 
@@ -113,7 +104,7 @@ func TestShadowPodBecomesOwnedPod(t *testing.T) {
 	if err := c.Client.Create(ctx, host); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the host-network ShadowPod Failed", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the host-network ShadowPod Failed", 30*time.Second, func(ctx context.Context) bool {
 		return c.Client.Get(ctx, client.ObjectKeyFromObject(host), host) == nil && host.Status.Phase == corev1.PodFailed
 	})
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(host), &corev1.Pod{}); !apierrors.IsNotFound(err) {
@@ -155,11 +146,11 @@ func TestShadowPodBecomesOwnedPod(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poll(t, "the pod of the ShadowPod mounting its own Secret copy", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the pod of the ShadowPod mounting its own Secret copy", 30*time.Second, func(ctx context.Context) bool {
 		return c.Client.Get(ctx, client.ObjectKeyFromObject(own), &corev1.Pod{}) == nil
 	})
 	for _, s := range refused {
-		poll(t, "a SecretNotReflected Warning on "+s.Name, func(ctx context.Context) bool {
+		testenv.Eventually(t, "a SecretNotReflected Warning on "+s.Name, 30*time.Second, func(ctx context.Context) bool {
 			evs := &eventsv1.EventList{}
 			return c.Client.List(ctx, evs, client.InNamespace(ns)) == nil && slices.ContainsFunc(evs.Items, func(e eventsv1.Event) bool {
 				return e.Regarding.Name == s.Name && e.Reason == "SecretNotReflected" && e.Type == corev1.EventTypeWarning
@@ -175,7 +166,7 @@ func TestShadowPodBecomesOwnedPod(t *testing.T) {
 	if err := c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-yet", Labels: copyOf("cl-consumer")}}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the pod of the ShadowPod whose Secret was reflected later", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the pod of the ShadowPod whose Secret was reflected later", 30*time.Second, func(ctx context.Context) bool {
 		return c.Client.Get(ctx, client.ObjectKeyFromObject(later), &corev1.Pod{}) == nil
 	})
 }

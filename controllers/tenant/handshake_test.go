@@ -38,13 +38,6 @@ func startManager(t *testing.T, cl *testenv.Cluster, setup func(ctrl.Manager) er
 	startManagerStoppable(t, cl, setup)
 }
 
-func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 45*time.Second, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 func tenantNamespace(name, remote string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{consts.RemoteClusterIDLabel: remote, consts.TenantNamespaceLabel: "true"}}}
@@ -62,7 +55,7 @@ func handshake(t *testing.T, provider, consumer client.Client, providerNS, consu
 		t.Fatal(err)
 	}
 	n := &corev1.Secret{}
-	poll(t, "the provider's nonce", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the provider's nonce", 45*time.Second, func(ctx context.Context) (bool, error) {
 		return provider.Get(ctx, client.ObjectKey{Namespace: providerNS, Name: consts.NonceSecret}, n) == nil && len(n.Data[consts.NonceKey]) > 0, nil
 	})
 	req := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consumerNS, Name: consts.SignedNonceSecret},
@@ -70,7 +63,7 @@ func handshake(t *testing.T, provider, consumer client.Client, providerNS, consu
 	if err := consumer.Create(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the consumer's signature", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the consumer's signature", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := consumer.Get(ctx, client.ObjectKeyFromObject(req), req)
 		return err == nil && len(req.Data[consts.SignedNonceKey]) > 0, nil
 	})
@@ -132,7 +125,7 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the tenant's issued certificate", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the tenant's issued certificate", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
 		return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
 	})
@@ -144,7 +137,7 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := &corev1.Secret{}
-	poll(t, "the identity's kubeconfig Secret", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the identity's kubeconfig Secret", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := cons.Client.Get(ctx, client.ObjectKey{Namespace: consNS, Name: identity.SecretName(id.Name)}, secret)
 		return err == nil, nil
 	})
@@ -189,7 +182,7 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	if err := prov.Client.Create(ctx, nm); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the remote namespace Accepted", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the remote namespace Accepted", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(nm), nm)
 		return err == nil && nm.Status.CurrentMapping["demo"].Phase == offv1beta1.MappingAccepted, nil
 	})
@@ -228,16 +221,16 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	if err := prov.Client.Delete(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "access revoked", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "access revoked", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := peer.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(provNS))
 		return apierrors.IsForbidden(err), nil
 	})
-	poll(t, "tenant gone (finalizer released)", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "tenant gone (finalizer released)", 45*time.Second, func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)), nil
 	})
 	// Also in its remote namespace, which stays: no ShadowPod, no ConfigMap; and the
 	// NamespaceMap controller, having seen the consumer has no Tenant, does not bind it again.
-	poll(t, "access to the remote namespace revoked", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "access to the remote namespace revoked", 45*time.Second, func(ctx context.Context) (bool, error) {
 		return apierrors.IsForbidden(shadowPod()) && apierrors.IsForbidden(getConfigMap()), nil
 	})
 	expectEvent(t, prov.Client, nm, "NoTenant")
@@ -360,7 +353,7 @@ func TestHandshakeConvergesAfterRestart(t *testing.T) {
 		t.Fatalf("issued while stopped? %+v %v", tn.Status.AuthParams, err)
 	}
 	startManager(t, prov, providerSetup)
-	poll(t, "the certificate after the restart", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the certificate after the restart", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
 		return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
 	})
@@ -419,7 +412,7 @@ func TestNonceForUpstreamLiqoctl(t *testing.T) {
 	if err := prov.Client.Update(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the nonce filled in", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the nonce filled in", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(empty), empty)
 		return err == nil && len(empty.Data[consts.NonceKey]) > 0, nil
 	})
@@ -442,7 +435,7 @@ func TestNonceForUpstreamLiqoctl(t *testing.T) {
 	if err := peering.AskNonce(ctx, prov.Client, "liqo-tenant-cl-later", "cl-later"); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the later request answered", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the later request answered", 45*time.Second, func(ctx context.Context) (bool, error) {
 		n := &corev1.Secret{}
 		err := prov.Client.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-cl-later", Name: consts.NonceSecret}, n)
 		return err == nil && len(n.Data[consts.NonceKey]) > 0, nil

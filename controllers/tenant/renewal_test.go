@@ -64,7 +64,7 @@ func TestCertificateRenewal(t *testing.T) {
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the first certificate", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the first certificate", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
 		return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
 	})
@@ -84,7 +84,7 @@ func TestCertificateRenewal(t *testing.T) {
 	}
 
 	// The provider renews: a new certificate, for the same key, expiring later.
-	poll(t, "a renewed certificate in the Tenant's status", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "a renewed certificate in the Tenant's status", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
 		return err == nil && string(tn.Status.AuthParams.SignedCRT) != string(first), nil
 	})
@@ -101,7 +101,7 @@ func TestCertificateRenewal(t *testing.T) {
 
 	// The consumer picks it up; its kubeconfig carries a certificate other than the first one, and works.
 	secret := &corev1.Secret{}
-	poll(t, "the consumer's kubeconfig with a renewed certificate", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the consumer's kubeconfig with a renewed certificate", 45*time.Second, func(ctx context.Context) (bool, error) {
 		if err := cons.Client.Get(ctx, client.ObjectKey{Namespace: "t-prov", Name: identity.SecretName(id.Name)}, secret); err != nil {
 			return false, nil
 		}

@@ -3,6 +3,7 @@ package tenant_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -80,7 +81,7 @@ func TestTolerateNoHandshake(t *testing.T) {
 		if err := peering.AskNonce(ctx, prov.Client, c.tenantN, c.id); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "the nonce in "+c.tenantN, func(ctx context.Context) (bool, error) {
+		testenv.Poll(t, "the nonce in "+c.tenantN, 45*time.Second, func(ctx context.Context) (bool, error) {
 			n := &corev1.Secret{}
 			return prov.Client.Get(ctx, client.ObjectKey{Namespace: c.tenantN, Name: consts.NonceSecret}, n) == nil && len(n.Data[consts.NonceKey]) > 0, nil
 		})
@@ -91,7 +92,7 @@ func TestTolerateNoHandshake(t *testing.T) {
 
 	for _, c := range consumers[:2] {
 		tn := c.tenant
-		poll(t, c.id+"'s certificate", func(ctx context.Context) (bool, error) {
+		testenv.Poll(t, c.id+"'s certificate", 45*time.Second, func(ctx context.Context) (bool, error) {
 			err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
 			return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
 		})
@@ -112,7 +113,7 @@ func TestTolerateNoHandshake(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		poll(t, c.id+"'s certificate working in its tenant namespace", func(ctx context.Context) (bool, error) {
+		testenv.Poll(t, c.id+"'s certificate working in its tenant namespace", 45*time.Second, func(ctx context.Context) (bool, error) {
 			return peer.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(c.tenantN)) == nil, nil
 		})
 	}

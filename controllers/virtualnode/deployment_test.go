@@ -151,7 +151,7 @@ func TestDeploymentRunner(t *testing.T) {
 	// The Deployment, its ServiceAccount and binding, with the right spec.
 	name := virtualnode.DeploymentName(vn)
 	dep := &appsv1.Deployment{}
-	poll(t, "the virtual kubelet's Deployment", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the virtual kubelet's Deployment", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep) == nil
 	})
 	if err := cons.Client.Get(ctx, client.ObjectKeyFromObject(vn), vn); err != nil {
@@ -204,7 +204,7 @@ func TestDeploymentRunner(t *testing.T) {
 	if !reflect.DeepEqual(role.Rules, virtualnode.KubeletClusterRoleRules) {
 		t.Errorf("ClusterRole rules %+v, want %+v", role.Rules, virtualnode.KubeletClusterRoleRules)
 	}
-	poll(t, "the VirtualNode's status: Deployment not available yet", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the VirtualNode's status: Deployment not available yet", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKeyFromObject(vn), vn) == nil && len(vn.Status.Conditions) > 0 &&
 			vn.Status.Conditions[0].Status == offv1beta1.CreatingConditionStatusType
 	})
@@ -215,7 +215,7 @@ func TestDeploymentRunner(t *testing.T) {
 	if err := cons.Client.Patch(ctx, vn, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the Deployment following the VirtualNode's new Secret", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the Deployment following the VirtualNode's new Secret", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep) == nil &&
 			dep.Spec.Template.Annotations[consts.KubeconfigSecretAnnotation] == "kubeconfig-renewed"
 	})
@@ -225,7 +225,7 @@ func TestDeploymentRunner(t *testing.T) {
 	if err := cons.Client.Patch(ctx, drift, client.MergeFrom(dep)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the Deployment's drift undone", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the Deployment's drift undone", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, dep) == nil &&
 			*dep.Spec.Replicas == 1 && dep.Spec.Template.Spec.Containers[0].Image == image
 	})
@@ -279,13 +279,13 @@ func TestDeploymentRunner(t *testing.T) {
 	})
 
 	node := &corev1.Node{}
-	poll(t, "the Node Ready, run by the binary", 60*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the Node Ready, run by the binary", 60*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Name: vn.Name}, node) == nil && nodeReady(node) == corev1.ConditionTrue
 	})
 	if node.Status.Capacity.Cpu().String() != "4" || len(node.Status.Addresses) != 1 || node.Status.Addresses[0].Address != "127.0.0.1" {
 		t.Errorf("node capacity %v addresses %v, want the grant and 127.0.0.1", node.Status.Capacity, node.Status.Addresses)
 	}
-	poll(t, "the binary's readiness probe", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the binary's readiness probe", 30*time.Second, func(ctx context.Context) bool {
 		return testenv.ProbeOK(ctx, probe, "/readyz")
 	})
 	// Its serving certificate: requested as the ServiceAccount, approved, issued, served.
@@ -300,7 +300,7 @@ func TestDeploymentRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	endpoint := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)))
-	poll(t, "the kubelet endpoint serving a certificate of the cluster's signer", 60*time.Second, func(context.Context) bool {
+	testenv.Eventually(t, "the kubelet endpoint serving a certificate of the cluster's signer", 60*time.Second, func(context.Context) bool {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", endpoint, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{admin}, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
 		if err != nil {
 			return false
@@ -327,20 +327,20 @@ func TestDeploymentRunner(t *testing.T) {
 	// The reflectors at work with the ServiceAccount's rights: a pod bound to the node (once it
 	// exists: kube-controller-manager removes pods of missing nodes) and the ConfigMap reach the
 	// provider; deleting the pod removes its remote copy, then the local pod.
-	poll(t, "the default ServiceAccount of "+localNs, 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the default ServiceAccount of "+localNs, 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: localNs, Name: "default"}, &corev1.ServiceAccount{}) == nil
 	})
 	if err := cons.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the pod's ShadowPod and the ConfigMap on the provider", 60*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the pod's ShadowPod and the ConfigMap on the provider", 60*time.Second, func(ctx context.Context) bool {
 		return prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: "web"}, &offv1beta1.ShadowPod{}) == nil &&
 			prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: "settings"}, &corev1.ConfigMap{}) == nil
 	})
 	if err := cons.Client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the pod gone on both sides", 60*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the pod gone on both sides", 60*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})) &&
 			apierrors.IsNotFound(prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: "web"}, &offv1beta1.ShadowPod{}))
 	})
@@ -361,7 +361,7 @@ func TestDeploymentRunner(t *testing.T) {
 		"Node":               &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: vn.Name}},
 		"VirtualNode":        &offv1beta1.VirtualNode{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vn.Name}},
 	} {
-		poll(t, what+" gone with the VirtualNode", 60*time.Second, func(ctx context.Context) bool {
+		testenv.Eventually(t, what+" gone with the VirtualNode", 60*time.Second, func(ctx context.Context) bool {
 			return apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj))
 		})
 	}

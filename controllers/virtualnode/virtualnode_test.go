@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,14 +24,6 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 )
-
-func poll(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
 
 func nodeReady(n *corev1.Node) corev1.ConditionStatus {
 	for _, c := range n.Status.Conditions {
@@ -111,7 +102,7 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 
 	node := &corev1.Node{}
 	name := "cl-provider-test"
-	poll(t, "a Ready virtual node", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "a Ready virtual node", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == corev1.ConditionTrue
 	})
 	// The VirtualNode names its slice (upstream's label: liqoctl shows a virtual node's slice by it).
@@ -135,7 +126,7 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	// The heartbeat: the node's Lease, held by the node and owned by it, renewed every quarter
 	// of its duration.
 	lease := &coordinationv1.Lease{}
-	poll(t, "the node's Lease", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the node's Lease", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: name}, lease) == nil && lease.Spec.RenewTime != nil
 	})
 	if h, d := ptr.Deref(lease.Spec.HolderIdentity, ""), ptr.Deref(lease.Spec.LeaseDurationSeconds, 0); h != name || d != 4 ||
@@ -143,7 +134,7 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 		t.Errorf("Lease held by %q for %ds, owners %v; want held by %s for 4s, owned by its Node", h, d, lease.OwnerReferences, name)
 	}
 	firstRenew := lease.Spec.RenewTime.Time
-	poll(t, "the Lease renewed", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the Lease renewed", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease) == nil && lease.Spec.RenewTime.After(firstRenew)
 	})
 	t.Logf("Lease renewed %v after its first renewal", lease.Spec.RenewTime.Sub(firstRenew).Round(time.Millisecond))
@@ -151,7 +142,7 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	if err := providerEnv.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the node NotReady with the provider gone", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the node NotReady with the provider gone", 30*time.Second, func(ctx context.Context) bool {
 		return cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == corev1.ConditionFalse
 	})
 
@@ -168,12 +159,12 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	if err := cons.Client.Delete(ctx, slice); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the node cordoned and its pod evicted, the node still there", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the node cordoned and its pod evicted, the node still there", 30*time.Second, func(ctx context.Context) bool {
 		p := &corev1.Pod{}
 		return cons.Client.Get(ctx, client.ObjectKeyFromObject(pod), p) == nil && p.DeletionTimestamp != nil &&
 			cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && node.Spec.Unschedulable
 	})
-	poll(t, "the node gone with the slice", 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the node gone with the slice", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}))
 	})
 	if err := cons.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {

@@ -252,7 +252,7 @@ func checkPortClash(ctx context.Context, t *testing.T, provider peering.Cluster,
 	if err := provider.Client.Create(ctx, gw); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 20*time.Second, "a PortInUse Event on the clashing GatewayServer", func() bool {
+	testenv.Eventually(t, "a PortInUse Event on the clashing GatewayServer", 20*time.Second, func(ctx context.Context) bool {
 		evs := &corev1.EventList{}
 		if err := provider.Client.List(ctx, evs, client.InNamespace(ns.Name)); err != nil {
 			return false
@@ -272,7 +272,7 @@ func checkPortClash(ctx context.Context, t *testing.T, provider peering.Cluster,
 	if err := provider.Client.Patch(ctx, gw, patch); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 20*time.Second, "the gateway of the server on port 51841", func() bool {
+	testenv.Eventually(t, "the gateway of the server on port 51841", 20*time.Second, func(context.Context) bool {
 		for _, cmdline := range gatewayPIDs(gatewayBin) {
 			if strings.Contains(cmdline, "-namespace clash -gateway other") {
 				return true
@@ -283,17 +283,7 @@ func checkPortClash(ctx context.Context, t *testing.T, provider peering.Cluster,
 	if err := provider.Client.Delete(ctx, gw); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 20*time.Second, "the gateway of the deleted server to stop", func() bool { return len(gatewayPIDs(gatewayBin)) == 2 })
-}
-
-// waitUntil fails the test unless cond holds within timeout.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testenv.Eventually(t, "the gateway of the deleted server to stop", 20*time.Second, func(context.Context) bool { return len(gatewayPIDs(gatewayBin)) == 2 })
 }
 
 // TestSandboxDownSweepsNetwork checks that `down` removes what a killed supervisor left of the

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/internal/webhookserver"
 )
 
@@ -110,7 +111,7 @@ func TestProvidedSecret(t *testing.T) {
 		err := cl.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "checked", Name: "forbidden"}}, client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "refused by the test webhook")
 	}
-	poll(t, "the API server to call the webhook with the provided certificate", denied)
+	testenv.Eventually(t, "the API server to call the webhook with the provided certificate", 30*time.Second, denied)
 	caBundle := func(ctx context.Context) []byte {
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := cl.Client.Get(ctx, client.ObjectKey{Name: "liqo-webhook-test"}, vwc); err != nil {
@@ -135,8 +136,8 @@ func TestProvidedSecret(t *testing.T) {
 	if err := cl.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the renewed CA in the webhook configuration", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the renewed CA in the webhook configuration", 30*time.Second, func(ctx context.Context) bool {
 		return bytes.Equal(caBundle(ctx), renewed[webhookserver.CACertKey])
 	})
-	poll(t, "the webhook answering with the renewed certificate", denied)
+	testenv.Eventually(t, "the webhook answering with the renewed certificate", 30*time.Second, denied)
 }

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,14 +35,6 @@ func freePort(t *testing.T) int {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-func poll(t *testing.T, what string, cond func(ctx context.Context) bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 // denyForbidden refuses ConfigMaps named "forbidden".
@@ -140,7 +131,7 @@ func TestServeAndRestart(t *testing.T) {
 		err := cl.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "checked", Name: "forbidden"}}, client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "refused by the test webhook")
 	}
-	poll(t, "the API server to call the webhook", denied)
+	testenv.Eventually(t, "the API server to call the webhook", 30*time.Second, denied)
 	if err := cl.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "checked", Name: "fine"}}); err != nil {
 		t.Errorf("an allowed ConfigMap: %v", err)
 	}
@@ -169,7 +160,7 @@ func TestServeAndRestart(t *testing.T) {
 		t.Error("a ConfigMap was admitted while the webhook was down (failurePolicy Fail ignored?)")
 	}
 	startServer(t, direct, newManager, opts)
-	poll(t, "the restarted webhook", denied)
+	testenv.Eventually(t, "the restarted webhook", 30*time.Second, denied)
 	again := &corev1.Secret{}
 	if err := cl.Client.Get(ctx, key, again); err != nil {
 		t.Fatal(err)
@@ -189,12 +180,12 @@ func TestServeAndRestart(t *testing.T) {
 	if err := cl.Client.Update(ctx, vwc); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the caBundle repaired", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the caBundle repaired", 30*time.Second, func(ctx context.Context) bool {
 		got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		return cl.Client.Get(ctx, client.ObjectKey{Name: "liqo-webhook-test"}, got) == nil &&
 			bytes.Equal(got.Webhooks[0].ClientConfig.CABundle, secret.Data[webhookserver.CACertKey])
 	})
-	poll(t, "the webhook answering after the repair", denied)
+	testenv.Eventually(t, "the webhook answering after the repair", 30*time.Second, denied)
 }
 
 // TestServiceMode: in a cluster the configurations point at the Service, and the serving
@@ -230,7 +221,7 @@ func TestServiceMode(t *testing.T) {
 		}
 	}()
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	poll(t, "the configuration", func(ctx context.Context) bool {
+	testenv.Eventually(t, "the configuration", 30*time.Second, func(ctx context.Context) bool {
 		return cl.Client.Get(ctx, client.ObjectKey{Name: "liqo-webhook-test"}, vwc) == nil
 	})
 	ref := vwc.Webhooks[0].ClientConfig.Service
@@ -254,7 +245,7 @@ func TestServiceMode(t *testing.T) {
 			t.Errorf("serving certificate: %v", err)
 		}
 	}
-	poll(t, "the server listening", func(ctx context.Context) bool { return ws.StartedChecker()(nil) == nil })
+	testenv.Eventually(t, "the server listening", 30*time.Second, func(ctx context.Context) bool { return ws.StartedChecker()(nil) == nil })
 }
 
 // TestOptions: exactly one of a Service and an https URL.

@@ -28,7 +28,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -54,21 +53,6 @@ const (
 	consumerID = "consumer"
 	providerID = "provider"
 )
-
-func poll(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
-}
 
 // criLine is one line of a CRI container log, what KWOK's simulated logs read.
 func criLine(msg string) string {
@@ -212,7 +196,7 @@ spec:
 
 	// The Node says where its kubelet endpoint is.
 	node := &corev1.Node{}
-	poll(t, "the node advertising its kubelet endpoint", 30*time.Second, func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "the node advertising its kubelet endpoint", 30*time.Second, func(ctx context.Context) (bool, error) {
 		if err := cons.Client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 			return false, err
 		}
@@ -239,7 +223,7 @@ spec:
 
 	// kubectl logs: the provider's log (first once the serving certificate is issued).
 	var logs string
-	poll(t, "kubectl logs to answer", 60*time.Second, func(context.Context) (bool, error) {
+	testenv.Poll(t, "kubectl logs to answer", 60*time.Second, func(context.Context) (bool, error) {
 		out, err := kubectl("", "logs", "-n", localNs, "web", "-c", "app")
 		logs = out
 		return err == nil, err
@@ -493,7 +477,7 @@ func TestServingCertificateRenewed(t *testing.T) {
 		return conn.ConnectionState().PeerCertificates[0], nil
 	}
 	var first *x509.Certificate
-	poll(t, "a first serving certificate", 60*time.Second, func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "a first serving certificate", 60*time.Second, func(ctx context.Context) (bool, error) {
 		c, err := served(ctx)
 		first = c
 		return err == nil, err
@@ -502,7 +486,7 @@ func TestServingCertificateRenewed(t *testing.T) {
 		t.Fatalf("first certificate valid for %v more: the signer did not shorten it", life)
 	}
 	var next *x509.Certificate
-	poll(t, "a renewed serving certificate", time.Until(first.NotAfter)+time.Minute, func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, "a renewed serving certificate", time.Until(first.NotAfter)+time.Minute, func(ctx context.Context) (bool, error) {
 		c, err := served(ctx)
 		next = c
 		return err == nil && c.SerialNumber.Cmp(first.SerialNumber) != 0, err

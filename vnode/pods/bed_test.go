@@ -16,7 +16,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -193,7 +192,7 @@ func create(tb testing.TB, c client.Client, objs ...client.Object) {
 
 func (b *bed) waitNodeReady(tb testing.TB, want corev1.ConditionStatus) {
 	tb.Helper()
-	poll(tb, "node Ready="+string(want), time.Minute, func(ctx context.Context) bool {
+	testenv.Eventually(tb, "node Ready="+string(want), time.Minute, func(ctx context.Context) bool {
 		n, err := b.consKube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -205,14 +204,7 @@ func (b *bed) waitNodeReady(tb testing.TB, want corev1.ConditionStatus) {
 		}
 		return false
 	})
-}
 
-func poll(tb testing.TB, what string, timeout time.Duration, cond func(ctx context.Context) bool) {
-	tb.Helper()
-	if err := wait.PollUntilContextTimeout(tb.Context(), 100*time.Millisecond, timeout, true,
-		func(ctx context.Context) (bool, error) { return cond(ctx), nil }); err != nil {
-		tb.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 // startShadowPodManager runs the provider's ShadowPod controller in this process until the

@@ -232,7 +232,7 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 	}
 	b.StopTimer()
 	scale(b, bd.cons.Client, 0)
-	poll(b, "every bench pod gone on both sides", 5*time.Minute, func(ctx context.Context) bool {
+	testenv.Eventually(b, "every bench pod gone on both sides", 5*time.Minute, func(ctx context.Context) bool {
 		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
 		r, rerr := bd.provKube.CoreV1().Pods(remoteNs).List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
 		return err == nil && rerr == nil && len(l.Items) == 0 && len(r.Items) == 0

@@ -23,6 +23,7 @@ import (
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/pods"
 )
@@ -125,7 +126,7 @@ func (b *bed) deployAvailable(t *testing.T, name string, replicas int32) (*appsv
 	t.Helper()
 	dep := deployment(name, replicas)
 	create(t, b.cons.Client, dep)
-	poll(t, fmt.Sprintf("the Deployment Available with %d replicas", replicas), time.Minute, func(ctx context.Context) bool {
+	testenv.Eventually(t, fmt.Sprintf("the Deployment Available with %d replicas", replicas), time.Minute, func(ctx context.Context) bool {
 		return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == replicas
 	})
 	locals, err := b.localPods(t.Context(), name)
@@ -215,7 +216,7 @@ func TestOffloading(t *testing.T) {
 			t.Errorf("the remote pod's token: review %+v, %v; want authenticated as %s", review.Status, err, want)
 		}
 		sp := &offv1beta1.ShadowPod{}
-		poll(t, "the ShadowPod's phase to follow its pod", 30*time.Second, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the ShadowPod's phase to follow its pod", 30*time.Second, func(ctx context.Context) bool {
 			return b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: locals[0].Name}, sp) == nil && sp.Status.Phase == corev1.PodRunning
 		})
 	})
@@ -227,7 +228,7 @@ func TestOffloading(t *testing.T) {
 			client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "the label and annotation on the remote pod", 30*time.Second, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the label and annotation on the remote pod", 30*time.Second, func(ctx context.Context) bool {
 			r, err := b.remotePod(ctx, name)
 			return err == nil && r.Labels["tier"] == "front" && r.Annotations["note"] == "hello"
 		})
@@ -236,7 +237,7 @@ func TestOffloading(t *testing.T) {
 			client.RawPatch(types.MergePatchType, patch)); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "the label removed from the remote pod", 30*time.Second, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the label removed from the remote pod", 30*time.Second, func(ctx context.Context) bool {
 			r, err := b.remotePod(ctx, name)
 			_, has := r.Labels["tier"]
 			return err == nil && !has && r.Labels["app"] == "web"
@@ -247,7 +248,7 @@ func TestOffloading(t *testing.T) {
 			client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "the new image on the remote pod", 30*time.Second, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the new image on the remote pod", 30*time.Second, func(ctx context.Context) bool {
 			r, err := b.remotePod(ctx, name)
 			return err == nil && r.Spec.Containers[0].Image == "nginx:1.28"
 		})
@@ -259,11 +260,11 @@ func TestOffloading(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := &corev1.Pod{}
-		poll(t, "the local pod Failed with "+pods.ReasonRemoteDeleted, 30*time.Second, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the local pod Failed with "+pods.ReasonRemoteDeleted, 30*time.Second, func(ctx context.Context) bool {
 			err := b.cons.Client.Get(ctx, client.ObjectKey{Namespace: localNs, Name: name}, p)
 			return apierrors.IsNotFound(err) || (err == nil && p.Status.Phase == corev1.PodFailed && p.Status.Reason == pods.ReasonRemoteDeleted)
 		})
-		poll(t, "the Deployment Available with 3 replicas again, on new pods", time.Minute, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the Deployment Available with 3 replicas again, on new pods", time.Minute, func(ctx context.Context) bool {
 			ps, err := b.localPods(ctx, "web")
 			running := 0
 			for _, q := range ps {
@@ -276,7 +277,7 @@ func TestOffloading(t *testing.T) {
 		if err := b.cons.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: name}}); client.IgnoreNotFound(err) != nil {
 			t.Fatal(err)
 		}
-		poll(t, "the failed pod removed", 30*time.Second, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the failed pod removed", 30*time.Second, func(ctx context.Context) bool {
 			return apierrors.IsNotFound(b.cons.Client.Get(ctx, client.ObjectKey{Namespace: localNs, Name: name}, &corev1.Pod{}))
 		})
 		ps, err := b.localPods(ctx, "web")
@@ -295,7 +296,7 @@ func TestOffloading(t *testing.T) {
 		if err := b.prov.Client.Delete(ctx, old); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "a new remote pod, reflected on the same local pod", time.Minute, func(ctx context.Context) bool {
+		testenv.Eventually(t, "a new remote pod, reflected on the same local pod", time.Minute, func(ctx context.Context) bool {
 			r, err := b.remotePod(ctx, name)
 			if err != nil || r.UID == old.UID || r.Status.Phase != corev1.PodRunning {
 				return false
@@ -322,13 +323,13 @@ func TestOffloading(t *testing.T) {
 					Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 			tc.set(&p.Spec)
 			create(t, b.cons.Client, p)
-			poll(t, tc.name+": the pod Failed", 30*time.Second, func(ctx context.Context) bool {
+			testenv.Eventually(t, tc.name+": the pod Failed", 30*time.Second, func(ctx context.Context) bool {
 				return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(p), p) == nil && p.Status.Phase == corev1.PodFailed
 			})
 			if p.Status.Reason != pods.ReasonRefused {
 				t.Errorf("%s: reason %q, want %s", tc.name, p.Status.Reason, pods.ReasonRefused)
 			}
-			poll(t, tc.name+": a Warning Event on the pod", 30*time.Second, func(ctx context.Context) bool {
+			testenv.Eventually(t, tc.name+": a Warning Event on the pod", 30*time.Second, func(ctx context.Context) bool {
 				evs := &corev1.EventList{}
 				if b.cons.Client.List(ctx, evs, client.InNamespace(localNs)) != nil {
 					return false
@@ -360,7 +361,7 @@ func TestOffloading(t *testing.T) {
 			t.Fatal(err)
 		}
 		var terminating string
-		poll(t, "a local pod terminating", 30*time.Second, func(ctx context.Context) bool {
+		testenv.Eventually(t, "a local pod terminating", 30*time.Second, func(ctx context.Context) bool {
 			ps, err := b.localPods(ctx, "web")
 			for _, p := range ps {
 				if p.DeletionTimestamp != nil {
@@ -400,19 +401,19 @@ func TestOffloading(t *testing.T) {
 		t.Logf("provider API server restarted in %v", time.Since(restart).Round(time.Millisecond))
 		b.waitNodeReady(t, corev1.ConditionTrue)
 		defer func() { t.Logf("state re-synced %v after the restart", time.Since(restart).Round(time.Millisecond)) }()
-		poll(t, "the consumer's side re-synced: the terminating pod's ShadowPod gone, the label on the other's", time.Minute, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the consumer's side re-synced: the terminating pod's ShadowPod gone, the label on the other's", time.Minute, func(ctx context.Context) bool {
 			gone := apierrors.IsNotFound(b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: terminating}, &offv1beta1.ShadowPod{}))
 			sp := &offv1beta1.ShadowPod{}
 			return gone && b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: labelled}, sp) == nil && sp.Labels["during"] == "outage"
 		})
 		t.Logf("ShadowPods re-synced %v after the restart", time.Since(restart).Round(time.Millisecond))
-		poll(t, "the terminating pod gone with its remote copy", time.Minute, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the terminating pod gone with its remote copy", time.Minute, func(ctx context.Context) bool {
 			err := b.cons.Client.Get(ctx, client.ObjectKey{Namespace: localNs, Name: terminating}, &corev1.Pod{})
 			_, rerr := b.remotePod(ctx, terminating)
 			return apierrors.IsNotFound(err) && apierrors.IsNotFound(rerr)
 		})
 		t.Logf("terminating pod gone %v after the restart", time.Since(restart).Round(time.Millisecond))
-		poll(t, "the label set during the outage on the remote pod", time.Minute, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the label set during the outage on the remote pod", time.Minute, func(ctx context.Context) bool {
 			r, err := b.remotePod(ctx, labelled)
 			return err == nil && r.Labels["during"] == "outage"
 		})
@@ -425,7 +426,7 @@ func TestOffloading(t *testing.T) {
 		}()
 		// The test's context, not the poll's: a request cut by the poll's deadline would hide
 		// the last real difference.
-		poll(t, "2 local pods in sync with their remote pods", time.Minute, func(context.Context) bool {
+		testenv.Eventually(t, "2 local pods in sync with their remote pods", time.Minute, func(context.Context) bool {
 			ps, err := b.localPods(ctx, "web")
 			if err == nil && len(ps) != 2 {
 				err = fmt.Errorf("%d local pods", len(ps))
@@ -436,7 +437,7 @@ func TestOffloading(t *testing.T) {
 			last = err
 			return err == nil
 		})
-		poll(t, "the Deployment Available with 2 replicas", time.Minute, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the Deployment Available with 2 replicas", time.Minute, func(ctx context.Context) bool {
 			return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep) == nil && dep.Status.AvailableReplicas == 2
 		})
 	})
@@ -472,13 +473,13 @@ func TestOffloading(t *testing.T) {
 			}
 			return true
 		}
-		poll(t, "the local pods' IPs under the remapped CIDR 10.81.0.0/16, host part kept", 30*time.Second, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the local pods' IPs under the remapped CIDR 10.81.0.0/16, host part kept", 30*time.Second, func(ctx context.Context) bool {
 			return addressesAre(ctx, true)
 		})
 		if err := b.cons.Client.Delete(ctx, conf); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "the local pods' IPs back to the provider's own once the remap is gone", 30*time.Second, func(ctx context.Context) bool {
+		testenv.Eventually(t, "the local pods' IPs back to the provider's own once the remap is gone", 30*time.Second, func(ctx context.Context) bool {
 			return addressesAre(ctx, false)
 		})
 	})
@@ -487,7 +488,7 @@ func TestOffloading(t *testing.T) {
 		if err := b.cons.Client.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "no local pod, ShadowPod or remote pod of the Deployment", time.Minute, func(ctx context.Context) bool {
+		testenv.Eventually(t, "no local pod, ShadowPod or remote pod of the Deployment", time.Minute, func(ctx context.Context) bool {
 			ls, err1 := b.localPods(ctx, "web")
 			rs := &corev1.PodList{}
 			err2 := b.prov.Client.List(ctx, rs, client.InNamespace(remoteNs), client.MatchingLabels{"app": "web"})
@@ -515,7 +516,7 @@ func TestNamespaceReleased(t *testing.T) {
 	if err := b.cons.Client.Status().Update(ctx, nm); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the started pods Failed, reason "+pods.ReasonNamespaceReleased, 30*time.Second, func(ctx context.Context) bool {
+	testenv.Eventually(t, "the started pods Failed, reason "+pods.ReasonNamespaceReleased, 30*time.Second, func(ctx context.Context) bool {
 		for _, p := range locals {
 			got := &corev1.Pod{}
 			if err := b.cons.Client.Get(ctx, client.ObjectKeyFromObject(&p), got); err != nil ||
@@ -524,7 +525,7 @@ func TestNamespaceReleased(t *testing.T) {
 			}
 			for _, cs := range got.Status.ContainerStatuses {
 				if cs.Ready || cs.State.Terminated == nil {
-					return false // kubectl would still show it ready
+					return false
 				}
 			}
 		}
