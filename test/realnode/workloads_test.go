@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -286,7 +285,7 @@ func nodeNetwork(t *testing.T, n *testenv.RealNode) []string {
 		out = append(out, "rule "+strings.Join(strings.Fields(line), " "))
 	}
 	var tables []string
-	if err := netns.Do(filepath.Join("/run/netns", n.Netns), func() (err error) {
+	if err := netns.Do(netns.Named(n.Netns), func() (err error) {
 		tables, err = nat.Tables()
 		return err
 	}); err != nil {
