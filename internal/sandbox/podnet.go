@@ -45,21 +45,19 @@ type podAddresses struct {
 
 // newPodAddresses follows the pods of the named sandbox cluster's KWOK nodes.
 func newPodAddresses(cluster string) (*podAddresses, error) {
-	for _, o := range clusters(len(ClusterNames)) {
-		if o.Name != cluster {
-			continue
-		}
-		_, cidr, err := net.ParseCIDR(o.PodCIDR)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: pod CIDR %q: %w", cluster, o.PodCIDR, err)
-		}
-		p := &podAddresses{cluster: cluster, cidr: cidr, nodes: map[string]bool{}, pods: map[string]string{}}
-		for _, n := range o.Nodes {
-			p.nodes[n.Name] = true
-		}
-		return p, nil
+	o, err := clusterOptions(cluster)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown sandbox cluster %q", cluster)
+	_, cidr, err := net.ParseCIDR(o.PodCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: pod CIDR %q: %w", cluster, o.PodCIDR, err)
+	}
+	p := &podAddresses{cluster: cluster, cidr: cidr, nodes: map[string]bool{}, pods: map[string]string{}}
+	for _, n := range o.Nodes {
+		p.nodes[n.Name] = true
+	}
+	return p, nil
 }
 
 // sync puts the address of every running pod of the cluster's KWOK nodes on the stand-in pod

@@ -44,7 +44,7 @@ var ClusterNames = []string{"consumer", "provider", "provider-2"}
 // to run the pods offloaded to them; all have a scheduler and a controller manager (CSR
 // signer, garbage collector, namespace deletion). Each has its own pod CIDR, and each node a
 // /24 of it from x.x.1.0 on, as a node IPAM controller would give: x.x.0.0/24 is the sandbox's
-// network (the stand-in pod and its gateway host, gateways.go).
+// network (the stand-in pod and its gateway host, network.go).
 func clusters(n int) []testenv.ClusterOptions {
 	all := []testenv.ClusterOptions{
 		{Name: "consumer", Scheduler: true, ControllerManager: true, KubeletAPI: true, PodCIDR: "10.200.0.0/16",
@@ -60,6 +60,16 @@ func clusters(n int) []testenv.ClusterOptions {
 	return all[:n]
 }
 
+// clusterOptions returns what the named sandbox cluster runs (clusters).
+func clusterOptions(cluster string) (testenv.ClusterOptions, error) {
+	for _, o := range clusters(len(ClusterNames)) {
+		if o.Name == cluster {
+			return o, nil
+		}
+	}
+	return testenv.ClusterOptions{}, fmt.Errorf("unknown sandbox cluster %q", cluster)
+}
+
 // externalCIDRs are the sandbox clusters' external CIDRs, each set explicitly and distinct (the
 // first is upstream's default): peering two of them remaps no external CIDR.
 var externalCIDRs = map[string]string{"consumer": "10.70.0.0/16", "provider": "10.71.0.0/16", "provider-2": "10.72.0.0/16"}
@@ -73,7 +83,7 @@ type Sandbox struct {
 	// ManagerBin is the liqo-controller-manager binary run for each cluster.
 	ManagerBin string
 	// GatewayBin is the liqo-gateway binary run for each gateway when the supervisor is root
-	// (gateways.go); without it, networking is disabled.
+	// (gateways.go, network.go); without it, networking is disabled.
 	GatewayBin string
 	// Clusters is how many clusters run (2 or 3; 0 means 2).
 	Clusters int
