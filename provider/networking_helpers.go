@@ -11,8 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -23,7 +21,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -285,45 +282,4 @@ func nwWait(ctx context.Context, c *clusterClient, module, kind string, obj clie
 			module, kind, objectID("", obj.GetNamespace(), obj.GetName()), c.describe(), timeout, what, last, err, attribute)
 	}
 	return nil
-}
-
-// nwCreateError explains a failed create: the object exists (import it), its namespace is
-// missing (create it first), or else the API's error.
-func nwCreateError(kind string, obj client.Object, c *clusterClient, err error) string {
-	ref := objectID("", obj.GetNamespace(), obj.GetName())
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		return fmt.Sprintf("%s %s already exists in %s: import it with `terraform import <address> %s`, or choose another `name`",
-			kind, ref, c.describe(), objectID(c.name, obj.GetNamespace(), obj.GetName()))
-	case apierrors.IsNotFound(err):
-		return fmt.Sprintf("creating %s %s in %s: namespace %s does not exist; create it first (liqo_tenant_namespace) "+
-			"and reference its name", kind, ref, c.describe(), obj.GetNamespace())
-	case apierrors.IsInvalid(err):
-		return fmt.Sprintf("creating %s %s in %s: the API rejected it: %v", kind, ref, c.describe(), err)
-	}
-	return fmt.Sprintf("creating %s %s in %s: %v", kind, ref, c.describe(), err)
-}
-
-// nwImport is the ImportState of the namespaced liqo networking objects: it checks that the
-// object exists and sets id, cluster, namespace and name; Read does the rest.
-func nwImport(ctx context.Context, r *clusterResource, kind string, obj client.Object, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	summary := "Importing " + kind
-	cluster, namespace, name, err := parseObjectID(req.ID, true)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	c, err := r.client(ctx, types.StringValue(cluster), true)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	if err := c.ctrl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading %s %s/%s in %s: %v", kind, namespace, name, c.describe(), err))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
 }

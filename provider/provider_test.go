@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/peerkit/terraform-provider-liqo/provider"
@@ -30,6 +31,36 @@ func TestProviderServesSchema(t *testing.T) {
 	}
 	if resp.Provider == nil {
 		t.Fatal("no provider schema")
+	}
+}
+
+// TestResourcesAreConfiguredCheckedAndImportable: every resource receives the provider's
+// clusters, checks its plan (the `cluster` key, at least) and can be imported, and its type
+// name is unique.
+func TestResourcesAreConfiguredCheckedAndImportable(t *testing.T) {
+	p := provider.New("test")()
+	seen := map[string]bool{}
+	for _, newResource := range p.Resources(t.Context()) {
+		r := newResource()
+		resp := &resource.MetadataResponse{}
+		r.Metadata(t.Context(), resource.MetadataRequest{ProviderTypeName: "liqo"}, resp)
+		name := resp.TypeName
+		if !strings.HasPrefix(name, "liqo_") || seen[name] {
+			t.Errorf("resource type name %q: want a unique liqo_ name", name)
+		}
+		seen[name] = true
+		if _, ok := r.(resource.ResourceWithConfigure); !ok {
+			t.Errorf("%s does not receive the provider's clusters (ResourceWithConfigure)", name)
+		}
+		if _, ok := r.(resource.ResourceWithModifyPlan); !ok {
+			t.Errorf("%s does not check its plan (ResourceWithModifyPlan)", name)
+		}
+		if _, ok := r.(resource.ResourceWithImportState); !ok {
+			t.Errorf("%s cannot be imported (ResourceWithImportState)", name)
+		}
+	}
+	if len(seen) < 11 {
+		t.Errorf("%d resources, want the 11 of the networking, authentication and offloading modules: %v", len(seen), seen)
 	}
 }
 

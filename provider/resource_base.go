@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -173,4 +174,16 @@ func readObject(ctx context.Context, c *clusterClient, kind string, key client.O
 		return false, fmt.Errorf("reading %s %s in %s: %w", kind, objectID("", key.Namespace, key.Name), c.describe(), err)
 	}
 	return true, nil
+}
+
+// objectSchema is the schema of a resource that manages objects in one cluster: its own
+// attributes plus `id` (the import ID of the form idForm), `cluster` and the `timeouts` block.
+func objectSchema(ctx context.Context, idForm string, opts timeouts.Opts, description string, attributes map[string]schema.Attribute) schema.Schema {
+	attributes["id"] = idAttribute(idForm)
+	attributes["cluster"] = clusterAttribute()
+	return schema.Schema{
+		MarkdownDescription: description,
+		Attributes:          attributes,
+		Blocks:              map[string]schema.Block{"timeouts": timeouts.Block(ctx, opts)},
+	}
 }

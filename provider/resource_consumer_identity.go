@@ -2,17 +2,9 @@ package provider
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -30,25 +22,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/peerrbac"
-)
-
-var (
-	_ resource.Resource                = (*consumerIdentityResource)(nil)
-	_ resource.ResourceWithConfigure   = (*consumerIdentityResource)(nil)
-	_ resource.ResourceWithImportState = (*consumerIdentityResource)(nil)
-	_ resource.ResourceWithModifyPlan  = (*consumerIdentityResource)(nil)
 )
 
 // organizationPattern is what a consumer's group may look like: no colon, so never one of the
@@ -97,36 +78,34 @@ func (r *consumerIdentityResource) Metadata(_ context.Context, req resource.Meta
 // Schema describes liqo_consumer_identity.
 func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "Provider side of a peering: issues the credentials of a consumer cluster's control plane. " +
-			"At apply, the provider generates an ECDSA P-256 private key in its own process (it is never in the plan), " +
-			"creates a CertificateSigningRequest for the signer `kubernetes.io/kube-apiserver-client` with common name " +
-			"the consumer cluster ID and organization `organization`, approves it, waits for the certificate, and binds " +
-			"the user in the tenant namespace with a RoleBinding: to a least-privilege Role this resource manages " +
-			"(create/read/update/delete of `resourceslices` and `namespacemaps` and their `/status`, nothing else) or to " +
-			"the ClusterRole `role_name`. It exports a `kubeconfig` for the consumer, to pass to `liqo_identity` " +
-			"(`kubeconfig_wo = liqo_consumer_identity.x.kubeconfig`).\n\n" +
-			"**State:** `kubeconfig` holds the private key. It is Sensitive (hidden in plan output) but Terraform " +
-			"stores it in the state: protect the state (encrypted remote backend, restricted access). Write-only " +
-			"attributes cannot be used for values the provider computes.\n\n" +
-			"**Renewal:** when the certificate expires within `renew_before`, the plan replaces the resource " +
-			"(a new key and certificate); apply it before expiry, e.g. on a schedule. Signers cap the validity " +
-			"(kube-controller-manager's `--cluster-signing-duration`, and never beyond their CA): when " +
-			"`renew_before` is at least half the certificate's lifetime, it is renewed in the last third of its lifetime " +
-			"instead, so that it is not re-issued at every plan.\n\n" +
-			"**Permissions of the Terraform user** in the provider cluster: `create`, `get`, `delete` on " +
-			"`certificatesigningrequests` (certificates.k8s.io), `update` on `certificatesigningrequests/approval`, " +
-			"`approve` on `signers` with resourceName `kubernetes.io/kube-apiserver-client`; `create`, `get`, " +
-			"`update`, `delete` on `roles` and `rolebindings` in the tenant namespace, plus the permissions granted " +
-			"(or `bind` on the ClusterRole `role_name`). The cluster's kube-controller-manager must sign for that " +
-			"signer (`--cluster-signing-cert-file`/`--cluster-signing-key-file`); managed clusters whose API servers " +
-			"do not honour client certificates (e.g. EKS) are not supported, and there is no fallback.\n\n" +
-			"Destroying it deletes the RoleBinding, the Role and the CSR: the certificate no longer grants anything. " +
-			"Import (`[cluster/]namespace/name`) adopts the RBAC objects; since a private key cannot be imported, " +
+	resp.Schema = objectSchema(ctx, "[cluster/]namespace/name", timeouts.Opts{Create: true, Delete: true},
+		"Provider side of a peering: issues the credentials of a consumer cluster's control plane. "+
+			"At apply, the provider generates an ECDSA P-256 private key in its own process (it is never in the plan), "+
+			"creates a CertificateSigningRequest for the signer `kubernetes.io/kube-apiserver-client` with common name "+
+			"the consumer cluster ID and organization `organization`, approves it, waits for the certificate, and binds "+
+			"the user in the tenant namespace with a RoleBinding: to a least-privilege Role this resource manages "+
+			"(create/read/update/delete of `resourceslices` and `namespacemaps` and their `/status`, nothing else) or to "+
+			"the ClusterRole `role_name`. It exports a `kubeconfig` for the consumer, to pass to `liqo_identity` "+
+			"(`kubeconfig_wo = liqo_consumer_identity.x.kubeconfig`).\n\n"+
+			"**State:** `kubeconfig` holds the private key. It is Sensitive (hidden in plan output) but Terraform "+
+			"stores it in the state: protect the state (encrypted remote backend, restricted access). Write-only "+
+			"attributes cannot be used for values the provider computes.\n\n"+
+			"**Renewal:** when the certificate expires within `renew_before`, the plan replaces the resource "+
+			"(a new key and certificate); apply it before expiry, e.g. on a schedule. Signers cap the validity "+
+			"(kube-controller-manager's `--cluster-signing-duration`, and never beyond their CA): when "+
+			"`renew_before` is at least half the certificate's lifetime, it is renewed in the last third of its lifetime "+
+			"instead, so that it is not re-issued at every plan.\n\n"+
+			"**Permissions of the Terraform user** in the provider cluster: `create`, `get`, `delete` on "+
+			"`certificatesigningrequests` (certificates.k8s.io), `update` on `certificatesigningrequests/approval`, "+
+			"`approve` on `signers` with resourceName `kubernetes.io/kube-apiserver-client`; `create`, `get`, "+
+			"`update`, `delete` on `roles` and `rolebindings` in the tenant namespace, plus the permissions granted "+
+			"(or `bind` on the ClusterRole `role_name`). The cluster's kube-controller-manager must sign for that "+
+			"signer (`--cluster-signing-cert-file`/`--cluster-signing-key-file`); managed clusters whose API servers "+
+			"do not honour client certificates (e.g. EKS) are not supported, and there is no fallback.\n\n"+
+			"Destroying it deletes the RoleBinding, the Role and the CSR: the certificate no longer grants anything. "+
+			"Import (`[cluster/]namespace/name`) adopts the RBAC objects; since a private key cannot be imported, "+
 			"the next apply issues a new certificate.",
-		Attributes: map[string]schema.Attribute{
-			"id":      idAttribute("[cluster/]namespace/name"),
-			"cluster": clusterAttribute(),
+		map[string]schema.Attribute{
 			"namespace": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Tenant namespace of the consumer in the provider cluster, where the credentials work. Changing it re-issues them.",
@@ -210,11 +189,7 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 					"certificate and private key. Sensitive, and stored in the state (see above).",
 				PlanModifiers: stable,
 			},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
-		},
-	}
+		})
 }
 
 // ModifyPlan shows the default name and the user in the plan, marks the kubeconfig as changing
@@ -268,42 +243,9 @@ func (r *consumerIdentityResource) ModifyPlan(ctx context.Context, req resource.
 // consumerIdentityMaxValidityHours keeps the CSR's expirationSeconds (an int32) in range.
 const consumerIdentityMaxValidityHours = 87600
 
-// consumerIdentityExpirationSeconds converts the validated validity_hours to expirationSeconds.
-func consumerIdentityExpirationSeconds(hours int64) int32 {
-	hours = max(1, min(hours, consumerIdentityMaxValidityHours))
-	return int32(hours) * 3600 // bounded above: 87600*3600 < 2^31
-}
-
 // consumerIdentityClockOffset moves the clock of the renewal decision (tests move it forward;
 // zero otherwise).
 var consumerIdentityClockOffset atomic.Int64
-
-func consumerIdentityNow() time.Time {
-	return time.Now().Add(time.Duration(consumerIdentityClockOffset.Load()))
-}
-
-// consumerIdentityDue tells whether a certificate (PEM) is due for renewal: whether it expires
-// within renewBefore or, when renewBefore is at least half the certificate's lifetime (signers
-// cap the validity), within a third of its lifetime, so that a fresh certificate is never due
-// and a capped one is not re-issued at every plan.
-func consumerIdentityDue(certPEM, renewBefore string) (bool, error) {
-	block, _ := pem.Decode([]byte(certPEM))
-	if block == nil {
-		return true, nil
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return false, fmt.Errorf("parsing the certificate in the state: %w", err)
-	}
-	d, err := time.ParseDuration(renewBefore)
-	if err != nil {
-		return false, fmt.Errorf("renew_before %q is not a duration: %w", renewBefore, err)
-	}
-	if lifetime := cert.NotAfter.Sub(cert.NotBefore); d >= lifetime/2 {
-		d = lifetime / 3
-	}
-	return consumerIdentityNow().Add(d).After(cert.NotAfter), nil
-}
 
 func (m *consumerIdentityModel) labels() map[string]string {
 	return map[string]string{
@@ -379,39 +321,6 @@ func (r *consumerIdentityResource) ensureRBAC(ctx context.Context, c *clusterCli
 	return nil
 }
 
-// consumerIdentityCA returns the CA of the connection (inline or from its file), nil when the
-// connection trusts the system roots, and whether TLS verification is off.
-func consumerIdentityCA(c *clusterClient) ([]byte, bool, error) {
-	if c.config.Insecure {
-		return nil, true, nil
-	}
-	if len(c.config.CAData) > 0 {
-		return c.config.CAData, false, nil
-	}
-	if c.config.CAFile != "" {
-		b, err := os.ReadFile(c.config.CAFile)
-		if err != nil {
-			return nil, false, fmt.Errorf("reading the CA file %s of %s: %w", c.config.CAFile, c.describe(), err)
-		}
-		return b, false, nil
-	}
-	return nil, false, nil
-}
-
-// consumerIdentityKubeconfig renders the consumer's kubeconfig.
-func consumerIdentityKubeconfig(server string, ca []byte, insecure bool, user string, certPEM, keyPEM []byte) ([]byte, error) {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["provider"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca, InsecureSkipTLSVerify: insecure}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
-	cfg.Contexts["provider"] = &clientcmdapi.Context{Cluster: "provider", AuthInfo: user}
-	cfg.CurrentContext = "provider"
-	b, err := clientcmd.Write(*cfg)
-	if err != nil {
-		return nil, fmt.Errorf("writing the kubeconfig: %w", err)
-	}
-	return b, nil
-}
-
 // Create issues the certificate and binds it.
 func (r *consumerIdentityResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	const summary = "Creating consumer identity"
@@ -432,38 +341,20 @@ func (r *consumerIdentityResource) Create(ctx context.Context, req resource.Crea
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	ns, name, user := plan.Namespace.ValueString(), plan.Name.ValueString(), plan.ConsumerClusterID.ValueString()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, csrPEM, err := consumerIdentityRequest(plan.ConsumerClusterID.ValueString(), plan.Organization.ValueString())
 	if err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("generating the private key: %v", err))
-		return
-	}
-	csrDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: user, Organization: []string{plan.Organization.ValueString()}},
-	}, key)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("making the certificate request: %v", err))
+		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
 	if err := r.ensureRBAC(ctx, c, &plan); err != nil {
-		resp.Diagnostics.AddError(summary, err.Error()+"; the Terraform user needs to manage roles and rolebindings in "+ns)
+		resp.Diagnostics.AddError(summary, err.Error()+"; the Terraform user needs to manage roles and rolebindings in "+plan.Namespace.ValueString())
 		// Some RBAC objects may exist: keep them in the state (tainted) so that they are cleaned up.
 		r.savePartial(ctx, c, &plan, resp)
 		return
 	}
-	csr := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-" + ns + "-", Labels: plan.labels()},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}),
-			SignerName:        certificatesv1.KubeAPIServerClientSignerName,
-			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-			ExpirationSeconds: ptr.To(consumerIdentityExpirationSeconds(plan.ValidityHours.ValueInt64())),
-		},
-	}
-	csrs := c.kube.CertificatesV1().CertificateSigningRequests()
-	if csr, err = csrs.Create(ctx, csr, metav1.CreateOptions{}); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("creating a CertificateSigningRequest in %s: %v; the Terraform user needs "+
-			"`create` on certificatesigningrequests", c.describe(), err))
+	csr, err := consumerIdentitySubmit(ctx, c, &plan, csrPEM)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
 		r.savePartial(ctx, c, &plan, resp)
 		return
 	}
@@ -473,82 +364,15 @@ func (r *consumerIdentityResource) Create(ctx context.Context, req resource.Crea
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "TerraformApproved",
-		Message: fmt.Sprintf("approved by %s for consumer %s in namespace %s", consumerIdentityTypeName, user, ns),
-	})
-	if _, err := csrs.UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("approving CertificateSigningRequest %s in %s: %v; the Terraform user needs "+
-			"`update` on certificatesigningrequests/approval and `approve` on signers/%s", csr.Name, c.describe(), err,
-			certificatesv1.KubeAPIServerClientSignerName))
-		return
-	}
-	var certPEM []byte
-	last, seen := "not signed yet", false
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		cur, err := csrs.Get(ctx, csr.Name, metav1.GetOptions{})
-		if err != nil {
-			// A read error (near the deadline, the client's own rate limiter refuses) does not
-			// hide what was last seen of the request.
-			if !seen {
-				last = err.Error()
-			}
-			return false, nil
-		}
-		seen = true
-		for _, cond := range cur.Status.Conditions {
-			if (cond.Type == certificatesv1.CertificateDenied || cond.Type == certificatesv1.CertificateFailed) && cond.Status == corev1.ConditionTrue {
-				return false, fmt.Errorf("%s: %s %s", cond.Type, cond.Reason, cond.Message)
-			}
-		}
-		if len(cur.Status.Certificate) > 0 {
-			certPEM = cur.Status.Certificate
-			return true, nil
-		}
-		conds := []string{}
-		for _, cond := range cur.Status.Conditions {
-			conds = append(conds, fmt.Sprintf("%s=%s (%s)", cond.Type, cond.Status, cond.Reason))
-		}
-		last = "no certificate yet, conditions: " + strings.Join(conds, ", ")
-		return false, nil
-	})
-	if err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("%s: waiting for CertificateSigningRequest %s in %s to be signed "+
-			"(last seen: %s): %v; check that the cluster's kube-controller-manager signs for %s "+
-			"(--cluster-signing-cert-file and --cluster-signing-key-file), or raise timeouts.create",
-			consumerIdentityTypeName, csr.Name, c.describe(), last, err, certificatesv1.KubeAPIServerClientSignerName))
-		return
-	}
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("CertificateSigningRequest %s in %s holds no PEM certificate", csr.Name, c.describe()))
-		return
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("parsing the certificate of CertificateSigningRequest %s: %v", csr.Name, err))
-		return
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, fmt.Sprintf("encoding the private key: %v", err))
-		return
-	}
-	server := c.host
-	if !plan.APIServerURL.IsNull() {
-		server = plan.APIServerURL.ValueString()
-	}
-	kubeconfig, err := consumerIdentityKubeconfig(server, ca, insecure, user, certPEM,
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	certPEM, err := consumerIdentityApproveAndWait(ctx, c, &plan, csr, timeout)
 	if err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	plan.Certificate = types.StringValue(string(certPEM))
-	plan.CertificateExpiresAt = types.StringValue(cert.NotAfter.UTC().Format(time.RFC3339))
-	plan.Kubeconfig = types.StringValue(string(kubeconfig))
-	// Just issued: not due (see consumerIdentityDue).
-	plan.ReadyForRenewal = types.BoolValue(false)
+	if err := plan.issue(c, ca, insecure, key, certPEM); err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 

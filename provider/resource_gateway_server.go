@@ -21,7 +21,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,47 +28,52 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
-var (
-	_ resource.Resource                   = (*gatewayServerResource)(nil)
-	_ resource.ResourceWithConfigure      = (*gatewayServerResource)(nil)
-	_ resource.ResourceWithImportState    = (*gatewayServerResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*gatewayServerResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*gatewayServerResource)(nil)
-)
+var _ resource.ResourceWithValidateConfig = (*gatewayServerResource)(nil)
 
 const gatewayServerModule = "liqo_gateway_server"
 
 // gatewayServerResource manages a GatewayServer: the tunnel endpoint the peer's gateway client
 // connects to.
 type gatewayServerResource struct {
-	clusterResource
+	objectResource[gatewayServerModel, *gatewayServerModel, *networkingv1beta1.GatewayServer]
 }
 
 type gatewayServerModel struct {
-	ID                types.String   `tfsdk:"id"`
-	Cluster           types.String   `tfsdk:"cluster"`
-	Namespace         types.String   `tfsdk:"namespace"`
-	Name              types.String   `tfsdk:"name"`
-	RemoteClusterID   types.String   `tfsdk:"remote_cluster_id"`
-	MTU               types.Int64    `tfsdk:"mtu"`
-	Port              types.Int64    `tfsdk:"port"`
-	ServiceType       types.String   `tfsdk:"service_type"`
-	NodePort          types.Int64    `tfsdk:"node_port"`
-	LoadBalancerIP    types.String   `tfsdk:"load_balancer_ip"`
-	SecretRef         types.String   `tfsdk:"secret_ref"`
-	ServerTemplate    types.Object   `tfsdk:"server_template"`
-	WaitForEndpoint   types.Bool     `tfsdk:"wait_for_endpoint"`
-	EndpointAddresses types.List     `tfsdk:"endpoint_addresses"`
-	EndpointPort      types.Int64    `tfsdk:"endpoint_port"`
-	EndpointProtocol  types.String   `tfsdk:"endpoint_protocol"`
-	Timeouts          timeouts.Value `tfsdk:"timeouts"`
+	namespacedObject
+	RemoteClusterID   types.String `tfsdk:"remote_cluster_id"`
+	MTU               types.Int64  `tfsdk:"mtu"`
+	Port              types.Int64  `tfsdk:"port"`
+	ServiceType       types.String `tfsdk:"service_type"`
+	NodePort          types.Int64  `tfsdk:"node_port"`
+	LoadBalancerIP    types.String `tfsdk:"load_balancer_ip"`
+	SecretRef         types.String `tfsdk:"secret_ref"`
+	ServerTemplate    types.Object `tfsdk:"server_template"`
+	WaitForEndpoint   types.Bool   `tfsdk:"wait_for_endpoint"`
+	EndpointAddresses types.List   `tfsdk:"endpoint_addresses"`
+	EndpointPort      types.Int64  `tfsdk:"endpoint_port"`
+	EndpointProtocol  types.String `tfsdk:"endpoint_protocol"`
 }
 
-func newGatewayServerResource() resource.Resource { return &gatewayServerResource{} }
-
-// Metadata names the resource liqo_gateway_server.
-func (r *gatewayServerResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_gateway_server"
+func newGatewayServerResource() resource.Resource {
+	r := &gatewayServerResource{}
+	r.objectKind = objectKind[gatewayServerModel, *networkingv1beta1.GatewayServer]{
+		typeName: "_gateway_server",
+		kind:     "GatewayServer", noun: "GatewayServer", needLiqo: true, namespaced: true, timeout: 5 * time.Minute,
+		build: func(ctx context.Context, w objectWrite[gatewayServerModel], gs *networkingv1beta1.GatewayServer) error {
+			return diagsError(w.plan.apply(ctx, gs))
+		},
+		read: func(ctx context.Context, c *clusterClient, state *gatewayServerModel, gs *networkingv1beta1.GatewayServer) error {
+			return diagsError(state.read(ctx, c, gs))
+		},
+		written: func(ctx context.Context, _ *clusterClient, plan *gatewayServerModel, gs *networkingv1beta1.GatewayServer) error {
+			return diagsError(plan.readEndpoint(ctx, gs))
+		},
+		// An update that did not change the exposure kept the reported endpoint.
+		kept:  func(plan *gatewayServerModel) bool { return !plan.EndpointPort.IsUnknown() },
+		waits: func(plan *gatewayServerModel) bool { return plan.WaitForEndpoint.ValueBool() },
+		wait:  gatewayServerWaitEndpoint,
+	}
+	return r
 }
 
 // nwMTUAttribute is the `mtu` attribute of the gateways.
@@ -87,15 +91,13 @@ func nwPortValidator() validator.Int64 { return int64validator.Between(1, 65535)
 
 // Schema describes liqo_gateway_server.
 func (r *gatewayServerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "The WireGuard gateway server of one peering: a `GatewayServer` (networking.liqo.io/v1beta1) in the " +
-			"tenant namespace, labelled `liqo.io/remote-cluster-id`. The liqo controllers run it and expose it " +
-			"through a Service; they report where the peer's gateway client can reach it (`endpoint_*`), which is " +
-			"what the peer's `liqo_gateway_client` needs. Fix `node_port` or `load_balancer_ip` to know the endpoint " +
+	resp.Schema = objectSchema(ctx, "[cluster/]namespace/name", timeouts.Opts{Create: true, Update: true, Delete: true},
+		"The WireGuard gateway server of one peering: a `GatewayServer` (networking.liqo.io/v1beta1) in the "+
+			"tenant namespace, labelled `liqo.io/remote-cluster-id`. The liqo controllers run it and expose it "+
+			"through a Service; they report where the peer's gateway client can reach it (`endpoint_*`), which is "+
+			"what the peer's `liqo_gateway_client` needs. Fix `node_port` or `load_balancer_ip` to know the endpoint "+
 			"in advance; or set `wait_for_endpoint` to wait for the controllers to report it.",
-		Attributes: map[string]schema.Attribute{
-			"id":                idAttribute("[cluster/]namespace/name"),
-			"cluster":           clusterAttribute(),
+		map[string]schema.Attribute{
 			"namespace":         nwNamespaceAttribute(),
 			"name":              nwNameAttribute("server", "GatewayServer"),
 			"remote_cluster_id": nwRemoteClusterIDAttribute(false),
@@ -150,11 +152,7 @@ func (r *gatewayServerResource) Schema(ctx context.Context, _ resource.SchemaReq
 				Computed:            true,
 				MarkdownDescription: "Transport protocol of the endpoint (`status.endpoint.protocol`, e.g. `UDP`); null until reported.",
 			},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-		},
-	}
+		})
 }
 
 // ValidateConfig rejects exposure settings that the service type ignores.
@@ -294,10 +292,12 @@ func gatewayServerEndpoint(gs *networkingv1beta1.GatewayServer) (addrs []string,
 	return ep.Addresses, port, proto
 }
 
-// waitEndpoint waits until the controllers report the endpoint. Where the configuration pins
+// gatewayServerWaitEndpoint waits until the controllers report the endpoint. Where the configuration pins
 // it (a NodePort service's node_port, a load balancer's load_balancer_ip), the reported endpoint
 // must match, so that an endpoint reported before an update is not taken for the new one.
-func (r *gatewayServerResource) waitEndpoint(ctx context.Context, c *clusterClient, plan *gatewayServerModel, gs *networkingv1beta1.GatewayServer, timeout time.Duration) (*networkingv1beta1.GatewayServer, error) {
+func gatewayServerWaitEndpoint(ctx context.Context, c *clusterClient, plan *gatewayServerModel, gs *networkingv1beta1.GatewayServer,
+	timeout time.Duration, _ string,
+) (*networkingv1beta1.GatewayServer, error) {
 	var got *networkingv1beta1.GatewayServer
 	err := nwWait(ctx, c, gatewayServerModule, "GatewayServer", gs, timeout, "the endpoint (status.endpoint) to be reported",
 		"wait_for_endpoint", func(o client.Object) (bool, string) {
@@ -329,142 +329,6 @@ func objectRefString(ref *corev1.ObjectReference) string {
 		return "none"
 	}
 	return fmt.Sprintf("%s %s", ref.Kind, objectID("", ref.Namespace, ref.Name))
-}
-
-// Create makes the GatewayServer and, when asked, waits for its endpoint.
-func (r *gatewayServerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan gatewayServerModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	const summary = "Creating GatewayServer"
-	timeout, d := plan.Timeouts.Create(ctx, 5*time.Minute)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	gs := &networkingv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Name: plan.Name.ValueString(), Namespace: plan.Namespace.ValueString()}}
-	resp.Diagnostics.Append(plan.apply(ctx, gs)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if err := c.ctrl.Create(ctx, gs); err != nil {
-		resp.Diagnostics.AddError(summary, nwCreateError("GatewayServer", gs, c, err))
-		return
-	}
-	plan.ID = types.StringValue(objectID(c.name, gs.Namespace, gs.Name))
-	resp.Diagnostics.Append(plan.readEndpoint(ctx, gs)...)
-	// Saved before waiting: a timeout leaves the object in the state.
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.WaitForEndpoint.ValueBool() {
-		return
-	}
-	got, err := r.waitEndpoint(ctx, c, &plan, gs, timeout)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	resp.Diagnostics.Append(plan.readEndpoint(ctx, got)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// Read refreshes the state from the object; a GatewayServer deleted out of band leaves the state.
-func (r *gatewayServerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state gatewayServerModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	const summary = "Reading GatewayServer"
-	c, err := r.client(ctx, state.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	gs := &networkingv1beta1.GatewayServer{}
-	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
-	found, err := readObject(ctx, c, "GatewayServer", key, gs)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	if !found {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	resp.Diagnostics.Append(state.read(ctx, c, gs)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-}
-
-// Update changes the GatewayServer in place; when the exposure changed and wait_for_endpoint
-// is set, it waits for the endpoint again.
-func (r *gatewayServerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, state gatewayServerModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	const summary = "Updating GatewayServer"
-	timeout, d := plan.Timeouts.Update(ctx, 5*time.Minute)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	gs := &networkingv1beta1.GatewayServer{}
-	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
-	if err := patchObject(ctx, c, "GatewayServer", key, gs, func() error { return diagsError(plan.apply(ctx, gs)) }); err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	plan.ID = types.StringValue(objectID(c.name, gs.Namespace, gs.Name))
-	if !plan.EndpointPort.IsUnknown() {
-		// The exposure did not change: the plan kept the reported endpoint.
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-		return
-	}
-	resp.Diagnostics.Append(plan.readEndpoint(ctx, gs)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.WaitForEndpoint.ValueBool() {
-		return
-	}
-	got, err := r.waitEndpoint(ctx, c, &plan, gs, timeout)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	resp.Diagnostics.Append(plan.readEndpoint(ctx, got)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// Delete removes the GatewayServer and waits until it is gone.
-func (r *gatewayServerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state gatewayServerModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, d := state.Timeouts.Delete(ctx, 5*time.Minute)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, state.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Deleting GatewayServer", err.Error())
-		return
-	}
-	gs := &networkingv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}}
-	if err := deleteAndWait(ctx, c, gs, timeout); err != nil {
-		resp.Diagnostics.AddError("Deleting GatewayServer", err.Error())
-	}
-}
-
-// ImportState takes `[cluster/]namespace/name`.
-func (r *gatewayServerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	nwImport(ctx, &r.clusterResource, "GatewayServer", &networkingv1beta1.GatewayServer{}, req, resp)
 }
 
 // nwIPValidator checks that a string is an IP address.

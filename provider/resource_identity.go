@@ -34,13 +34,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
-var (
-	_ resource.Resource                     = (*identityResource)(nil)
-	_ resource.ResourceWithConfigure        = (*identityResource)(nil)
-	_ resource.ResourceWithImportState      = (*identityResource)(nil)
-	_ resource.ResourceWithModifyPlan       = (*identityResource)(nil)
-	_ resource.ResourceWithConfigValidators = (*identityResource)(nil)
-)
+var _ resource.ResourceWithConfigValidators = (*identityResource)(nil)
 
 // identityKubeconfigHashKey is the private-state key of the SHA-256 of the kubeconfig written
 // through the write-only attribute: Read compares it with the Secret to detect a changed content
@@ -78,18 +72,16 @@ func (r *identityResource) Metadata(_ context.Context, req resource.MetadataRequ
 
 // Schema describes liqo_identity.
 func (r *identityResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "Consumer side of a peering: the credentials a provider cluster issued to this cluster. " +
-			"It manages the `Identity` (`authentication.liqo.io/v1beta1`) in the consumer's tenant namespace and its " +
-			"kubeconfig Secret (data key `kubeconfig`, labels `liqo.io/identity-type` and `liqo.io/remote-cluster-id`, " +
-			"annotation `liqo.io/remote-tenant-namespace`), which Liqo's replicator uses to reach the provider.\n\n" +
-			"Give the kubeconfig through the write-only `kubeconfig_wo` (Terraform >= 1.11: it is never stored in the " +
-			"plan or the state; bump `kubeconfig_wo_version` to write a new one), typically " +
-			"`kubeconfig_wo = liqo_consumer_identity.x.kubeconfig`; or, with older Terraform, through the sensitive " +
+	resp.Schema = objectSchema(ctx, "[cluster/]namespace/name", timeouts.Opts{Delete: true},
+		"Consumer side of a peering: the credentials a provider cluster issued to this cluster. "+
+			"It manages the `Identity` (`authentication.liqo.io/v1beta1`) in the consumer's tenant namespace and its "+
+			"kubeconfig Secret (data key `kubeconfig`, labels `liqo.io/identity-type` and `liqo.io/remote-cluster-id`, "+
+			"annotation `liqo.io/remote-tenant-namespace`), which Liqo's replicator uses to reach the provider.\n\n"+
+			"Give the kubeconfig through the write-only `kubeconfig_wo` (Terraform >= 1.11: it is never stored in the "+
+			"plan or the state; bump `kubeconfig_wo_version` to write a new one), typically "+
+			"`kubeconfig_wo = liqo_consumer_identity.x.kubeconfig`; or, with older Terraform, through the sensitive "+
 			"`kubeconfig`, which Terraform stores in the state. Exactly one of the two must be set.",
-		Attributes: map[string]schema.Attribute{
-			"id":      idAttribute("[cluster/]namespace/name"),
-			"cluster": clusterAttribute(),
+		map[string]schema.Attribute{
 			"namespace": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Tenant namespace of the provider in the consumer cluster (e.g. `liqo_tenant_namespace.x.name`). Changing it replaces the Identity.",
@@ -156,11 +148,7 @@ func (r *identityResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				MarkdownDescription: "URL of the provider's API server, as found in the kubeconfig (also written to the " +
 					"Identity's `spec.authParams.apiServer`).",
 			},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Delete: true}),
-		},
-	}
+		})
 }
 
 // ConfigValidators requires exactly one of kubeconfig_wo and kubeconfig.

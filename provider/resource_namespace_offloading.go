@@ -20,25 +20,18 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	offloadingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
-var (
-	_ resource.Resource                   = (*namespaceOffloadingResource)(nil)
-	_ resource.ResourceWithConfigure      = (*namespaceOffloadingResource)(nil)
-	_ resource.ResourceWithImportState    = (*namespaceOffloadingResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*namespaceOffloadingResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*namespaceOffloadingResource)(nil)
-)
+var _ resource.ResourceWithValidateConfig = (*namespaceOffloadingResource)(nil)
 
 // namespaceOffloadingResource manages the NamespaceOffloading of a namespace, which extends it
 // to the provider clusters.
 type namespaceOffloadingResource struct {
-	clusterResource
+	objectResource[namespaceOffloadingModel, *namespaceOffloadingModel, *offloadingv1beta1.NamespaceOffloading]
 }
 
 type namespaceOffloadingModel struct {
@@ -77,26 +70,32 @@ var nsoffOperators = []string{
 	string(corev1.NodeSelectorOpDoesNotExist), string(corev1.NodeSelectorOpGt), string(corev1.NodeSelectorOpLt),
 }
 
-func newNamespaceOffloadingResource() resource.Resource { return &namespaceOffloadingResource{} }
-
-// Metadata names the resource liqo_namespace_offloading.
-func (r *namespaceOffloadingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_namespace_offloading"
+func newNamespaceOffloadingResource() resource.Resource {
+	r := &namespaceOffloadingResource{}
+	r.objectKind = objectKind[namespaceOffloadingModel, *offloadingv1beta1.NamespaceOffloading]{
+		typeName: "_namespace_offloading",
+		kind:     "NamespaceOffloading", noun: "namespace offloading", needLiqo: true, timeout: 5 * time.Minute,
+		build: func(ctx context.Context, w objectWrite[namespaceOffloadingModel], nsoff *offloadingv1beta1.NamespaceOffloading) error {
+			return w.plan.fill(ctx, nsoff)
+		},
+		read:        nsoffRefresh,
+		written:     nsoffRefresh,
+		createError: nsoffCreateError,
+	}
+	return r
 }
 
 // Schema describes liqo_namespace_offloading.
 func (r *namespaceOffloadingResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "Offloads a namespace of the consumer cluster to its provider clusters: the " +
-			"`NamespaceOffloading` (`offloading.liqo.io/v1beta1`) of the namespace, which the API requires to be named " +
-			"`offloading` (so there is at most one per namespace). The controllers create a twin namespace in each " +
-			"selected provider cluster, named after `namespace_mapping_strategy`. The pod offloading strategy and " +
-			"the cluster selector change in place; the naming of the remote namespace cannot (see " +
-			"`namespace_mapping_strategy`). Destroying it waits until the object is gone, that is until the " +
+	resp.Schema = objectSchema(ctx, "[cluster/]namespace", timeouts.Opts{Delete: true},
+		"Offloads a namespace of the consumer cluster to its provider clusters: the "+
+			"`NamespaceOffloading` (`offloading.liqo.io/v1beta1`) of the namespace, which the API requires to be named "+
+			"`offloading` (so there is at most one per namespace). The controllers create a twin namespace in each "+
+			"selected provider cluster, named after `namespace_mapping_strategy`. The pod offloading strategy and "+
+			"the cluster selector change in place; the naming of the remote namespace cannot (see "+
+			"`namespace_mapping_strategy`). Destroying it waits until the object is gone, that is until the "+
 			"controllers have removed the remote namespaces.",
-		Attributes: map[string]schema.Attribute{
-			"id":      idAttribute("[cluster/]namespace"),
-			"cluster": clusterAttribute(),
+		map[string]schema.Attribute{
 			"namespace": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Namespace to offload; it must exist. Changing it replaces the offloading.",
@@ -170,11 +169,7 @@ func (r *namespaceOffloadingResource) Schema(ctx context.Context, _ resource.Sch
 				MarkdownDescription: "Offloading phase reported by the controllers (`status.offloadingPhase`): `Ready`, " +
 					"`NoClusterSelected`, `InProgress`, `SomeFailed`, `AllFailed` or `Terminating`; null until they report.",
 			},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Delete: true}),
-		},
-	}
+		})
 }
 
 // ValidateConfig checks at plan time what the API checks at apply time: remote_namespace_name
@@ -399,124 +394,6 @@ func (m *namespaceOffloadingModel) refresh(ctx context.Context, clusterName stri
 	return nil
 }
 
-// Create makes the NamespaceOffloading.
-func (r *namespaceOffloadingResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan namespaceOffloadingModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Creating namespace offloading", err.Error())
-		return
-	}
-	nsoff := &offloadingv1beta1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{
-		Name: consts.NamespaceOffloadingName, Namespace: plan.Namespace.ValueString()}}
-	if err := plan.fill(ctx, nsoff); err != nil {
-		resp.Diagnostics.AddError("Creating namespace offloading", err.Error())
-		return
-	}
-	ref := objectID("", nsoff.Namespace, nsoff.Name)
-	if err := c.ctrl.Create(ctx, nsoff); err != nil {
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			resp.Diagnostics.AddError("Creating namespace offloading", fmt.Sprintf("namespace %s of %s is already offloaded "+
-				"(NamespaceOffloading %s exists): import it with `terraform import <address> %s`",
-				nsoff.Namespace, c.describe(), ref, objectID(c.name, "", nsoff.Namespace)))
-		case apierrors.IsNotFound(err):
-			resp.Diagnostics.AddError("Creating namespace offloading", fmt.Sprintf("creating NamespaceOffloading %s in %s: "+
-				"namespace %s does not exist: create it first: %v", ref, c.describe(), nsoff.Namespace, err))
-		default:
-			resp.Diagnostics.AddError("Creating namespace offloading", fmt.Sprintf("creating NamespaceOffloading %s in %s: %v", ref, c.describe(), err))
-		}
-		return
-	}
-	if err := plan.refresh(ctx, c.name, nsoff); err != nil {
-		resp.Diagnostics.AddError("Creating namespace offloading", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// Read refreshes the state; an offloading deleted out of band leaves the state, so the next
-// plan re-creates it.
-func (r *namespaceOffloadingResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state namespaceOffloadingModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, state.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Reading namespace offloading", err.Error())
-		return
-	}
-	nsoff := &offloadingv1beta1.NamespaceOffloading{}
-	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: consts.NamespaceOffloadingName}
-	found, err := readObject(ctx, c, "NamespaceOffloading", key, nsoff)
-	if err != nil {
-		resp.Diagnostics.AddError("Reading namespace offloading", err.Error())
-		return
-	}
-	if !found {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err := state.refresh(ctx, c.name, nsoff); err != nil {
-		resp.Diagnostics.AddError("Reading namespace offloading", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-}
-
-// Update changes the pod offloading strategy and the cluster selector in place.
-func (r *namespaceOffloadingResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan namespaceOffloadingModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Updating namespace offloading", err.Error())
-		return
-	}
-	nsoff := &offloadingv1beta1.NamespaceOffloading{}
-	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: consts.NamespaceOffloadingName}
-	if err := patchObject(ctx, c, "NamespaceOffloading", key, nsoff, func() error { return plan.fill(ctx, nsoff) }); err != nil {
-		resp.Diagnostics.AddError("Updating namespace offloading", err.Error())
-		return
-	}
-	if err := plan.refresh(ctx, c.name, nsoff); err != nil {
-		resp.Diagnostics.AddError("Updating namespace offloading", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// Delete removes the offloading and waits until it is gone (the controllers hold it with a
-// finalizer until the remote namespaces are deleted).
-func (r *namespaceOffloadingResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state namespaceOffloadingModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, d := state.Timeouts.Delete(ctx, 5*time.Minute)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, state.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Deleting namespace offloading", err.Error())
-		return
-	}
-	nsoff := &offloadingv1beta1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{
-		Namespace: state.Namespace.ValueString(), Name: consts.NamespaceOffloadingName}}
-	if err := deleteAndWait(ctx, c, nsoff, timeout); err != nil {
-		resp.Diagnostics.AddError("Deleting namespace offloading", err.Error())
-	}
-}
-
 // ImportState takes `[cluster/]namespace`: the object's name is always offloading.
 func (r *namespaceOffloadingResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	cluster, _, namespace, err := parseObjectID(req.ID, false)
@@ -529,4 +406,35 @@ func (r *namespaceOffloadingResource) ImportState(ctx context.Context, req resou
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
+}
+
+func (m *namespaceOffloadingModel) target() (types.String, client.ObjectKey) {
+	return m.Cluster, client.ObjectKey{Namespace: m.Namespace.ValueString(), Name: consts.NamespaceOffloadingName}
+}
+
+// setID sets the ID `[cluster/]namespace`: the object's name is always the same.
+func (m *namespaceOffloadingModel) setID(cluster string, key client.ObjectKey) {
+	m.ID = types.StringValue(objectID(cluster, "", key.Namespace))
+}
+
+func (m *namespaceOffloadingModel) timeoutsValue() timeouts.Value { return m.Timeouts }
+
+// nsoffRefresh sets the model from the object.
+func nsoffRefresh(ctx context.Context, c *clusterClient, m *namespaceOffloadingModel, nsoff *offloadingv1beta1.NamespaceOffloading) error {
+	return m.refresh(ctx, c.name, nsoff)
+}
+
+// nsoffCreateError explains a failed create: the namespace is offloaded already (import it),
+// or it does not exist.
+func nsoffCreateError(c *clusterClient, nsoff *offloadingv1beta1.NamespaceOffloading, err error) string {
+	ref := objectID("", nsoff.Namespace, nsoff.Name)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return fmt.Sprintf("namespace %s of %s is already offloaded (NamespaceOffloading %s exists): import it with "+
+			"`terraform import <address> %s`", nsoff.Namespace, c.describe(), ref, objectID(c.name, "", nsoff.Namespace))
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("creating NamespaceOffloading %s in %s: namespace %s does not exist: create it first: %v",
+			ref, c.describe(), nsoff.Namespace, err)
+	}
+	return fmt.Sprintf("creating NamespaceOffloading %s in %s: %v", ref, c.describe(), err)
 }

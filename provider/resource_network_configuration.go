@@ -17,46 +17,49 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
-var (
-	_ resource.Resource                = (*networkConfigurationResource)(nil)
-	_ resource.ResourceWithConfigure   = (*networkConfigurationResource)(nil)
-	_ resource.ResourceWithImportState = (*networkConfigurationResource)(nil)
-	_ resource.ResourceWithModifyPlan  = (*networkConfigurationResource)(nil)
-)
-
 const networkConfigurationModule = "liqo_network_configuration"
 
 // networkConfigurationResource manages a Configuration: the peer's pod and external CIDRs.
 type networkConfigurationResource struct {
-	clusterResource
+	objectResource[networkConfigurationModel, *networkConfigurationModel, *networkingv1beta1.Configuration]
 }
 
 type networkConfigurationModel struct {
-	ID                    types.String   `tfsdk:"id"`
-	Cluster               types.String   `tfsdk:"cluster"`
-	Namespace             types.String   `tfsdk:"namespace"`
-	Name                  types.String   `tfsdk:"name"`
-	RemoteClusterID       types.String   `tfsdk:"remote_cluster_id"`
-	RemotePodCIDRs        types.List     `tfsdk:"remote_pod_cidrs"`
-	RemoteExternalCIDRs   types.List     `tfsdk:"remote_external_cidrs"`
-	WaitForRemap          types.Bool     `tfsdk:"wait_for_remap"`
-	RemappedPodCIDRs      types.List     `tfsdk:"remapped_pod_cidrs"`
-	RemappedExternalCIDRs types.List     `tfsdk:"remapped_external_cidrs"`
-	Timeouts              timeouts.Value `tfsdk:"timeouts"`
+	namespacedObject
+	RemoteClusterID       types.String `tfsdk:"remote_cluster_id"`
+	RemotePodCIDRs        types.List   `tfsdk:"remote_pod_cidrs"`
+	RemoteExternalCIDRs   types.List   `tfsdk:"remote_external_cidrs"`
+	WaitForRemap          types.Bool   `tfsdk:"wait_for_remap"`
+	RemappedPodCIDRs      types.List   `tfsdk:"remapped_pod_cidrs"`
+	RemappedExternalCIDRs types.List   `tfsdk:"remapped_external_cidrs"`
 }
 
-func newNetworkConfigurationResource() resource.Resource { return &networkConfigurationResource{} }
-
-// Metadata names the resource liqo_network_configuration.
-func (r *networkConfigurationResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_network_configuration"
+func newNetworkConfigurationResource() resource.Resource {
+	r := &networkConfigurationResource{}
+	r.objectKind = objectKind[networkConfigurationModel, *networkingv1beta1.Configuration]{
+		typeName: "_network_configuration",
+		kind:     "Configuration", noun: "network Configuration", needLiqo: true, namespaced: true, timeout: 5 * time.Minute,
+		build: func(ctx context.Context, w objectWrite[networkConfigurationModel], conf *networkingv1beta1.Configuration) error {
+			return diagsError(w.plan.apply(ctx, conf))
+		},
+		read: func(ctx context.Context, c *clusterClient, state *networkConfigurationModel, conf *networkingv1beta1.Configuration) error {
+			return diagsError(state.read(ctx, c, conf))
+		},
+		written: networkConfigurationWritten,
+		// An update that did not change the CIDRs kept the reported remapping.
+		kept: func(plan *networkConfigurationModel) bool {
+			return !plan.RemappedPodCIDRs.IsUnknown() && !plan.RemappedExternalCIDRs.IsUnknown()
+		},
+		waits: func(plan *networkConfigurationModel) bool { return plan.WaitForRemap.ValueBool() },
+		wait:  networkConfigurationWaitRemap,
+	}
+	return r
 }
 
 // Schema describes liqo_network_configuration.
@@ -74,15 +77,13 @@ func (r *networkConfigurationResource) Schema(ctx context.Context, _ resource.Sc
 		}
 		return a
 	}
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "The network configuration of the peer, as this cluster must know it: a `Configuration` " +
-			"(networking.liqo.io/v1beta1) in the tenant namespace, labelled `liqo.io/remote-cluster-id`, holding the " +
-			"peer's pod and external CIDRs (get them from the peer's `liqo_cluster` data source). Each cluster of a " +
-			"peering has one with the other's CIDRs. When the peer's networks overlap local ones, the liqo controllers " +
+	resp.Schema = objectSchema(ctx, "[cluster/]namespace/name", timeouts.Opts{Create: true, Update: true, Delete: true},
+		"The network configuration of the peer, as this cluster must know it: a `Configuration` "+
+			"(networking.liqo.io/v1beta1) in the tenant namespace, labelled `liqo.io/remote-cluster-id`, holding the "+
+			"peer's pod and external CIDRs (get them from the peer's `liqo_cluster` data source). Each cluster of a "+
+			"peering has one with the other's CIDRs. When the peer's networks overlap local ones, the liqo controllers "+
 			"remap them and report the result (`remapped_*`); set `wait_for_remap` to wait for it.",
-		Attributes: map[string]schema.Attribute{
-			"id":        idAttribute("[cluster/]namespace/name"),
-			"cluster":   clusterAttribute(),
+		map[string]schema.Attribute{
 			"namespace": nwNamespaceAttribute(),
 			"name": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -112,11 +113,7 @@ func (r *networkConfigurationResource) Schema(ctx context.Context, _ resource.Sc
 				MarkdownDescription: "The peer's external CIDRs as this cluster sees them after remapping " +
 					"(`status.remote.cidr.external`); null until the controllers report them (or when there are none).",
 			},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-		},
-	}
+		})
 }
 
 // ModifyPlan shows the default name and keeps the remapped CIDRs when the CIDRs they come from
@@ -239,7 +236,10 @@ func networkConfigurationConditions(conf *networkingv1beta1.Configuration) strin
 	return ", conditions " + strings.Join(parts, "; ")
 }
 
-func (r *networkConfigurationResource) waitRemap(ctx context.Context, c *clusterClient, conf *networkingv1beta1.Configuration, timeout time.Duration) (*networkingv1beta1.Configuration, error) {
+// networkConfigurationWaitRemap waits until the controllers report the remapping of every CIDR.
+func networkConfigurationWaitRemap(ctx context.Context, c *clusterClient, _ *networkConfigurationModel, conf *networkingv1beta1.Configuration,
+	timeout time.Duration, _ string,
+) (*networkingv1beta1.Configuration, error) {
 	var got *networkingv1beta1.Configuration
 	err := nwWait(ctx, c, networkConfigurationModule, "Configuration", conf, timeout, "the remapped CIDRs (status.remote.cidr) to be reported",
 		"wait_for_remap", func(o client.Object) (bool, string) {
@@ -253,150 +253,18 @@ func (r *networkConfigurationResource) waitRemap(ctx context.Context, c *cluster
 	return got, err
 }
 
-// Create makes the Configuration and, when asked, waits for the remapping.
-func (r *networkConfigurationResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan networkConfigurationModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
+// networkConfigurationWritten sets the remapped lists that the plan left unknown (all on
+// create; on update, those whose CIDRs changed) from the status; the others keep the state's.
+func networkConfigurationWritten(ctx context.Context, _ *clusterClient, plan *networkConfigurationModel, conf *networkingv1beta1.Configuration) error {
+	var fresh networkConfigurationModel
+	if err := diagsError(fresh.readStatus(ctx, conf)); err != nil {
+		return err
 	}
-	const summary = "Creating network Configuration"
-	timeout, d := plan.Timeouts.Create(ctx, 5*time.Minute)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
+	if plan.RemappedPodCIDRs.IsUnknown() {
+		plan.RemappedPodCIDRs = fresh.RemappedPodCIDRs
 	}
-	conf := &networkingv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Name: plan.Name.ValueString(), Namespace: plan.Namespace.ValueString()}}
-	resp.Diagnostics.Append(plan.apply(ctx, conf)...)
-	if resp.Diagnostics.HasError() {
-		return
+	if plan.RemappedExternalCIDRs.IsUnknown() {
+		plan.RemappedExternalCIDRs = fresh.RemappedExternalCIDRs
 	}
-	if err := c.ctrl.Create(ctx, conf); err != nil {
-		resp.Diagnostics.AddError(summary, nwCreateError("Configuration", conf, c, err))
-		return
-	}
-	plan.ID = types.StringValue(objectID(c.name, conf.Namespace, conf.Name))
-	resp.Diagnostics.Append(plan.readStatus(ctx, conf)...)
-	// Saved before waiting: a timeout leaves the object in the state.
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.WaitForRemap.ValueBool() {
-		return
-	}
-	got, err := r.waitRemap(ctx, c, conf, timeout)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	resp.Diagnostics.Append(plan.readStatus(ctx, got)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// Read refreshes the state from the object; a Configuration deleted out of band leaves the state.
-func (r *networkConfigurationResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state networkConfigurationModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	const summary = "Reading network Configuration"
-	c, err := r.client(ctx, state.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	conf := &networkingv1beta1.Configuration{}
-	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
-	found, err := readObject(ctx, c, "Configuration", key, conf)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	if !found {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	resp.Diagnostics.Append(state.read(ctx, c, conf)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-}
-
-// Update changes the CIDRs in place; when they changed and wait_for_remap is set, it waits for
-// the remapping again.
-func (r *networkConfigurationResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan networkConfigurationModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	const summary = "Updating network Configuration"
-	timeout, d := plan.Timeouts.Update(ctx, 5*time.Minute)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	conf := &networkingv1beta1.Configuration{}
-	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
-	if err := patchObject(ctx, c, "Configuration", key, conf, func() error { return diagsError(plan.apply(ctx, conf)) }); err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	plan.ID = types.StringValue(objectID(c.name, conf.Namespace, conf.Name))
-	podUnknown, extUnknown := plan.RemappedPodCIDRs.IsUnknown(), plan.RemappedExternalCIDRs.IsUnknown()
-	if !podUnknown && !extUnknown {
-		// The CIDRs did not change: the plan kept the reported remapping.
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-		return
-	}
-	// fill sets the remapped lists that the plan left unknown from the status (the others are
-	// the planned values, kept from the state).
-	fill := func(conf *networkingv1beta1.Configuration) {
-		var fresh networkConfigurationModel
-		resp.Diagnostics.Append(fresh.readStatus(ctx, conf)...)
-		if podUnknown {
-			plan.RemappedPodCIDRs = fresh.RemappedPodCIDRs
-		}
-		if extUnknown {
-			plan.RemappedExternalCIDRs = fresh.RemappedExternalCIDRs
-		}
-	}
-	fill(conf)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.WaitForRemap.ValueBool() {
-		return
-	}
-	got, err := r.waitRemap(ctx, c, conf, timeout)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	fill(got)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// Delete removes the Configuration and waits until it is gone.
-func (r *networkConfigurationResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state networkConfigurationModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, d := state.Timeouts.Delete(ctx, 5*time.Minute)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, state.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Deleting network Configuration", err.Error())
-		return
-	}
-	conf := &networkingv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}}
-	if err := deleteAndWait(ctx, c, conf, timeout); err != nil {
-		resp.Diagnostics.AddError("Deleting network Configuration", err.Error())
-	}
-}
-
-// ImportState takes `[cluster/]namespace/name`.
-func (r *networkConfigurationResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	nwImport(ctx, &r.clusterResource, "Configuration", &networkingv1beta1.Configuration{}, req, resp)
+	return nil
 }

@@ -9,28 +9,15 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	kresource "k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
@@ -38,13 +25,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 )
 
-var (
-	_ resource.Resource                   = (*peeringResource)(nil)
-	_ resource.ResourceWithConfigure      = (*peeringResource)(nil)
-	_ resource.ResourceWithImportState    = (*peeringResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*peeringResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*peeringResource)(nil)
-)
+var _ resource.ResourceWithValidateConfig = (*peeringResource)(nil)
 
 // peeringDefaultTimeout bounds create, update and delete unless timeouts says otherwise.
 const peeringDefaultTimeout = 2 * time.Minute
@@ -63,16 +44,12 @@ type peeringResource struct {
 }
 
 type peeringModel struct {
+	quantitiesModel
 	ID                      types.String   `tfsdk:"id"`
 	ConsumerCluster         types.String   `tfsdk:"consumer_cluster"`
 	ProviderCluster         types.String   `tfsdk:"provider_cluster"`
 	Networking              types.Bool     `tfsdk:"networking"`
 	Gateway                 types.Object   `tfsdk:"gateway"`
-	CPU                     types.String   `tfsdk:"cpu"`
-	Memory                  types.String   `tfsdk:"memory"`
-	Pods                    types.String   `tfsdk:"pods"`
-	EphemeralStorage        types.String   `tfsdk:"ephemeral_storage"`
-	Resources               types.Map      `tfsdk:"resources"`
 	ConsumerClusterID       types.String   `tfsdk:"consumer_cluster_id"`
 	ProviderClusterID       types.String   `tfsdk:"provider_cluster_id"`
 	ConsumerTenantNamespace types.String   `tfsdk:"consumer_tenant_namespace"`
@@ -126,197 +103,6 @@ func (r *peeringResource) Configure(_ context.Context, req resource.ConfigureReq
 	r.clusters = set
 }
 
-func peeringClusterAttribute(role string) schema.StringAttribute {
-	return schema.StringAttribute{
-		Required:            true,
-		MarkdownDescription: "Key of the provider's `clusters` map naming the " + role + " cluster. Changing it replaces the peering.",
-		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-		Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
-	}
-}
-
-func peeringQuantityAttribute(what string, required bool) schema.StringAttribute {
-	return schema.StringAttribute{
-		Required: required, Optional: !required,
-		MarkdownDescription: "Quantity of " + what + " the consumer asks of the provider (a Kubernetes quantity); the " +
-			"virtual node offers what the provider grants. Changing it re-negotiates the peering in place.",
-		Validators: []validator.String{quantityValidator{}},
-	}
-}
-
-// peeringComputedString is a computed attribute that stays the same for the life of the peering.
-func peeringComputedString(desc string) schema.StringAttribute {
-	return schema.StringAttribute{
-		Computed: true, MarkdownDescription: desc,
-		PlanModifiers: []planmodifier.String{peeringKeepKnownState{}},
-	}
-}
-
-// peeringKeepKnownState plans a computed string as its prior value when that value is known
-// and not null; otherwise it stays unknown. (UseStateForUnknown would also carry a null over,
-// e.g. a virtual node's name after an update failed while the node was being re-created, and
-// the apply that sets it would then be an inconsistent result.)
-type peeringKeepKnownState struct{}
-
-// Description says what the modifier does.
-func (peeringKeepKnownState) Description(context.Context) string {
-	return "the prior value, when known and not null"
-}
-
-// MarkdownDescription says what the modifier does.
-func (m peeringKeepKnownState) MarkdownDescription(ctx context.Context) string {
-	return m.Description(ctx)
-}
-
-// PlanModifyString keeps a known, non-null prior value for an unknown planned one.
-func (peeringKeepKnownState) PlanModifyString(_ context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
-	if req.State.Raw.IsNull() || !req.PlanValue.IsUnknown() || req.ConfigValue.IsUnknown() ||
-		req.StateValue.IsNull() || req.StateValue.IsUnknown() {
-		return
-	}
-	resp.PlanValue = req.StateValue
-}
-
-// Schema describes liqo_peering.
-func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "A peering of a consumer cluster with a provider cluster, both keys of the provider's `clusters` " +
-			"map: what `liqoctl peer` does, in one resource. It makes the tenant namespaces on both sides; the network " +
-			"(unless `networking = false`): each side's Configuration of the other, the gateway server on the provider " +
-			"and its client on the consumer, their public keys exchanged, both Connections awaited; the authentication " +
-			"(the provider's nonce signed by the consumer, the Tenant, the consumer's Identity); and the offloading (a " +
-			"ResourceSlice asking for `cpu`, `memory`, `pods`..., and the virtual node standing for what the provider " +
-			"granted, awaited Ready). The liqo controller manager must run in both clusters.\n\n" +
-			"Changing the requested resources re-negotiates in place; changing a cluster replaces the peering. Two " +
-			"`liqo_peering` in opposite directions make a bidirectional peering: they share the tenant namespaces and " +
-			"the tunnel (give both the same `networking` and `gateway`), and destroying one leaves the other working. " +
-			"Destroy removes, in order, the slice (and with it the virtual node), the identity and the tenant, then the " +
-			"network and the tenant namespaces unless the other direction still uses them.\n\n" +
-			"A refresh reads the peering back: when its defining objects (the Tenant on the provider, the slice on the " +
-			"consumer) are gone it leaves the state and the next apply peers again; the requested resources are read " +
-			"from what the provider granted, so a denied or changed grant shows as a difference; and when a module is " +
-			"not up (see `status`) the plan shows an in-place update that runs the peering again to repair it.\n\n" +
-			"Create, update and delete wait for the clusters' controllers, each within its `timeouts` (default 2m). A " +
-			"create that fails half-way leaves the peering in the state, tainted: the next apply removes it and peers again.",
-		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "`<consumer_cluster>/<provider_cluster>`, also the import ID.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"consumer_cluster": peeringClusterAttribute("consumer (the one that gets a virtual node)"),
-			"provider_cluster": peeringClusterAttribute("provider (the one that shares its resources)"),
-			"networking": schema.BoolAttribute{
-				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
-				MarkdownDescription: "Connect the two clusters' pod networks through a WireGuard tunnel (gateway server on " +
-					"the provider, client on the consumer), and wait until it is up; default `true`. Without it, offloaded " +
-					"pods run on the provider but cannot reach the consumer's pods. Changing it replaces the peering.",
-				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
-			},
-			"gateway": schema.SingleNestedAttribute{
-				Optional: true, Computed: true, Default: objectdefault.StaticValue(peeringDefaultGateway()),
-				MarkdownDescription: "How the tunnel is exposed, when `networking` is on; default: a `LoadBalancer` Service on " +
-					"port 51840, MTU 1340. Changes are applied in place. In a bidirectional peering both directions share " +
-					"one tunnel: give them the same values.",
-				Attributes: map[string]schema.Attribute{
-					"service_type": schema.StringAttribute{
-						Optional: true, Computed: true, Default: stringdefault.StaticString(peeringDefaultServiceType),
-						MarkdownDescription: "Type of the Service exposing the gateway server: `LoadBalancer` (default), `NodePort` or `ClusterIP`.",
-						Validators: []validator.String{stringvalidator.OneOf(string(corev1.ServiceTypeLoadBalancer),
-							string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeClusterIP))},
-					},
-					"port": schema.Int64Attribute{
-						Optional: true, Computed: true, Default: int64default.StaticInt64(consts.DefaultGatewayPort),
-						MarkdownDescription: "UDP port of the gateway server; default `51840`.",
-						Validators:          []validator.Int64{nwPortValidator()},
-					},
-					"node_port": schema.Int64Attribute{
-						Optional:            true,
-						MarkdownDescription: "Node port of a `NodePort` or `LoadBalancer` Service; default: one the cluster picks.",
-						Validators:          []validator.Int64{nwPortValidator()},
-					},
-					"mtu": schema.Int64Attribute{
-						Optional: true, Computed: true, Default: int64default.StaticInt64(peeringDefaultMTU),
-						MarkdownDescription: "MTU of the tunnel interfaces; default `1340`.",
-						Validators:          []validator.Int64{int64validator.Between(576, 65535)},
-					},
-				},
-			},
-			"cpu":               peeringQuantityAttribute("CPU (e.g. `4` or `500m`)", true),
-			"memory":            peeringQuantityAttribute("memory (e.g. `8Gi`)", true),
-			"pods":              peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once)", true),
-			"ephemeral_storage": peeringQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)", false),
-			"resources": schema.MapAttribute{
-				Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Other resources asked for, by resource name (e.g. `\"nvidia.com/gpu\" = \"2\"`), as " +
-					"quantities. Changing them re-negotiates the peering in place.",
-				Validators: []validator.Map{
-					mapvalidator.KeysAre(
-						stringvalidator.NoneOf("cpu", "memory", "pods", "ephemeral-storage"),
-						stringvalidator.RegexMatches(resourceSliceResourceNamePattern, "must be a resource name such as nvidia.com/gpu"),
-					),
-					mapvalidator.ValueStringsAre(quantityValidator{}),
-				},
-			},
-			"consumer_cluster_id": peeringComputedString("Cluster ID of the consumer (the ForeignCluster's name on the provider)."),
-			"provider_cluster_id": peeringComputedString("Cluster ID of the provider (the ForeignCluster's name on the consumer)."),
-			"consumer_tenant_namespace": peeringComputedString("Tenant namespace on the consumer holding the peering's objects " +
-				"(`liqo-tenant-<provider_cluster_id>`)."),
-			"provider_tenant_namespace": peeringComputedString("Tenant namespace on the provider holding the peering's objects " +
-				"(`liqo-tenant-<consumer_cluster_id>`)."),
-			"virtual_node_name": peeringComputedString("Name of the consumer's virtual node standing for the provider."),
-			"granted": schema.MapAttribute{
-				Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Resources the provider granted, by resource name: what the virtual node offers.",
-			},
-			"status": schema.SingleNestedAttribute{
-				Computed: true,
-				MarkdownDescription: "State of each module, as `liqoctl info peer` shows it. Only states that change when " +
-					"the peering does are kept here, so a plan after apply says \"No changes\"; the tunnel's latency, a " +
-					"measurement, is in the `liqo_foreign_cluster` data source.",
-				Attributes: map[string]schema.Attribute{
-					"networking": schema.StringAttribute{Computed: true,
-						MarkdownDescription: "`Established`, `Pending`, `Error`, `None`, or `Disabled` (`networking = false`)."},
-					"authentication": schema.StringAttribute{Computed: true, MarkdownDescription: "`Established`, `Pending` or `None`."},
-					"offloading": schema.StringAttribute{Computed: true,
-						MarkdownDescription: "`Ready` (virtual node Ready), `NotReady`, `Pending`, `Error` (slice denied) or `None`."},
-				},
-			},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-		},
-	}
-}
-
-// ValidateConfig rejects a peering of a cluster with itself and gateway settings that cannot
-// apply, before any cluster is contacted.
-func (r *peeringResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var cfg peeringModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if known(cfg.ConsumerCluster) && known(cfg.ProviderCluster) && cfg.ConsumerCluster.ValueString() == cfg.ProviderCluster.ValueString() {
-		resp.Diagnostics.AddAttributeError(path.Root("provider_cluster"), "A cluster cannot peer with itself",
-			fmt.Sprintf("consumer_cluster and provider_cluster are both %q: name two different keys of the provider's clusters map",
-				cfg.ConsumerCluster.ValueString()))
-	}
-	if cfg.Gateway.IsNull() || cfg.Gateway.IsUnknown() {
-		return
-	}
-	if !cfg.Networking.IsNull() && !cfg.Networking.IsUnknown() && !cfg.Networking.ValueBool() {
-		resp.Diagnostics.AddAttributeWarning(path.Root("gateway"), "gateway is ignored without networking",
-			"networking = false: no tunnel is made, so the gateway settings have no effect; remove the gateway block or turn networking on")
-	}
-	var gw peeringGatewayModel
-	resp.Diagnostics.Append(cfg.Gateway.As(ctx, &gw, basetypes.ObjectAsOptions{UnhandledNullAsEmpty: true, UnhandledUnknownAsEmpty: true})...)
-	if !gw.NodePort.IsNull() && gw.ServiceType.ValueString() == string(corev1.ServiceTypeClusterIP) {
-		resp.Diagnostics.AddAttributeError(path.Root("gateway").AtName("node_port"), "node_port needs a NodePort or LoadBalancer service",
-			"a ClusterIP Service has no node port: remove node_port or set service_type to NodePort or LoadBalancer")
-	}
-}
-
 func known(s types.String) bool { return !s.IsNull() && !s.IsUnknown() }
 
 // ModifyPlan checks at plan time, without contacting the clusters, that both cluster keys are
@@ -357,7 +143,7 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	want, err1 := plan.requested(ctx)
 	had, err2 := state.requested(ctx)
-	if err1 == nil && err2 == nil && plan.requestedKnown() && sameQuantities(want, had) {
+	if err1 == nil && err2 == nil && plan.known() && sameQuantities(want, had) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("granted"), state.Granted)...)
 	}
 	if reason := state.unhealthy(); reason != "" && resp.Plan.Raw.Equal(req.State.Raw) {
@@ -390,75 +176,6 @@ func (m *peeringModel) unhealthy() string {
 		bad = append(bad, "offloading is "+o)
 	}
 	return strings.Join(bad, ", ")
-}
-
-// requestedKnown tells whether every requested quantity is known in the plan.
-func (m *peeringModel) requestedKnown() bool {
-	for _, v := range []types.String{m.CPU, m.Memory, m.Pods, m.EphemeralStorage} {
-		if v.IsUnknown() {
-			return false
-		}
-	}
-	return !m.Resources.IsUnknown()
-}
-
-// requested builds the resource list asked of the provider.
-func (m *peeringModel) requested(ctx context.Context) (corev1.ResourceList, error) {
-	out := corev1.ResourceList{}
-	add := func(attr, name string, v types.String) error {
-		if v.IsNull() || v.IsUnknown() {
-			return nil
-		}
-		q, err := kresource.ParseQuantity(v.ValueString())
-		if err != nil {
-			return fmt.Errorf("%s: %q is not a Kubernetes quantity such as 4, 500m or 8Gi", attr, v.ValueString())
-		}
-		out[corev1.ResourceName(name)] = q
-		return nil
-	}
-	for _, s := range resourceSliceStandard {
-		if err := add(s.attr, string(s.name), m.standard(s.attr)); err != nil {
-			return nil, err
-		}
-	}
-	if !m.Resources.IsNull() && !m.Resources.IsUnknown() {
-		extra := map[string]types.String{}
-		if d := m.Resources.ElementsAs(ctx, &extra, false); d.HasError() {
-			return nil, fmt.Errorf("reading resources: %w", diagsError(d))
-		}
-		for k, v := range extra {
-			if err := add(fmt.Sprintf("resources[%q]", k), k, v); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
-}
-
-func (m *peeringModel) standard(attr string) types.String {
-	switch attr {
-	case "cpu":
-		return m.CPU
-	case "memory":
-		return m.Memory
-	case "pods":
-		return m.Pods
-	default:
-		return m.EphemeralStorage
-	}
-}
-
-func (m *peeringModel) setStandard(attr string, v types.String) {
-	switch attr {
-	case "cpu":
-		m.CPU = v
-	case "memory":
-		m.Memory = v
-	case "pods":
-		m.Pods = v
-	default:
-		m.EphemeralStorage = v
-	}
 }
 
 // options builds the library's options from the model.
@@ -504,40 +221,12 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 		m.Networking = types.BoolValue(st.Networking != peering.StatusDisabled)
 	}
 
-	for _, s := range resourceSliceStandard {
-		if q, ok := st.Granted[s.name]; ok && asks(st, s.name) {
-			m.setStandard(s.attr, offloadingQuantityString(m.standard(s.attr), q))
-		} else {
-			m.setStandard(s.attr, types.StringNull())
-		}
+	if err := m.set(ctx, st.Granted, func(name corev1.ResourceName) bool { return asks(st, name) }); err != nil {
+		return err
 	}
-	prior := map[string]types.String{}
-	if !m.Resources.IsNull() && !m.Resources.IsUnknown() {
-		if d := m.Resources.ElementsAs(ctx, &prior, false); d.HasError() {
-			return fmt.Errorf("reading resources: %w", diagsError(d))
-		}
-	}
-	extra := map[string]types.String{}
 	granted := map[string]string{}
 	for name, q := range st.Granted {
 		granted[string(name)] = q.String()
-		if isStandardResource(name) || !asks(st, name) {
-			continue
-		}
-		p, ok := prior[string(name)]
-		if !ok {
-			p = types.StringNull()
-		}
-		extra[string(name)] = offloadingQuantityString(p, q)
-	}
-	if len(extra) > 0 || (!m.Resources.IsNull() && !m.Resources.IsUnknown()) {
-		v, d := types.MapValueFrom(ctx, types.StringType, extra)
-		if d.HasError() {
-			return fmt.Errorf("building resources: %w", diagsError(d))
-		}
-		m.Resources = v
-	} else {
-		m.Resources = types.MapNull(types.StringType)
 	}
 	m.Granted = types.MapNull(types.StringType)
 	if len(granted) > 0 {

@@ -67,8 +67,8 @@ func TestPeeringRefresh(t *testing.T) {
 	ctx := t.Context()
 	m := peeringModel{
 		ConsumerCluster: types.StringValue("c"), ProviderCluster: types.StringValue("p"),
-		CPU: types.StringValue("2000m"), Memory: types.StringValue("1024Mi"), Pods: types.StringValue("20"),
-		Resources:  types.MapValueMust(types.StringType, map[string]attr.Value{"nvidia.com/gpu": types.StringValue("1")}),
+		quantitiesModel: quantitiesModel{CPU: types.StringValue("2000m"), Memory: types.StringValue("1024Mi"), Pods: types.StringValue("20"),
+			Resources: types.MapValueMust(types.StringType, map[string]attr.Value{"nvidia.com/gpu": types.StringValue("1")})},
 		Networking: types.BoolValue(false), Gateway: types.ObjectNull(peeringGatewayAttrTypes),
 	}
 	st := &peering.State{ConsumerID: "cl-c", ProviderID: "cl-p", ConsumerTenantNamespace: "liqo-tenant-cl-p",
@@ -99,7 +99,7 @@ func TestPeeringRefresh(t *testing.T) {
 	}
 	// A slice asking for nothing (liqoctl's default) asks for what is granted.
 	imported := peeringModel{ConsumerCluster: types.StringValue("c"), ProviderCluster: types.StringValue("p"),
-		Resources: types.MapNull(types.StringType), Gateway: types.ObjectNull(peeringGatewayAttrTypes)}
+		quantitiesModel: quantitiesModel{Resources: types.MapNull(types.StringType)}, Gateway: types.ObjectNull(peeringGatewayAttrTypes)}
 	asked := st.Asked
 	st.Asked = nil
 	if err := imported.refresh(ctx, st); err != nil {
@@ -121,8 +121,8 @@ func TestPeeringRefresh(t *testing.T) {
 // TestPeeringOptions: the model's attributes become the library's options.
 func TestPeeringOptions(t *testing.T) {
 	m := peeringModel{
-		CPU: types.StringValue("1"), Memory: types.StringValue("2Gi"), Pods: types.StringValue("20"), EphemeralStorage: types.StringNull(),
-		Resources:  types.MapNull(types.StringType),
+		quantitiesModel: quantitiesModel{CPU: types.StringValue("1"), Memory: types.StringValue("2Gi"), Pods: types.StringValue("20"),
+			EphemeralStorage: types.StringNull(), Resources: types.MapNull(types.StringType)},
 		Networking: types.BoolValue(true),
 		Gateway: types.ObjectValueMust(peeringGatewayAttrTypes, map[string]attr.Value{"service_type": types.StringValue("NodePort"),
 			"port": types.Int64Value(51000), "node_port": types.Int64Value(30100), "mtu": types.Int64Value(1400)}),

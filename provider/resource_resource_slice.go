@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -20,12 +19,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	kresource "k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,29 +31,11 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 )
 
-var (
-	_ resource.Resource                = (*resourceSliceResource)(nil)
-	_ resource.ResourceWithConfigure   = (*resourceSliceResource)(nil)
-	_ resource.ResourceWithImportState = (*resourceSliceResource)(nil)
-	_ resource.ResourceWithModifyPlan  = (*resourceSliceResource)(nil)
-)
-
 // resourceSliceTypeName is the resource's type name, for messages.
 const resourceSliceTypeName = "liqo_resource_slice"
 
 // resourceSliceDefaultTimeout bounds the create and update waits unless timeouts says otherwise.
 const resourceSliceDefaultTimeout = 5 * time.Minute
-
-// resourceSliceStandard maps the dedicated attributes to their resource names.
-var resourceSliceStandard = []struct {
-	attr string
-	name corev1.ResourceName
-}{
-	{"cpu", corev1.ResourceCPU},
-	{"memory", corev1.ResourceMemory},
-	{"pods", corev1.ResourcePods},
-	{"ephemeral_storage", corev1.ResourceEphemeralStorage},
-}
 
 // resourceSliceNamePattern is a DNS-1123 subdomain, as object names are.
 var resourceSliceNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
@@ -68,35 +46,38 @@ var resourceSliceResourceNamePattern = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*
 // resourceSliceResource manages the consumer side of a resource negotiation: a ResourceSlice in
 // the consumer's tenant namespace for the provider cluster.
 type resourceSliceResource struct {
-	clusterResource
+	objectResource[resourceSliceModel, *resourceSliceModel, *authv1beta1.ResourceSlice]
 }
 
 type resourceSliceModel struct {
-	ID                      types.String   `tfsdk:"id"`
-	Cluster                 types.String   `tfsdk:"cluster"`
-	Name                    types.String   `tfsdk:"name"`
-	Namespace               types.String   `tfsdk:"namespace"`
-	ProviderClusterID       types.String   `tfsdk:"provider_cluster_id"`
-	ConsumerClusterID       types.String   `tfsdk:"consumer_cluster_id"`
-	Class                   types.String   `tfsdk:"class"`
-	CPU                     types.String   `tfsdk:"cpu"`
-	Memory                  types.String   `tfsdk:"memory"`
-	Pods                    types.String   `tfsdk:"pods"`
-	EphemeralStorage        types.String   `tfsdk:"ephemeral_storage"`
-	Resources               types.Map      `tfsdk:"resources"`
-	CreateVirtualNode       types.Bool     `tfsdk:"create_virtual_node"`
-	WaitForAcceptance       types.Bool     `tfsdk:"wait_for_acceptance"`
-	AuthenticationCondition types.String   `tfsdk:"authentication_condition"`
-	ResourcesCondition      types.String   `tfsdk:"resources_condition"`
-	Granted                 types.Map      `tfsdk:"granted"`
-	Timeouts                timeouts.Value `tfsdk:"timeouts"`
+	namespacedObject
+	quantitiesModel
+	ProviderClusterID       types.String `tfsdk:"provider_cluster_id"`
+	ConsumerClusterID       types.String `tfsdk:"consumer_cluster_id"`
+	Class                   types.String `tfsdk:"class"`
+	CreateVirtualNode       types.Bool   `tfsdk:"create_virtual_node"`
+	WaitForAcceptance       types.Bool   `tfsdk:"wait_for_acceptance"`
+	AuthenticationCondition types.String `tfsdk:"authentication_condition"`
+	ResourcesCondition      types.String `tfsdk:"resources_condition"`
+	Granted                 types.Map    `tfsdk:"granted"`
 }
 
-func newResourceSliceResource() resource.Resource { return &resourceSliceResource{} }
-
-// Metadata names the resource liqo_resource_slice.
-func (r *resourceSliceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_resource_slice"
+func newResourceSliceResource() resource.Resource {
+	r := &resourceSliceResource{}
+	r.objectKind = objectKind[resourceSliceModel, *authv1beta1.ResourceSlice]{
+		typeName: "_resource_slice",
+		kind:     "ResourceSlice", noun: "resource slice", needLiqo: true, namespaced: true, timeout: resourceSliceDefaultTimeout,
+		build: func(ctx context.Context, w objectWrite[resourceSliceModel], rs *authv1beta1.ResourceSlice) error {
+			return w.plan.fill(ctx, rs)
+		},
+		read:        resourceSliceRefresh,
+		written:     resourceSliceRefresh,
+		waits:       func(plan *resourceSliceModel) bool { return plan.WaitForAcceptance.ValueBool() },
+		wait:        resourceSliceWaitAccepted,
+		createError: resourceSliceCreateError,
+		deleted:     resourceSliceRelease,
+	}
+	return r
 }
 
 func resourceSliceQuantityAttribute(what string) schema.StringAttribute {
@@ -110,17 +91,15 @@ func resourceSliceQuantityAttribute(what string) schema.StringAttribute {
 
 // Schema describes liqo_resource_slice.
 func (r *resourceSliceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "A request of the consumer cluster for resources of a provider cluster: a `ResourceSlice` " +
-			"(`authentication.liqo.io/v1beta1`) in the consumer's tenant namespace for the provider, labelled " +
-			"`liqo.io/remote-cluster-id=<provider_cluster_id>` and `liqo.io/replication=true` so that it is replicated " +
-			"to the provider, which accepts or denies it. Changing the requested quantities re-negotiates the slice " +
-			"in place. With `wait_for_acceptance`, create and update wait until the provider has accepted the " +
-			"slice (both conditions `Accepted` and the requested quantities granted); the state is saved before " +
+	resp.Schema = objectSchema(ctx, "[cluster/]namespace/name", timeouts.Opts{Create: true, Update: true, Delete: true},
+		"A request of the consumer cluster for resources of a provider cluster: a `ResourceSlice` "+
+			"(`authentication.liqo.io/v1beta1`) in the consumer's tenant namespace for the provider, labelled "+
+			"`liqo.io/remote-cluster-id=<provider_cluster_id>` and `liqo.io/replication=true` so that it is replicated "+
+			"to the provider, which accepts or denies it. Changing the requested quantities re-negotiates the slice "+
+			"in place. With `wait_for_acceptance`, create and update wait until the provider has accepted the "+
+			"slice (both conditions `Accepted` and the requested quantities granted); the state is saved before "+
 			"waiting, so a timeout never orphans the object.",
-		Attributes: map[string]schema.Attribute{
-			"id":      idAttribute("[cluster/]namespace/name"),
-			"cluster": clusterAttribute(),
+		map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Name of the ResourceSlice. Changing it replaces the slice.",
@@ -200,11 +179,7 @@ func (r *resourceSliceResource) Schema(ctx context.Context, _ resource.SchemaReq
 				Computed: true, ElementType: types.StringType,
 				MarkdownDescription: "Resources granted by the provider (`status.resources`), by resource name; null while unanswered.",
 			},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-		},
-	}
+		})
 }
 
 // ModifyPlan shows the default namespace in the plan.
@@ -219,67 +194,6 @@ func (r *resourceSliceResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("namespace"), "liqo-tenant-"+plan.ProviderClusterID.ValueString())...)
-}
-
-// requested builds the spec's resource list from the plan.
-func (m *resourceSliceModel) requested(ctx context.Context) (corev1.ResourceList, error) {
-	out := corev1.ResourceList{}
-	add := func(attr, name, value string) error {
-		q, err := kresource.ParseQuantity(value)
-		if err != nil {
-			return fmt.Errorf("%s: %q is not a Kubernetes quantity such as 4, 500m or 8Gi", attr, value)
-		}
-		out[corev1.ResourceName(name)] = q
-		return nil
-	}
-	for _, s := range resourceSliceStandard {
-		v := m.standard(s.attr)
-		if v.IsNull() || v.IsUnknown() {
-			continue
-		}
-		if err := add(s.attr, string(s.name), v.ValueString()); err != nil {
-			return nil, err
-		}
-	}
-	if !m.Resources.IsNull() && !m.Resources.IsUnknown() {
-		extra := map[string]string{}
-		if d := m.Resources.ElementsAs(ctx, &extra, false); d.HasError() {
-			return nil, fmt.Errorf("reading resources: %v", d)
-		}
-		for k, v := range extra {
-			if err := add(fmt.Sprintf("resources[%q]", k), k, v); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
-}
-
-// standard returns the attribute of a standard resource.
-func (m *resourceSliceModel) standard(attr string) types.String {
-	switch attr {
-	case "cpu":
-		return m.CPU
-	case "memory":
-		return m.Memory
-	case "pods":
-		return m.Pods
-	default:
-		return m.EphemeralStorage
-	}
-}
-
-func (m *resourceSliceModel) setStandard(attr string, v types.String) {
-	switch attr {
-	case "cpu":
-		m.CPU = v
-	case "memory":
-		m.Memory = v
-	case "pods":
-		m.Pods = v
-	default:
-		m.EphemeralStorage = v
-	}
 }
 
 // fill writes the desired spec, labels and annotation into the object.
@@ -322,38 +236,8 @@ func (m *resourceSliceModel) refresh(ctx context.Context, clusterName string, rs
 		m.ConsumerClusterID = types.StringValue(string(*rs.Spec.ConsumerClusterID))
 	}
 	m.Class = stringOrNull(string(rs.Spec.Class))
-	for _, s := range resourceSliceStandard {
-		if q, ok := rs.Spec.Resources[s.name]; ok {
-			m.setStandard(s.attr, offloadingQuantityString(m.standard(s.attr), q))
-		} else {
-			m.setStandard(s.attr, types.StringNull())
-		}
-	}
-	prior := map[string]types.String{}
-	if !m.Resources.IsNull() && !m.Resources.IsUnknown() {
-		if d := m.Resources.ElementsAs(ctx, &prior, false); d.HasError() {
-			return fmt.Errorf("reading resources: %v", d)
-		}
-	}
-	extra := map[string]types.String{}
-	for name, q := range rs.Spec.Resources {
-		if isStandardResource(name) {
-			continue
-		}
-		p, ok := prior[string(name)]
-		if !ok {
-			p = types.StringNull()
-		}
-		extra[string(name)] = offloadingQuantityString(p, q)
-	}
-	if len(extra) > 0 || (!m.Resources.IsNull() && !m.Resources.IsUnknown()) {
-		v, d := types.MapValueFrom(ctx, types.StringType, extra)
-		if d.HasError() {
-			return fmt.Errorf("building resources: %v", d)
-		}
-		m.Resources = v
-	} else {
-		m.Resources = types.MapNull(types.StringType)
+	if err := m.set(ctx, rs.Spec.Resources, func(corev1.ResourceName) bool { return true }); err != nil {
+		return err
 	}
 	m.CreateVirtualNode = types.BoolNull()
 	if b, err := strconv.ParseBool(rs.Annotations[consts.CreateVirtualNodeAnnotation]); err == nil {
@@ -385,75 +269,6 @@ func (m *resourceSliceModel) refresh(ctx context.Context, clusterName string, rs
 		m.Granted = v
 	}
 	return nil
-}
-
-func isStandardResource(name corev1.ResourceName) bool {
-	for _, s := range resourceSliceStandard {
-		if s.name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// Create makes the ResourceSlice, saves the state, and waits for acceptance if asked.
-func (r *resourceSliceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan resourceSliceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, d := plan.Timeouts.Create(ctx, resourceSliceDefaultTimeout)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Creating resource slice", err.Error())
-		return
-	}
-	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: plan.Name.ValueString(), Namespace: plan.Namespace.ValueString()}}
-	if err := plan.fill(ctx, rs); err != nil {
-		resp.Diagnostics.AddError("Creating resource slice", err.Error())
-		return
-	}
-	ref := objectID("", rs.Namespace, rs.Name)
-	if err := c.ctrl.Create(ctx, rs); err != nil {
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			resp.Diagnostics.AddError("Creating resource slice", fmt.Sprintf("ResourceSlice %s already exists in %s: import it with "+
-				"`terraform import <address> %s`", ref, c.describe(), objectID(c.name, rs.Namespace, rs.Name)))
-		case apierrors.IsNotFound(err):
-			resp.Diagnostics.AddError("Creating resource slice", fmt.Sprintf("creating ResourceSlice %s in %s: namespace %s does not exist: "+
-				"create the tenant namespace first (liqo_tenant_namespace) or set `namespace`: %v", ref, c.describe(), rs.Namespace, err))
-		default:
-			resp.Diagnostics.AddError("Creating resource slice", fmt.Sprintf("creating ResourceSlice %s in %s: %v", ref, c.describe(), err))
-		}
-		return
-	}
-	if err := plan.refresh(ctx, c.name, rs); err != nil {
-		resp.Diagnostics.AddError("Creating resource slice", err.Error())
-		return
-	}
-	// Save before waiting: a timeout must not orphan the object.
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.WaitForAcceptance.ValueBool() {
-		return
-	}
-	r.waitAndSave(ctx, c, rs, timeout, &plan, &resp.State, &resp.Diagnostics, "Creating resource slice", "create")
-}
-
-// waitAndSave waits for acceptance and saves what it last saw, also when the wait fails.
-func (r *resourceSliceResource) waitAndSave(ctx context.Context, c *clusterClient, rs *authv1beta1.ResourceSlice, timeout time.Duration,
-	model *resourceSliceModel, state *tfsdk.State, diags *diag.Diagnostics, summary, timeoutName string) {
-	want := rs.Spec.Resources
-	seen, err := resourceSliceWait(ctx, c, client.ObjectKeyFromObject(rs), want, timeout, timeoutName)
-	if seen != nil {
-		if rerr := model.refresh(ctx, c.name, seen); rerr == nil {
-			diags.Append(state.Set(ctx, model)...)
-		}
-	}
-	if err != nil {
-		diags.AddError(summary, err.Error())
-	}
 }
 
 // resourceSliceDescribe renders the state of a slice's negotiation for messages.
@@ -543,110 +358,44 @@ func resourceSliceWait(ctx context.Context, c *clusterClient, key client.ObjectK
 	return last, nil
 }
 
-// Read refreshes the state from the cluster; a slice deleted out of band leaves the state, so the
-// next plan re-creates it.
-func (r *resourceSliceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state resourceSliceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, state.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Reading resource slice", err.Error())
-		return
-	}
-	rs := &authv1beta1.ResourceSlice{}
-	key := client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}
-	found, err := readObject(ctx, c, "ResourceSlice", key, rs)
-	if err != nil {
-		resp.Diagnostics.AddError("Reading resource slice", err.Error())
-		return
-	}
-	if !found {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err := state.refresh(ctx, c.name, rs); err != nil {
-		resp.Diagnostics.AddError("Reading resource slice", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+// resourceSliceRefresh sets the model from the slice.
+func resourceSliceRefresh(ctx context.Context, c *clusterClient, m *resourceSliceModel, rs *authv1beta1.ResourceSlice) error {
+	return m.refresh(ctx, c.name, rs)
 }
 
-// Update re-negotiates the slice: it patches the requested resources, class and annotation in
-// place, and waits for the provider's answer if asked.
-func (r *resourceSliceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan resourceSliceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, d := plan.Timeouts.Update(ctx, resourceSliceDefaultTimeout)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Updating resource slice", err.Error())
-		return
-	}
-	rs := &authv1beta1.ResourceSlice{}
-	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
-	if err := patchObject(ctx, c, "ResourceSlice", key, rs, func() error { return plan.fill(ctx, rs) }); err != nil {
-		resp.Diagnostics.AddError("Updating resource slice", err.Error())
-		return
-	}
-	if err := plan.refresh(ctx, c.name, rs); err != nil {
-		resp.Diagnostics.AddError("Updating resource slice", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.WaitForAcceptance.ValueBool() {
-		return
-	}
-	r.waitAndSave(ctx, c, rs, timeout, &plan, &resp.State, &resp.Diagnostics, "Updating resource slice", "update")
+// resourceSliceWaitAccepted waits until the provider accepted the slice; it returns what it
+// last saw, also when the wait fails.
+func resourceSliceWaitAccepted(ctx context.Context, c *clusterClient, _ *resourceSliceModel, rs *authv1beta1.ResourceSlice,
+	timeout time.Duration, op string,
+) (*authv1beta1.ResourceSlice, error) {
+	return resourceSliceWait(ctx, c, client.ObjectKeyFromObject(rs), rs.Spec.Resources, timeout, op)
 }
 
-// Delete removes the slice and waits until it is gone.
-func (r *resourceSliceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state resourceSliceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
+// resourceSliceCreateError explains a failed create.
+func resourceSliceCreateError(c *clusterClient, rs *authv1beta1.ResourceSlice, err error) string {
+	ref := objectID("", rs.Namespace, rs.Name)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return fmt.Sprintf("ResourceSlice %s already exists in %s: import it with `terraform import <address> %s`",
+			ref, c.describe(), objectID(c.name, rs.Namespace, rs.Name))
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("creating ResourceSlice %s in %s: namespace %s does not exist: create the tenant namespace first "+
+			"(liqo_tenant_namespace) or set `namespace`: %v", ref, c.describe(), rs.Namespace, err)
 	}
-	timeout, d := state.Timeouts.Delete(ctx, resourceSliceDefaultTimeout)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, state.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Deleting resource slice", err.Error())
-		return
-	}
-	rs := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}}
-	if err := deleteAndWait(ctx, c, rs, timeout); err != nil {
-		resp.Diagnostics.AddError("Deleting resource slice", err.Error())
-		return
-	}
-	// Then what the slice brought: its virtual node, and with the provider's last slice the
-	// offloaded namespaces' maps, while the identity that depends on this slice still works.
+	return fmt.Sprintf("creating ResourceSlice %s in %s: %v", ref, c.describe(), err)
+}
+
+// resourceSliceRelease removes, once the slice is gone, what it brought: its virtual node and,
+// with the provider's last slice, the offloaded namespaces' maps, while the identity that
+// depends on this slice still works.
+func resourceSliceRelease(ctx context.Context, c *clusterClient, state *resourceSliceModel, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	consumer := peering.Cluster{Name: c.describe(), Client: c.ctrl}
-	if err := peering.ReleaseSlice(ctx, consumer, rs.Namespace, rs.Name, corev1beta1.ClusterID(state.ProviderClusterID.ValueString()),
+	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
+	if err := peering.ReleaseSlice(ctx, consumer, ns, name, corev1beta1.ClusterID(state.ProviderClusterID.ValueString()),
 		200*time.Millisecond); err != nil {
-		resp.Diagnostics.AddError("Deleting resource slice", fmt.Sprintf("ResourceSlice %s/%s deleted, but: %v; raise timeouts.delete or look at what holds it",
-			rs.Namespace, rs.Name, err))
+		return fmt.Errorf("ResourceSlice %s/%s deleted, but: %w; raise timeouts.delete or look at what holds it", ns, name, err)
 	}
-}
-
-// ImportState takes `[cluster/]namespace/name`.
-func (r *resourceSliceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	cluster, namespace, name, err := parseObjectID(req.ID, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Importing resource slice", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("wait_for_acceptance"), false)...)
+	return nil
 }

@@ -15,47 +15,40 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
-var (
-	_ resource.Resource                = (*tenantResource)(nil)
-	_ resource.ResourceWithConfigure   = (*tenantResource)(nil)
-	_ resource.ResourceWithImportState = (*tenantResource)(nil)
-	_ resource.ResourceWithModifyPlan  = (*tenantResource)(nil)
-)
-
 // tenantResource manages the Tenant of a consumer cluster in the provider cluster.
 type tenantResource struct {
-	clusterResource
+	objectResource[tenantModel, *tenantModel, *authv1beta1.Tenant]
 }
 
 type tenantModel struct {
-	ID                types.String   `tfsdk:"id"`
-	Cluster           types.String   `tfsdk:"cluster"`
-	Namespace         types.String   `tfsdk:"namespace"`
-	Name              types.String   `tfsdk:"name"`
-	ConsumerClusterID types.String   `tfsdk:"consumer_cluster_id"`
-	AuthzPolicy       types.String   `tfsdk:"authz_policy"`
-	TenantCondition   types.String   `tfsdk:"tenant_condition"`
-	PublicKey         types.String   `tfsdk:"public_key"`
-	CSR               types.String   `tfsdk:"csr"`
-	Signature         types.String   `tfsdk:"signature"`
-	TenantNamespace   types.String   `tfsdk:"tenant_namespace"`
-	Timeouts          timeouts.Value `tfsdk:"timeouts"`
+	namespacedObject
+	ConsumerClusterID types.String `tfsdk:"consumer_cluster_id"`
+	AuthzPolicy       types.String `tfsdk:"authz_policy"`
+	TenantCondition   types.String `tfsdk:"tenant_condition"`
+	PublicKey         types.String `tfsdk:"public_key"`
+	CSR               types.String `tfsdk:"csr"`
+	Signature         types.String `tfsdk:"signature"`
+	TenantNamespace   types.String `tfsdk:"tenant_namespace"`
 }
 
-func newTenantResource() resource.Resource { return &tenantResource{} }
-
-// Metadata names the resource liqo_tenant.
-func (r *tenantResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_tenant"
+func newTenantResource() resource.Resource {
+	r := &tenantResource{}
+	r.objectKind = objectKind[tenantModel, *authv1beta1.Tenant]{
+		typeName: "_tenant",
+		kind:     "Tenant", noun: "tenant", needLiqo: true, namespaced: true, timeout: 5 * time.Minute,
+		build: func(_ context.Context, w objectWrite[tenantModel], t *authv1beta1.Tenant) error {
+			return w.plan.apply(t)
+		},
+		read:    tenantRefresh,
+		written: tenantRefresh,
+	}
+	return r
 }
 
 // Schema describes liqo_tenant.
@@ -68,15 +61,13 @@ func (r *tenantResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			Validators: []validator.String{authBase64Validator{}},
 		}
 	}
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "Provider side of a peering: the `Tenant` (`authentication.liqo.io/v1beta1`) that " +
-			"represents a consumer cluster in its tenant namespace of the provider cluster. It decides whether the " +
-			"consumer's ResourceSlices are accepted (`authz_policy`) and the tenant's administrative state " +
-			"(`tenant_condition`: `Cordoned` stops new slices, `Drained` evicts the consumer's workloads). The object " +
+	resp.Schema = objectSchema(ctx, "[cluster/]namespace/name", timeouts.Opts{Delete: true},
+		"Provider side of a peering: the `Tenant` (`authentication.liqo.io/v1beta1`) that "+
+			"represents a consumer cluster in its tenant namespace of the provider cluster. It decides whether the "+
+			"consumer's ResourceSlices are accepted (`authz_policy`) and the tenant's administrative state "+
+			"(`tenant_condition`: `Cordoned` stops new slices, `Drained` evicts the consumer's workloads). The object "+
 			"carries the label `liqo.io/remote-cluster-id=<consumer_cluster_id>`.",
-		Attributes: map[string]schema.Attribute{
-			"id":      idAttribute("[cluster/]namespace/name"),
-			"cluster": clusterAttribute(),
+		map[string]schema.Attribute{
 			"namespace": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Tenant namespace of the consumer in the provider cluster (e.g. `liqo_tenant_namespace.x.name`). Changing it replaces the Tenant.",
@@ -120,11 +111,7 @@ func (r *tenantResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				MarkdownDescription: "The tenant namespace as reported by the controllers in `status.tenantNamespace`; null until they report it.",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Delete: true}),
-		},
-	}
+		})
 }
 
 // ModifyPlan shows the default name in the plan.
@@ -163,9 +150,9 @@ func (m *tenantModel) apply(t *authv1beta1.Tenant) error {
 	return nil
 }
 
-// refresh copies a Tenant object into the model.
-func (m *tenantModel) refresh(cluster string, t *authv1beta1.Tenant) {
-	m.ID = types.StringValue(objectID(cluster, t.Namespace, t.Name))
+// tenantRefresh sets the model from the Tenant.
+func tenantRefresh(_ context.Context, c *clusterClient, m *tenantModel, t *authv1beta1.Tenant) error {
+	m.ID = types.StringValue(objectID(c.name, t.Namespace, t.Name))
 	m.Namespace = types.StringValue(t.Namespace)
 	m.Name = types.StringValue(t.Name)
 	m.ConsumerClusterID = types.StringValue(string(t.Spec.ClusterID))
@@ -175,117 +162,5 @@ func (m *tenantModel) refresh(cluster string, t *authv1beta1.Tenant) {
 	m.CSR = authBase64OrNull(t.Spec.CSR)
 	m.Signature = authBase64OrNull(t.Spec.Signature)
 	m.TenantNamespace = stringOrNull(t.Status.TenantNamespace)
-}
-
-// Create makes the Tenant.
-func (r *tenantResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan tenantModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Creating tenant", err.Error())
-		return
-	}
-	t := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: plan.Name.ValueString(), Namespace: plan.Namespace.ValueString()}}
-	if err := plan.apply(t); err != nil {
-		resp.Diagnostics.AddError("Creating tenant", fmt.Sprintf("Tenant %s/%s: %v", t.Namespace, t.Name, err))
-		return
-	}
-	if err := c.ctrl.Create(ctx, t); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			resp.Diagnostics.AddError("Creating tenant",
-				fmt.Sprintf("Tenant %s/%s already exists in %s: import it with `terraform import <address> %s`",
-					t.Namespace, t.Name, c.describe(), objectID(c.name, t.Namespace, t.Name)))
-			return
-		}
-		resp.Diagnostics.AddError("Creating tenant", fmt.Sprintf("creating Tenant %s/%s in %s: %v", t.Namespace, t.Name, c.describe(), err))
-		return
-	}
-	plan.refresh(c.name, t)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// Read refreshes the state from the cluster; a Tenant deleted out of band leaves the state, so
-// the next plan re-creates it.
-func (r *tenantResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state tenantModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, state.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Reading tenant", err.Error())
-		return
-	}
-	t := &authv1beta1.Tenant{}
-	found, err := readObject(ctx, c, "Tenant", client.ObjectKey{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}, t)
-	if err != nil {
-		resp.Diagnostics.AddError("Reading tenant", err.Error())
-		return
-	}
-	if !found {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	state.refresh(c.name, t)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-}
-
-// Update changes the Tenant's policy, condition and handshake fields in place.
-func (r *tenantResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan tenantModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Updating tenant", err.Error())
-		return
-	}
-	t := &authv1beta1.Tenant{}
-	key := client.ObjectKey{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
-	if err := patchObject(ctx, c, "Tenant", key, t, func() error { return plan.apply(t) }); err != nil {
-		resp.Diagnostics.AddError("Updating tenant", err.Error())
-		return
-	}
-	plan.refresh(c.name, t)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// Delete removes the Tenant and waits until it is gone.
-func (r *tenantResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state tenantModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, d := state.Timeouts.Delete(ctx, 5*time.Minute)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, state.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Deleting tenant", err.Error())
-		return
-	}
-	t := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}}
-	if err := deleteAndWait(ctx, c, t, timeout); err != nil {
-		resp.Diagnostics.AddError("Deleting tenant", err.Error())
-	}
-}
-
-// ImportState takes `[cluster/]namespace/name`.
-func (r *tenantResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	cluster, namespace, name, err := parseObjectID(req.ID, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Importing tenant", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	return nil
 }

@@ -16,24 +16,16 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
-var (
-	_ resource.Resource                   = (*tenantNamespaceResource)(nil)
-	_ resource.ResourceWithConfigure      = (*tenantNamespaceResource)(nil)
-	_ resource.ResourceWithImportState    = (*tenantNamespaceResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*tenantNamespaceResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*tenantNamespaceResource)(nil)
-)
+var _ resource.ResourceWithValidateConfig = (*tenantNamespaceResource)(nil)
 
 // tenantNamespaceResource manages the namespace that holds one peering's objects in a cluster.
 type tenantNamespaceResource struct {
-	clusterResource
+	objectResource[tenantNamespaceModel, *tenantNamespaceModel, *corev1.Namespace]
 }
 
 type tenantNamespaceModel struct {
@@ -45,22 +37,25 @@ type tenantNamespaceModel struct {
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
 }
 
-func newTenantNamespaceResource() resource.Resource { return &tenantNamespaceResource{} }
-
-// Metadata names the resource liqo_tenant_namespace.
-func (r *tenantNamespaceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_tenant_namespace"
+func newTenantNamespaceResource() resource.Resource {
+	r := &tenantNamespaceResource{}
+	r.objectKind = objectKind[tenantNamespaceModel, *corev1.Namespace]{
+		typeName: "_tenant_namespace",
+		kind:     "Namespace", noun: "tenant namespace", timeout: 5 * time.Minute,
+		build:    tenantNamespaceBuild,
+		read:     tenantNamespaceRead,
+		imported: tenantNamespaceImported,
+	}
+	return r
 }
 
 // Schema describes liqo_tenant_namespace.
 func (r *tenantNamespaceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "The tenant namespace of one peering in one cluster: it holds every object of the peering " +
-			"with the remote cluster `remote_cluster_id`, and carries the labels `liqo.io/remote-cluster-id` and " +
+	resp.Schema = objectSchema(ctx, "[cluster/]name", timeouts.Opts{Delete: true},
+		"The tenant namespace of one peering in one cluster: it holds every object of the peering "+
+			"with the remote cluster `remote_cluster_id`, and carries the labels `liqo.io/remote-cluster-id` and "+
 			"`liqo.io/tenant-namespace=true`. Destroying it waits until the namespace is gone.",
-		Attributes: map[string]schema.Attribute{
-			"id":      idAttribute("[cluster/]name"),
-			"cluster": clusterAttribute(),
+		map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Optional: true, Computed: true,
 				MarkdownDescription: "Name of the namespace; default: `liqo-tenant-<remote_cluster_id>`. Changing it replaces the namespace.",
@@ -79,11 +74,7 @@ func (r *tenantNamespaceResource) Schema(ctx context.Context, _ resource.SchemaR
 					"Pod Security's `pod-security.kubernetes.io/{enforce,audit,warn}=privileged` (the peering's gateway pods need NET_ADMIN), as Liqo does.",
 				Validators: []validator.Map{mapvalidator.KeysAre(stringvalidator.NoneOf(consts.RemoteClusterIDLabel, consts.TenantNamespaceLabel))},
 			},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Delete: true}),
-		},
-	}
+		})
 }
 
 // ValidateConfig has nothing to add to the attribute validators yet.
@@ -118,173 +109,70 @@ func (m *tenantNamespaceModel) labels(ctx context.Context) (map[string]string, e
 	return out, nil
 }
 
-// Create makes the namespace.
-func (r *tenantNamespaceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan tenantNamespaceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, plan.Cluster, false)
-	if err != nil {
-		resp.Diagnostics.AddError("Creating tenant namespace", err.Error())
-		return
-	}
-	labels, err := plan.labels(ctx)
-	if err != nil {
-		resp.Diagnostics.AddError("Creating tenant namespace", err.Error())
-		return
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: plan.Name.ValueString(), Labels: labels}}
-	if err := c.ctrl.Create(ctx, ns); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			resp.Diagnostics.AddError("Creating tenant namespace",
-				fmt.Sprintf("namespace %s already exists in %s: import it with `terraform import <address> %s`",
-					ns.Name, c.describe(), objectID(c.name, "", ns.Name)))
-			return
-		}
-		resp.Diagnostics.AddError("Creating tenant namespace", fmt.Sprintf("creating namespace %s in %s: %v", ns.Name, c.describe(), err))
-		return
-	}
-	plan.ID = types.StringValue(objectID(c.name, "", ns.Name))
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+func (m *tenantNamespaceModel) target() (types.String, client.ObjectKey) {
+	return m.Cluster, client.ObjectKey{Name: m.Name.ValueString()}
 }
 
-// Read refreshes the state from the cluster; a namespace deleted out of band leaves the state,
-// so the next plan re-creates it.
-func (r *tenantNamespaceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state tenantNamespaceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, state.Cluster, false)
+func (m *tenantNamespaceModel) setID(cluster string, key client.ObjectKey) {
+	m.ID = types.StringValue(objectID(cluster, "", key.Name))
+}
+
+func (m *tenantNamespaceModel) timeoutsValue() timeouts.Value { return m.Timeouts }
+
+// tenantNamespaceBuild sets the namespace's labels: the tenant labels and the configured ones;
+// on update, the labels the state had and the plan drops are removed.
+func tenantNamespaceBuild(ctx context.Context, w objectWrite[tenantNamespaceModel], ns *corev1.Namespace) error {
+	want, err := w.plan.labels(ctx)
 	if err != nil {
-		resp.Diagnostics.AddError("Reading tenant namespace", err.Error())
-		return
+		return err
 	}
-	ns := &corev1.Namespace{}
-	found, err := readObject(ctx, c, "Namespace", client.ObjectKey{Name: state.Name.ValueString()}, ns)
-	if err != nil {
-		resp.Diagnostics.AddError("Reading tenant namespace", err.Error())
-		return
+	var old map[string]string
+	if w.state != nil {
+		if old, err = w.state.labels(ctx); err != nil {
+			return err
+		}
 	}
-	if !found {
-		resp.State.RemoveResource(ctx)
-		return
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
 	}
+	for k := range old {
+		if _, keep := want[k]; !keep {
+			delete(ns.Labels, k)
+		}
+	}
+	for k, v := range want {
+		ns.Labels[k] = v
+	}
+	return nil
+}
+
+// tenantNamespaceRead refreshes the state from the namespace, keeping only the labels this
+// resource manages: others' labels are not drift.
+func tenantNamespaceRead(ctx context.Context, _ *clusterClient, state *tenantNamespaceModel, ns *corev1.Namespace) error {
 	state.RemoteClusterID = types.StringValue(ns.Labels[consts.RemoteClusterIDLabel])
-	// Keep only the labels this resource manages: others' labels are not drift.
-	if !state.Labels.IsNull() {
-		managed := map[string]string{}
-		if d := state.Labels.ElementsAs(ctx, &managed, false); d.HasError() {
-			resp.Diagnostics.Append(d...)
-			return
-		}
-		current := map[string]string{}
-		for k := range managed {
-			if v, ok := ns.Labels[k]; ok {
-				current[k] = v
-			}
-		}
-		lv, d := types.MapValueFrom(ctx, types.StringType, current)
-		resp.Diagnostics.Append(d...)
-		state.Labels = lv
-	}
-	state.ID = types.StringValue(objectID(c.name, "", ns.Name))
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-}
-
-// Update changes the namespace's labels in place, removing those no longer configured.
-func (r *tenantNamespaceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, state tenantNamespaceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, plan.Cluster, false)
-	if err != nil {
-		resp.Diagnostics.AddError("Updating tenant namespace", err.Error())
-		return
-	}
-	want, err := plan.labels(ctx)
-	if err != nil {
-		resp.Diagnostics.AddError("Updating tenant namespace", err.Error())
-		return
-	}
-	old, err := state.labels(ctx)
-	if err != nil {
-		resp.Diagnostics.AddError("Updating tenant namespace", err.Error())
-		return
-	}
-	ns := &corev1.Namespace{}
-	err = patchObject(ctx, c, "Namespace", client.ObjectKey{Name: plan.Name.ValueString()}, ns, func() error {
-		if ns.Labels == nil {
-			ns.Labels = map[string]string{}
-		}
-		for k := range old {
-			if _, keep := want[k]; !keep {
-				delete(ns.Labels, k)
-			}
-		}
-		for k, v := range want {
-			ns.Labels[k] = v
-		}
+	if state.Labels.IsNull() {
 		return nil
-	})
-	if err != nil {
-		resp.Diagnostics.AddError("Updating tenant namespace", err.Error())
-		return
 	}
-	plan.ID = types.StringValue(objectID(c.name, "", ns.Name))
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	managed := map[string]string{}
+	if err := diagsError(state.Labels.ElementsAs(ctx, &managed, false)); err != nil {
+		return err
+	}
+	current := map[string]string{}
+	for k := range managed {
+		if v, ok := ns.Labels[k]; ok {
+			current[k] = v
+		}
+	}
+	lv, d := types.MapValueFrom(ctx, types.StringType, current)
+	state.Labels = lv
+	return diagsError(d)
 }
 
-// Delete removes the namespace and waits until it is gone, so that no Terminating namespace is
-// left behind and a re-create does not collide with it.
-func (r *tenantNamespaceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state tenantNamespaceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, d := state.Timeouts.Delete(ctx, 5*time.Minute)
-	resp.Diagnostics.Append(d...)
-	c, err := r.client(ctx, state.Cluster, false)
-	if err != nil {
-		resp.Diagnostics.AddError("Deleting tenant namespace", err.Error())
-		return
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: state.Name.ValueString()}}
-	if err := deleteAndWait(ctx, c, ns, timeout); err != nil {
-		resp.Diagnostics.AddError("Deleting tenant namespace", err.Error())
-	}
-}
-
-// ImportState takes `[cluster/]name`.
-func (r *tenantNamespaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	cluster, _, name, err := parseObjectID(req.ID, false)
-	if err != nil {
-		resp.Diagnostics.AddError("Importing tenant namespace", err.Error())
-		return
-	}
-	c, err := r.client(ctx, types.StringValue(cluster), false)
-	if err != nil {
-		resp.Diagnostics.AddError("Importing tenant namespace", err.Error())
-		return
-	}
-	ns := &corev1.Namespace{}
-	if err := c.ctrl.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
-		resp.Diagnostics.AddError("Importing tenant namespace", fmt.Sprintf("reading namespace %s in %s: %v", name, c.describe(), err))
-		return
-	}
+// tenantNamespaceImported checks that an imported namespace is a tenant namespace.
+func tenantNamespaceImported(c *clusterClient, ns *corev1.Namespace) error {
 	if ns.Labels[consts.TenantNamespaceLabel] != "true" || ns.Labels[consts.RemoteClusterIDLabel] == "" {
-		resp.Diagnostics.AddError("Importing tenant namespace", fmt.Sprintf("namespace %s in %s is not a tenant namespace: "+
-			"it lacks the labels %s=true and %s", name, c.describe(), consts.TenantNamespaceLabel, consts.RemoteClusterIDLabel))
-		return
+		return fmt.Errorf("namespace %s in %s is not a tenant namespace: it lacks the labels %s=true and %s",
+			ns.Name, c.describe(), consts.TenantNamespaceLabel, consts.RemoteClusterIDLabel)
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	return nil
 }

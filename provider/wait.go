@@ -13,10 +13,7 @@ import (
 // deleteAndWait deletes obj (foreground: its dependents first) and waits until it is gone.
 // The error names the object, the cluster and what was last seen.
 func deleteAndWait(ctx context.Context, c *clusterClient, obj client.Object, timeout time.Duration) error {
-	kind := fmt.Sprintf("%T", obj)
-	if gvk, err := c.ctrl.GroupVersionKindFor(obj); err == nil {
-		kind = gvk.Kind
-	}
+	kind := kindOf(c, obj)
 	ref := objectID("", obj.GetNamespace(), obj.GetName())
 	err := c.ctrl.Delete(ctx, obj, client.PropagationPolicy("Foreground"))
 	if apierrors.IsNotFound(err) {
