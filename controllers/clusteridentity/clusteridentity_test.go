@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -136,21 +135,8 @@ func TestReconcilerRepairsDrift(t *testing.T) {
 	if _, err := clusteridentity.Ensure(ctx, cl.Client, cfg); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&clusteridentity.Reconciler{Client: mgr.GetClient(), Config: cfg}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
+		return (&clusteridentity.Reconciler{Client: mgr.GetClient(), Config: cfg}).SetupWithManager(mgr)
 	})
 
 	key := signingKey(t, cl.Client)
@@ -172,7 +158,7 @@ func TestReconcilerRepairsDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		cm := &corev1.ConfigMap{}
 		if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap}, cm); err != nil {
 			return false, nil //nolint:nilerr // not back yet

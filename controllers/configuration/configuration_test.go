@@ -1,18 +1,14 @@
 package configuration_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
@@ -29,23 +25,8 @@ func TestConfiguration(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
 	cl := env.Cluster("a")
 	c := cl.Client
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &configuration.Reconciler{Client: mgr.GetClient(), LocalCIDRs: []string{"10.96.0.0/12"}, Pool: []string{"10.64.0.0/14"}}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
+		return (&configuration.Reconciler{Client: mgr.GetClient(), LocalCIDRs: []string{"10.96.0.0/12"}, Pool: []string{"10.64.0.0/14"}}).SetupWithManager(mgr)
 	})
 
 	// The local external CIDR comes from a Network in the liqo namespace.

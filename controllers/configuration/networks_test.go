@@ -1,7 +1,6 @@
 package configuration_test
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,11 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
@@ -33,22 +29,8 @@ func TestConfigurationNetworks(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "a", ControllerManager: true})
 	cl := env.Cluster("a")
 	c := cl.Client
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&configuration.Reconciler{Client: mgr.GetClient(), Pool: []string{"10.64.0.0/14"}}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
+		return (&configuration.Reconciler{Client: mgr.GetClient(), Pool: []string{"10.64.0.0/14"}}).SetupWithManager(mgr)
 	})
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t-b"}}); err != nil {
 		t.Fatal(err)

@@ -41,11 +41,22 @@ func (o *observation) empty() bool {
 // observe lists every object about the remote cluster id.
 func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*observation, error) {
 	o := &observation{}
-	byLabel := client.MatchingLabels{consts.RemoteClusterIDLabel: string(id)}
+	for _, step := range []func(context.Context, client.Client, corev1beta1.ClusterID) error{
+		o.observeAuthentication, o.observeSlices, o.observeNetworking, o.observeOffloading,
+	} {
+		if err := step(ctx, c, id); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
 
+// observeAuthentication lists the tenant namespaces, the tenants (with why each is refused an
+// identity, if it is) and the identities about id.
+func (o *observation) observeAuthentication(ctx context.Context, c client.Client, id corev1beta1.ClusterID) error {
 	nss := &corev1.NamespaceList{}
-	if err := c.List(ctx, nss, byLabel); err != nil {
-		return nil, fmt.Errorf("listing tenant namespaces: %w", err)
+	if err := c.List(ctx, nss, client.MatchingLabels{consts.RemoteClusterIDLabel: string(id)}); err != nil {
+		return fmt.Errorf("listing tenant namespaces: %w", err)
 	}
 	for _, ns := range nss.Items {
 		if ns.Labels[consts.TenantNamespaceLabel] == "true" && ns.DeletionTimestamp == nil {
@@ -55,7 +66,7 @@ func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*o
 
 	tenants := &authv1beta1.TenantList{}
 	if err := c.List(ctx, tenants); err != nil {
-		return nil, fmt.Errorf("listing tenants: %w", err)
+		return fmt.Errorf("listing tenants: %w", err)
 	}
 	o.refusals = map[string]*tenant.Refusal{}
 	for _, t := range tenants.Items {
@@ -68,22 +79,27 @@ func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*o
 		}
 		refusal, err := tenant.Check(ctx, c, &t)
 		if err != nil {
-			return nil, fmt.Errorf("checking tenant %s/%s: %w", t.Namespace, t.Name, err)
+			return fmt.Errorf("checking tenant %s/%s: %w", t.Namespace, t.Name, err)
 		}
 		o.refusals[t.Namespace+"/"+t.Name] = refusal
 	}
 	ids := &authv1beta1.IdentityList{}
 	if err := c.List(ctx, ids); err != nil {
-		return nil, fmt.Errorf("listing identities: %w", err)
+		return fmt.Errorf("listing identities: %w", err)
 	}
 	for _, i := range ids.Items {
 		if names(i.Spec.ClusterID, i.Labels, id) {
 			o.identities = append(o.identities, i)
 		}
 	}
+	return nil
+}
+
+// observeSlices lists the resource slices asked of id and those asked by id.
+func (o *observation) observeSlices(ctx context.Context, c client.Client, id corev1beta1.ClusterID) error {
 	slices := &authv1beta1.ResourceSliceList{}
 	if err := c.List(ctx, slices); err != nil {
-		return nil, fmt.Errorf("listing resource slices: %w", err)
+		return fmt.Errorf("listing resource slices: %w", err)
 	}
 	for _, s := range slices.Items {
 		// A slice that names no cluster in its spec is asked of the cluster its label names
@@ -96,31 +112,40 @@ func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*o
 			o.granted = append(o.granted, s)
 		}
 	}
+	return nil
+}
 
+// observeNetworking lists the network objects labelled with id.
+func (o *observation) observeNetworking(ctx context.Context, c client.Client, id corev1beta1.ClusterID) error {
+	byLabel := client.MatchingLabels{consts.RemoteClusterIDLabel: string(id)}
 	confs := &netv1beta1.ConfigurationList{}
 	if err := c.List(ctx, confs, byLabel); err != nil {
-		return nil, fmt.Errorf("listing configurations: %w", err)
+		return fmt.Errorf("listing configurations: %w", err)
 	}
 	o.configurations = confs.Items
 	servers := &netv1beta1.GatewayServerList{}
 	if err := c.List(ctx, servers, byLabel); err != nil {
-		return nil, fmt.Errorf("listing gateway servers: %w", err)
+		return fmt.Errorf("listing gateway servers: %w", err)
 	}
 	o.gatewayServers = servers.Items
 	clients := &netv1beta1.GatewayClientList{}
 	if err := c.List(ctx, clients, byLabel); err != nil {
-		return nil, fmt.Errorf("listing gateway clients: %w", err)
+		return fmt.Errorf("listing gateway clients: %w", err)
 	}
 	o.gatewayClients = clients.Items
 	conns := &netv1beta1.ConnectionList{}
 	if err := c.List(ctx, conns, byLabel); err != nil {
-		return nil, fmt.Errorf("listing connections: %w", err)
+		return fmt.Errorf("listing connections: %w", err)
 	}
 	o.connections = conns.Items
+	return nil
+}
 
+// observeOffloading lists the virtual nodes of id and their Nodes.
+func (o *observation) observeOffloading(ctx context.Context, c client.Client, id corev1beta1.ClusterID) error {
 	vns := &offv1beta1.VirtualNodeList{}
 	if err := c.List(ctx, vns); err != nil {
-		return nil, fmt.Errorf("listing virtual nodes: %w", err)
+		return fmt.Errorf("listing virtual nodes: %w", err)
 	}
 	for _, vn := range vns.Items {
 		if names(vn.Spec.ClusterID, vn.Labels, id) {
@@ -129,10 +154,10 @@ func observe(ctx context.Context, c client.Client, id corev1beta1.ClusterID) (*o
 	}
 	nodes := &corev1.NodeList{}
 	if err := c.List(ctx, nodes, client.MatchingLabels{consts.TypeLabel: consts.VirtualNodeType, consts.RemoteClusterIDLabel: string(id)}); err != nil {
-		return nil, fmt.Errorf("listing virtual nodes' Nodes: %w", err)
+		return fmt.Errorf("listing virtual nodes' Nodes: %w", err)
 	}
 	o.nodes = nodes.Items
-	return o, nil
+	return nil
 }
 
 // status computes the ForeignCluster status from the observation, keeping the transition
@@ -150,7 +175,19 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 			st.APIServerURL = i.Spec.AuthParams.APIServer
 		}
 	}
+	st.Modules.Networking = module(o.networkingConditions(), old.Modules.Networking.Conditions, now)
+	st.Modules.Authentication = module(o.authenticationConditions(), old.Modules.Authentication.Conditions, now)
+	st.Modules.Offloading = module(o.offloadingConditions(), old.Modules.Offloading.Conditions, now)
+	// A provider offloads for its consumer once it holds its slices (the virtual nodes and
+	// their conditions are on the consumer's side).
+	st.Modules.Offloading.Enabled = st.Modules.Offloading.Enabled || len(o.granted) > 0
+	return st
+}
 
+// networkingConditions are the conditions of the networking module: one per Configuration
+// (Ready once it knows the remote pod CIDR), the gateway server's and client's, and one per
+// Connection (its tunnel's state).
+func (o *observation) networkingConditions() []corev1beta1.Condition {
 	var net []corev1beta1.Condition
 	for _, c := range o.configurations {
 		s := corev1beta1.ConditionStatusPending
@@ -166,29 +203,31 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 		net = append(net, cond(corev1beta1.NetworkGatewayClientStatusCondition, corev1beta1.ConditionStatusReady, "GatewayClient "+o.gatewayClients[0].Name))
 	}
 	for _, c := range o.connections {
-		s, msg := corev1beta1.ConditionStatusPending, "tunnel "+string(c.Status.Value)
-		switch c.Status.Value {
-		case netv1beta1.Connected:
-			// No latency here: it changes at every measurement, and the ForeignCluster would be
-			// rewritten (and the plans reading it changed) as often. It stays on the Connection.
-			s = corev1beta1.ConditionStatusEstablished
-		case netv1beta1.ConnectionError:
-			s = corev1beta1.ConditionStatusError
-		}
-		net = append(net, cond(corev1beta1.NetworkConnectionStatusCondition, s, msg))
+		net = append(net, connectionCondition(c))
 	}
+	return net
+}
 
+// connectionCondition is the condition of one Connection: its tunnel's state.
+func connectionCondition(c netv1beta1.Connection) corev1beta1.Condition {
+	s := corev1beta1.ConditionStatusPending
+	switch c.Status.Value {
+	case netv1beta1.Connected:
+		// No latency here: it changes at every measurement, and the ForeignCluster would be
+		// rewritten (and the plans reading it changed) as often. It stays on the Connection.
+		s = corev1beta1.ConditionStatusEstablished
+	case netv1beta1.ConnectionError:
+		s = corev1beta1.ConditionStatusError
+	}
+	return cond(corev1beta1.NetworkConnectionStatusCondition, s, "tunnel "+string(c.Status.Value))
+}
+
+// authenticationConditions are the conditions of the authentication module: one per Tenant
+// and one per control-plane Identity (Established once its kubeconfig Secret exists).
+func (o *observation) authenticationConditions() []corev1beta1.Condition {
 	var auth []corev1beta1.Condition
 	for _, t := range o.tenants {
-		c := cond(corev1beta1.AuthTenantStatusCondition, corev1beta1.ConditionStatusEstablished,
-			fmt.Sprintf("Tenant %s/%s is %s", t.Namespace, t.Name, t.Spec.TenantCondition))
-		if f := o.refusals[t.Namespace+"/"+t.Name]; f != nil && f.Reason != tenant.ReasonNotActive {
-			// Refused: the reason the Tenant reconciler gives, with the field at fault.
-			c.Status, c.Reason, c.Message = corev1beta1.ConditionStatusError, f.Reason, fmt.Sprintf("Tenant %s/%s refused: %s", t.Namespace, t.Name, f.Message)
-		} else if t.Spec.TenantCondition != authv1beta1.TenantConditionActive && t.Spec.TenantCondition != "" {
-			c.Status, c.Reason = corev1beta1.ConditionStatusNotReady, string(corev1beta1.ConditionStatusNotReady)
-		}
-		auth = append(auth, c)
+		auth = append(auth, o.tenantCondition(t))
 	}
 	for _, i := range o.identities {
 		if i.Spec.Type != authv1beta1.IdentityType("ControlPlane") {
@@ -200,11 +239,44 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 		}
 		auth = append(auth, cond(corev1beta1.AuthIdentityControlPlaneStatusCondition, s, fmt.Sprintf("Identity %s/%s", i.Namespace, i.Name)))
 	}
+	return auth
+}
 
+// tenantCondition is the condition of one Tenant: Established while it is active, NotReady
+// when it is not, Error when the Tenant reconciler refuses it.
+func (o *observation) tenantCondition(t authv1beta1.Tenant) corev1beta1.Condition {
+	c := cond(corev1beta1.AuthTenantStatusCondition, corev1beta1.ConditionStatusEstablished,
+		fmt.Sprintf("Tenant %s/%s is %s", t.Namespace, t.Name, t.Spec.TenantCondition))
+	if f := o.refusals[t.Namespace+"/"+t.Name]; f != nil && f.Reason != tenant.ReasonNotActive {
+		// Refused: the reason the Tenant reconciler gives, with the field at fault.
+		c.Status, c.Reason, c.Message = corev1beta1.ConditionStatusError, f.Reason, fmt.Sprintf("Tenant %s/%s refused: %s", t.Namespace, t.Name, f.Message)
+	} else if t.Spec.TenantCondition != authv1beta1.TenantConditionActive && t.Spec.TenantCondition != "" {
+		c.Status, c.Reason = corev1beta1.ConditionStatusNotReady, string(corev1beta1.ConditionStatusNotReady)
+	}
+	return c
+}
+
+// offloadingConditions are the conditions of the offloading module. A virtual node is ready
+// when its virtual kubelet runs; each one that creates a Node expects it Ready (a Node not
+// registered yet is not).
+func (o *observation) offloadingConditions() []corev1beta1.Condition {
 	var off []corev1beta1.Condition
-	// A virtual node is ready when its virtual kubelet runs; each one that creates a Node
-	// expects it Ready (a Node not registered yet is not).
-	running, expected := 0, 0
+	running, expected := o.runningKubelets()
+	if len(o.virtualNodes) > 0 {
+		off = append(off, cond(corev1beta1.OffloadingVirtualNodeStatusCondition, readiness(running, len(o.virtualNodes)),
+			fmt.Sprintf("%d of %d virtual kubelet(s) running", running, len(o.virtualNodes))))
+	}
+	if expected = max(expected, len(o.nodes)); expected > 0 {
+		ready := o.readyNodes()
+		off = append(off, cond(corev1beta1.OffloadingNodeStatusCondition, readiness(ready, expected),
+			fmt.Sprintf("%d of %d node(s) Ready", ready, expected)))
+	}
+	return off
+}
+
+// runningKubelets counts the virtual nodes' running virtual kubelets, and the virtual nodes
+// that create a Node.
+func (o *observation) runningKubelets() (running, createNode int) {
 	for _, vn := range o.virtualNodes {
 		for _, c := range vn.Status.Conditions {
 			if c.Type == offv1beta1.VirtualKubeletConditionType && c.Status == offv1beta1.RunningConditionStatusType {
@@ -212,33 +284,23 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 			}
 		}
 		if vn.Spec.CreateNode == nil || *vn.Spec.CreateNode {
-			expected++
+			createNode++
 		}
 	}
-	if len(o.virtualNodes) > 0 {
-		off = append(off, cond(corev1beta1.OffloadingVirtualNodeStatusCondition, readiness(running, len(o.virtualNodes)),
-			fmt.Sprintf("%d of %d virtual kubelet(s) running", running, len(o.virtualNodes))))
-	}
-	if expected = max(expected, len(o.nodes)); expected > 0 {
-		ready := 0
-		for _, n := range o.nodes {
-			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-					ready++
-				}
+	return running, createNode
+}
+
+// readyNodes counts the virtual nodes' Nodes that are Ready.
+func (o *observation) readyNodes() int {
+	ready := 0
+	for _, n := range o.nodes {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready++
 			}
 		}
-		off = append(off, cond(corev1beta1.OffloadingNodeStatusCondition, readiness(ready, expected),
-			fmt.Sprintf("%d of %d node(s) Ready", ready, expected)))
 	}
-
-	st.Modules.Networking = module(net, old.Modules.Networking.Conditions, now)
-	st.Modules.Authentication = module(auth, old.Modules.Authentication.Conditions, now)
-	st.Modules.Offloading = module(off, old.Modules.Offloading.Conditions, now)
-	// A provider offloads for its consumer once it holds its slices (the virtual nodes and
-	// their conditions are on the consumer's side).
-	st.Modules.Offloading.Enabled = st.Modules.Offloading.Enabled || len(o.granted) > 0
-	return st
+	return ready
 }
 
 // names tells whether an object is about the remote cluster id: its spec's cluster ID, or,

@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
 	tenantctrl "github.com/peerkit/terraform-provider-liqo/controllers/tenant"
@@ -30,26 +28,15 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
-// startManager runs the reconciler against the cluster until the test ends.
-func startManager(t *testing.T, cl *testenv.Cluster) {
+// startCluster starts a cluster and runs the reconciler against it until the test ends.
+func startCluster(t *testing.T) *testenv.Cluster {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr(true)}}) // one manager per test
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&foreigncluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	cl := env.Cluster("a")
+	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
+		return (&foreigncluster.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 	})
+	return cl
 }
 
 // eventually polls cond for up to 30 s.
@@ -87,11 +74,9 @@ func conditionOf(m corev1beta1.Module, t corev1beta1.ConditionType) corev1beta1.
 // remote cluster, its role and module conditions follow the objects, `kubectl get
 // foreignclusters` shows NAME, ROLE and AGE, and it goes away with the last object.
 func TestForeignClusterFollowsThePeering(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	cl := env.Cluster("a")
+	cl := startCluster(t)
 	c := cl.Client
 	ctx := t.Context()
-	startManager(t, cl)
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-b",
 		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-b", consts.TenantNamespaceLabel: "true"}}}
@@ -213,11 +198,9 @@ func TestForeignClusterFollowsThePeering(t *testing.T) {
 // liqo.io/remote-cluster-id label does; the role follows what the object is, and the
 // ForeignCluster goes with the object.
 func TestForeignClusterFromAnyObject(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	cl := env.Cluster("a")
+	cl := startCluster(t)
 	c := cl.Client
 	ctx := t.Context()
-	startManager(t, cl)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -283,11 +266,9 @@ func ptr[T any](v T) *T { return &v }
 // makes both SomeNotReady; one that creates no Node does not count for the Nodes. On a
 // provider, a granted slice enables the module.
 func TestForeignClusterOffloadingConditions(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	cl := env.Cluster("a")
+	cl := startCluster(t)
 	c := cl.Client
 	ctx := t.Context()
-	startManager(t, cl)
 	const ns = "liqo-tenant-cl-p"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
 		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-p", consts.TenantNamespaceLabel: "true"}}}); err != nil {

@@ -1,22 +1,18 @@
 package gatewayclient_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayclient"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/gatewaytest"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -28,22 +24,8 @@ func TestGatewayClient(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "b"})
 	cl := env.Cluster("b")
 	c := cl.Client
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&gatewayclient.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
+		return (&gatewayclient.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 	})
 
 	ns := "liqo-tenant-a"
@@ -73,13 +55,7 @@ func TestGatewayClient(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: gw.Status.SecretRef.Name}, secret); err != nil {
 		t.Fatalf("generated key Secret: %v", err)
 	}
-	priv, err := wgtypes.NewKey(secret.Data["privateKey"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pub := priv.PublicKey(); string(pub[:]) != string(secret.Data["publicKey"]) {
-		t.Error("publicKey does not match privateKey")
-	}
+	gatewaytest.CheckKeyPair(t, secret)
 	dep := &appsv1.Deployment{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: gw.Status.ClientRef.Name}, dep); err != nil {
 		t.Fatal(err)

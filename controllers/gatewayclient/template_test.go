@@ -1,26 +1,22 @@
 package gatewayclient_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayclient"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/gatewaytest"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -53,22 +49,8 @@ func TestGatewayClientTemplates(t *testing.T) {
 		Nodes: []testenv.NodeOptions{{Name: "gw-node"}}})
 	cl := env.Cluster("b")
 	c := cl.Client
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&gatewayclient.Reconciler{Client: mgr.GetClient(), Image: "example.org/gw:test", Recorder: mgr.GetEventRecorder("gatewayclient")}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
+		return (&gatewayclient.Reconciler{Client: mgr.GetClient(), Image: "example.org/gw:test", Recorder: mgr.GetEventRecorder("gatewayclient")}).SetupWithManager(mgr)
 	})
 	const ns = "liqo-tenant-a"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -86,16 +68,7 @@ func TestGatewayClientTemplates(t *testing.T) {
 
 	// No template yet (the reference has no namespace: the GatewayClient's).
 	testenv.EventuallyOK(t, "TemplateNotFound event", 30*time.Second, func() error {
-		list := &eventsv1.EventList{}
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Name == "client" && e.Type == corev1.EventTypeWarning && e.Reason == "TemplateNotFound" && strings.Contains(e.Note, ns+"/custom") {
-				return nil
-			}
-		}
-		return fmt.Errorf("no TemplateNotFound event among %d", len(list.Items))
+		return gatewaytest.Warning(ctx, c, gw, "TemplateNotFound", ns+"/custom")
 	})
 	time.Sleep(300 * time.Millisecond)
 	if err := c.Get(ctx, depKey, dep); !apierrors.IsNotFound(err) {

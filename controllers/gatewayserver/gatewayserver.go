@@ -9,14 +9,11 @@ package gatewayserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
@@ -26,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/gateways"
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
@@ -41,6 +39,20 @@ type Reconciler struct {
 	// Recorder records why a GatewayServer cannot be rendered (e.g. a missing template), as
 	// Events on it; nil: none.
 	Recorder events.EventRecorder
+}
+
+// servers is how the shared part reads GatewayServers.
+var servers = gateways.Kind[*netv1beta1.GatewayServer]{
+	Name:          "GatewayServer",
+	Mode:          agent.ModeServer,
+	TemplateKind:  workload.ServerTemplateKind,
+	TemplateField: "spec.serverTemplateRef",
+	New:           func() *netv1beta1.GatewayServer { return &netv1beta1.GatewayServer{} },
+	NewList:       func() client.ObjectList { return &netv1beta1.GatewayServerList{} },
+	NewTemplate:   func() client.Object { return &netv1beta1.WgGatewayServerTemplate{} },
+	TemplateRef:   func(gw *netv1beta1.GatewayServer) corev1.ObjectReference { return gw.Spec.ServerTemplateRef },
+	SecretRef:     func(gw *netv1beta1.GatewayServer) string { return gw.Spec.SecretRef.Name },
+	Spec:          func(gw *netv1beta1.GatewayServer) any { return gw.Spec },
 }
 
 // SetupWithManager registers the reconciler. Node changes requeue every GatewayServer, as a
@@ -59,20 +71,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
-	err := ctrl.NewControllerManagedBy(mgr).
-		Named("gatewayserver").
-		For(&netv1beta1.GatewayServer{}).
-		Owns(&appsv1.Deployment{}).
+	err := servers.Controller(mgr, r.Client).
 		Owns(&corev1.Service{}).
-		Owns(&corev1.Secret{}).
 		Watches(&corev1.Node{}, allServers).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, pod client.Object) []reconcile.Request {
-			if name := workload.GatewayOfPod(pod, agent.ModeServer); name != "" {
-				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: pod.GetNamespace(), Name: name}}}
-			}
-			return nil
-		})).
-		Watches(&netv1beta1.WgGatewayServerTemplate{}, handler.EnqueueRequestsFromMapFunc(r.usersOfTemplate)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the gatewayserver controller: %w", err)
@@ -82,46 +83,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // SecretName is the key Secret of gw: the one its spec names, or "<name>-keys".
 func SecretName(gw *netv1beta1.GatewayServer) string {
-	if gw.Spec.SecretRef.Name != "" {
-		return gw.Spec.SecretRef.Name
-	}
-	return gw.Name + "-keys"
+	return gateways.SecretName(gw.Spec.SecretRef.Name, gw.Name)
 }
 
 // Reconcile renders one GatewayServer's Secret, Deployment and Service and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	gw := &netv1beta1.GatewayServer{}
-	if err := r.Client.Get(ctx, req.NamespacedName, gw); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("reading GatewayServer %s: %w", req.NamespacedName, err)
-	}
-	if gw.DeletionTimestamp != nil {
-		// Going: the garbage collector removes what it owns (in a foreground deletion it waits
-		// for them), so nothing is written again.
-		return ctrl.Result{}, nil
-	}
-	secretName := SecretName(gw)
-	if err := workload.EnsureKeySecret(ctx, r.Client, gw, secretName); err != nil {
+	p, err := servers.Prepare(ctx, r.Client, r.Recorder, req)
+	if err != nil || p == nil {
 		return ctrl.Result{}, err
 	}
-	base, err := r.template(ctx, gw, secretName)
+	gw := p.Object
+	port := listenPort(gw)
+	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: agent.ModeServer, SecretName: p.SecretName, Image: r.Image, Port: port, Base: p.Base})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	port := gw.Spec.Endpoint.Port
-	if port == 0 && len(gw.Spec.Endpoint.Ports) > 0 {
-		port = gw.Spec.Endpoint.Ports[0]
-	}
-	if port == 0 {
-		port = consts.DefaultGatewayPort
-	}
-	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: agent.ModeServer, SecretName: secretName, Image: r.Image, Port: port, Base: base})
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	svc, err := r.ensureService(ctx, gw, port, base)
+	svc, err := r.ensureService(ctx, gw, port, p.Base)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -134,19 +111,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	status := netv1beta1.GatewayServerStatus{
-		ServerRef:        &corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: dep.Namespace, Name: dep.Name, UID: dep.UID},
+		ServerRef:        gateways.DeploymentRef(dep),
 		Endpoint:         endpoint,
 		InternalEndpoint: internal,
-		SecretRef:        &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: gw.Namespace, Name: secretName},
+		SecretRef:        gateways.SecretRef(gw.Namespace, p.SecretName),
 	}
 	if equality.Semantic.DeepEqual(gw.Status, status) {
 		return ctrl.Result{}, nil
 	}
 	gw.Status = status
-	if err := r.Client.Status().Update(ctx, gw); err != nil {
-		return ctrl.Result{}, fmt.Errorf("updating status of GatewayServer %s: %w", req.NamespacedName, err)
+	return ctrl.Result{}, servers.UpdateStatus(ctx, r.Client, gw)
+}
+
+// listenPort is the UDP port the gateway server listens on: the endpoint's port, else its first
+// port, else consts.DefaultGatewayPort.
+func listenPort(gw *netv1beta1.GatewayServer) int32 {
+	port := gw.Spec.Endpoint.Port
+	if port == 0 && len(gw.Spec.Endpoint.Ports) > 0 {
+		port = gw.Spec.Endpoint.Ports[0]
 	}
-	return ctrl.Result{}, nil
+	if port == 0 {
+		port = consts.DefaultGatewayPort
+	}
+	return port
 }
 
 // ensureService renders the Service from the template's (base) with the controller's part
@@ -227,54 +214,6 @@ func (r *Reconciler) ensureService(ctx context.Context, gw *netv1beta1.GatewaySe
 		return nil, fmt.Errorf("writing Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	return svc, nil
-}
-
-// template loads the GatewayServer's template (spec.serverTemplateRef; see workload.Load),
-// creating the default one when it is the one referenced and it is missing. A missing template
-// is recorded as a Warning Event on the GatewayServer and returned as an error (retried with
-// backoff, and at once when a WgGatewayServerTemplate appears); nothing is rendered meanwhile.
-func (r *Reconciler) template(ctx context.Context, gw *netv1beta1.GatewayServer, secretName string) (*workload.Base, error) {
-	ref := gw.Spec.ServerTemplateRef
-	data := workload.TemplateData{Name: gw.Name, Namespace: gw.Namespace, GatewayUID: string(gw.UID),
-		ClusterID: gw.Labels[consts.RemoteClusterIDLabel], SecretName: secretName, Spec: gw.Spec}
-	base, err := workload.Load(ctx, r.Client, ref, gw.Namespace, data)
-	if errors.Is(err, workload.ErrTemplateNotFound) && workload.DefaultTemplateRef(ref) {
-		if err := workload.EnsureDefaultTemplate(ctx, r.Client, ref); err != nil {
-			return nil, err
-		}
-		base, err = workload.Load(ctx, r.Client, ref, gw.Namespace, data)
-	}
-	if err != nil {
-		reason := "TemplateInvalid"
-		if errors.Is(err, workload.ErrTemplateNotFound) {
-			reason = "TemplateNotFound"
-		}
-		if r.Recorder != nil {
-			r.Recorder.Eventf(gw, nil, corev1.EventTypeWarning, reason, "Render", "spec.serverTemplateRef: %v", err)
-		}
-		return nil, fmt.Errorf("GatewayServer %s/%s, spec.serverTemplateRef: %w", gw.Namespace, gw.Name, err)
-	}
-	return base, nil
-}
-
-// usersOfTemplate requeues the GatewayServers whose spec.serverTemplateRef names tmpl.
-func (r *Reconciler) usersOfTemplate(ctx context.Context, tmpl client.Object) []reconcile.Request {
-	list := &netv1beta1.GatewayServerList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, g := range list.Items {
-		ref := g.Spec.ServerTemplateRef
-		ns := ref.Namespace
-		if ns == "" {
-			ns = g.Namespace
-		}
-		if ref.Kind == workload.ServerTemplateKind && ref.Name == tmpl.GetName() && ns == tmpl.GetNamespace() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
-		}
-	}
-	return reqs
 }
 
 // endpoint is where the remote client reaches the server, from the Service; nil while a

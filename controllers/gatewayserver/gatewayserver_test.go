@@ -1,44 +1,32 @@
 package gatewayserver_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayserver"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/gatewaytest"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
-func startManager(t *testing.T, c *testenv.Cluster) {
+// startManager runs the GatewayServer reconciler on c until the test ends; withEvents, it
+// records Events too.
+func startManager(t *testing.T, c *testenv.Cluster, withEvents bool) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: c.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&gatewayserver.Reconciler{Client: mgr.GetClient(), Image: "example.org/gw:test"}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+	testenv.StartManager(t, c, func(mgr ctrl.Manager) error {
+		r := &gatewayserver.Reconciler{Client: mgr.GetClient(), Image: "example.org/gw:test"}
+		if withEvents {
+			r.Recorder = mgr.GetEventRecorder("gatewayserver")
 		}
+		return r.SetupWithManager(mgr)
 	})
 }
 
@@ -52,7 +40,7 @@ func TestGatewayServer(t *testing.T) {
 	ctx := t.Context()
 	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
 	c := env.Cluster("a").Client
-	startManager(t, env.Cluster("a"))
+	startManager(t, env.Cluster("a"), false)
 	ns := "liqo-tenant-b"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -96,13 +84,7 @@ func TestGatewayServer(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: gw.Status.SecretRef.Name}, secret); err != nil {
 			t.Fatalf("generated key Secret: %v", err)
 		}
-		priv, err := wgtypes.NewKey(secret.Data["privateKey"])
-		if err != nil {
-			t.Fatalf("private key: %v", err)
-		}
-		if pub := priv.PublicKey(); string(pub[:]) != string(secret.Data["publicKey"]) {
-			t.Error("publicKey does not match privateKey")
-		}
+		gatewaytest.CheckKeyPair(t, secret)
 		if secret.Labels["liqo.io/remote-cluster-id"] != "b" || !metav1.IsControlledBy(secret, gw) {
 			t.Errorf("secret labels %v, owners %v", secret.Labels, secret.OwnerReferences)
 		}

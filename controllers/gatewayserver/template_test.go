@@ -1,7 +1,6 @@
 package gatewayserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,16 +10,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayserver"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/gatewaytest"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -59,27 +54,6 @@ const customTemplate = `{
   }
 }`
 
-func startManagerWithEvents(t *testing.T, c *testenv.Cluster) {
-	t.Helper()
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: c.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&gatewayserver.Reconciler{Client: mgr.GetClient(), Image: "example.org/gw:test", Recorder: mgr.GetEventRecorder("gatewayserver")}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-}
-
 // TestGatewayServerTemplates checks spec.serverTemplateRef: a custom template is the base of the
 // Deployment and Service, with its Go templates rendered and the controller's part filled in; a
 // missing template (object or kind) is a Warning Event and nothing is rendered, until it appears;
@@ -91,7 +65,7 @@ func TestGatewayServerTemplates(t *testing.T) {
 		Nodes: []testenv.NodeOptions{{Name: "gw-node", Labels: map[string]string{"example.org/gateway": "custom"}}}})
 	cl := env.Cluster("a")
 	c := cl.Client
-	startManagerWithEvents(t, cl)
+	startManager(t, cl, true)
 	for _, ns := range []string{"liqo", "liqo-tenant-b", "templates"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
@@ -200,7 +174,7 @@ func TestGatewayServerTemplates(t *testing.T) {
 
 	t.Run("missing template", func(t *testing.T) {
 		gw := newServer("late", corev1.ObjectReference{Kind: "WgGatewayServerTemplate", Name: "late", Namespace: "templates"})
-		testenv.EventuallyOK(t, "TemplateNotFound event", 15*time.Second, func() error { return warning(ctx, c, gw, "TemplateNotFound", "templates/late") })
+		testenv.EventuallyOK(t, "TemplateNotFound event", 15*time.Second, func() error { return gatewaytest.Warning(ctx, c, gw, "TemplateNotFound", "templates/late") })
 		if _, err := deployment(gw); !apierrors.IsNotFound(err) {
 			t.Fatalf("deployment without its template: %v", err)
 		}
@@ -210,7 +184,7 @@ func TestGatewayServerTemplates(t *testing.T) {
 
 	t.Run("kind not served", func(t *testing.T) {
 		gw := newServer("nokind", corev1.ObjectReference{APIVersion: "example.org/v1", Kind: "GatewayTemplate", Name: "x", Namespace: "templates"})
-		testenv.EventuallyOK(t, "TemplateNotFound event", 15*time.Second, func() error { return warning(ctx, c, gw, "TemplateNotFound", "GatewayTemplate") })
+		testenv.EventuallyOK(t, "TemplateNotFound event", 15*time.Second, func() error { return gatewaytest.Warning(ctx, c, gw, "TemplateNotFound", "GatewayTemplate") })
 		if _, err := deployment(gw); !apierrors.IsNotFound(err) {
 			t.Fatalf("deployment without its template: %v", err)
 		}
@@ -230,18 +204,4 @@ func TestGatewayServerTemplates(t *testing.T) {
 			t.Errorf("default template %s", tmpl.Spec.Template.Raw)
 		}
 	})
-}
-
-// warning finds a Warning Event with reason about obj whose note contains text.
-func warning(ctx context.Context, c client.Client, obj client.Object, reason, text string) error {
-	list := &eventsv1.EventList{}
-	if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return err
-	}
-	for _, e := range list.Items {
-		if e.Regarding.Name == obj.GetName() && e.Type == corev1.EventTypeWarning && e.Reason == reason && strings.Contains(e.Note, text) {
-			return nil
-		}
-	}
-	return failure(fmt.Sprintf("no Warning %s event about %s containing %q among %d events", reason, obj.GetName(), text, len(list.Items)))
 }

@@ -3,8 +3,6 @@ package grantenforcement_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,11 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
@@ -31,17 +26,23 @@ import (
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
-	"github.com/peerkit/terraform-provider-liqo/internal/webhookserver"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+// startGrantWebhook runs a manager serving the grant webhook, registered with cl's API server,
+// until the test ends, and returns the webhook's handler.
+func startGrantWebhook(tb testing.TB, cl *testenv.Cluster) *grantenforcement.Handler {
+	tb.Helper()
+	ws := testenv.LocalWebhookServer(tb, cl)
+	var h *grantenforcement.Handler
+	testenv.StartManager(tb, cl, func(mgr ctrl.Manager) error {
+		h = &grantenforcement.Handler{Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())}
+		ws.Register(grantenforcement.Path, h)
+		for _, wh := range grantenforcement.Webhooks() {
+			ws.AddValidating(grantenforcement.Configuration, grantenforcement.Path, wh)
+		}
+		return mgr.Add(ws)
+	})
+	return h
 }
 
 // provider is a provider cluster with the grant webhook registered.
@@ -58,37 +59,7 @@ func startProvider(t *testing.T) *provider {
 	if _, err := clusteridentity.Ensure(t.Context(), cl.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
 		t.Fatal(err) // the liqo namespace and the peer ClusterRoles
 	}
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := client.New(cl.Config, client.Options{Scheme: cl.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(freePort(t))
-	ws, err := webhookserver.New(direct, webhookserver.Options{URL: "https://127.0.0.1:" + port, BindAddress: "127.0.0.1:" + port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &grantenforcement.Handler{Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())}
-	ws.Register(grantenforcement.Path, h)
-	for _, wh := range grantenforcement.Webhooks() {
-		ws.AddValidating(grantenforcement.Configuration, grantenforcement.Path, wh)
-	}
-	if err := mgr.Add(ws); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	h := startGrantWebhook(t, cl)
 	return &provider{t: t, cl: cl, handler: h}
 }
 
@@ -379,44 +350,10 @@ func BenchmarkAdmission(b *testing.B) {
 	env := testenv.New(b, testenv.ClusterOptions{Name: "provider"})
 	cl := env.Cluster("provider")
 	ctx := b.Context()
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		b.Fatal(err)
-	}
 	if err := cl.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}); err != nil {
 		b.Fatal(err)
 	}
-	direct, err := client.New(cl.Config, client.Options{Scheme: cl.Client.Scheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	_ = l.Close()
-	ws, err := webhookserver.New(direct, webhookserver.Options{URL: "https://127.0.0.1:" + port, BindAddress: "127.0.0.1:" + port})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws.Register(grantenforcement.Path, &grantenforcement.Handler{Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())})
-	for _, wh := range grantenforcement.Webhooks() {
-		ws.AddValidating(grantenforcement.Configuration, grantenforcement.Path, wh)
-	}
-	if err := mgr.Add(ws); err != nil {
-		b.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	b.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Errorf("manager: %v", err)
-		}
-	})
+	startGrantWebhook(b, cl)
 
 	const consumer = "cl-bench"
 	create := func(o client.Object) {

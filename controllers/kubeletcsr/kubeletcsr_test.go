@@ -18,11 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/kubeletcsr"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
@@ -56,23 +53,9 @@ func TestApprover(t *testing.T) {
 	c := env.Cluster("consumer")
 	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(c.Config)
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: c.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: admin, NodeWait: 200 * time.Millisecond,
-		Requesters: func(vn *offv1beta1.VirtualNode) []string { return []string{"vk-" + vn.Name} }}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	testenv.StartManager(t, c, func(mgr ctrl.Manager) error {
+		return (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: admin, NodeWait: 200 * time.Millisecond,
+			Requesters: func(vn *offv1beta1.VirtualNode) []string { return []string{"vk-" + vn.Name} }}).SetupWithManager(mgr)
 	})
 
 	for _, o := range []client.Object{

@@ -13,11 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
@@ -34,28 +31,6 @@ const (
 	// provNS is the consumer's tenant namespace on the provider, consNS the provider's on the consumer.
 	provNS, consNS = "liqo-tenant-cl-consumer", "liqo-tenant-cl-provider"
 )
-
-// start runs a manager with the given reconcilers until the test ends.
-func start(t *testing.T, c *testenv.Cluster, setup func(ctrl.Manager) error) {
-	t.Helper()
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: c.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}}) // two managers in one process
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := setup(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-}
 
 func create(t *testing.T, c client.Client, objs ...client.Object) {
 	t.Helper()
@@ -120,13 +95,13 @@ func TestNamespaceOffloading(t *testing.T) {
 		create(t, cons.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 
-	start(t, cons, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
 		if err := replication.NewNamespaceMapReconciler(mgr.GetClient(), consumerID).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		return (&namespaceoffloading.Reconciler{Client: mgr.GetClient(), LocalClusterID: consumerID}).SetupWithManager(mgr)
 	})
-	start(t, prov, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, prov, func(mgr ctrl.Manager) error {
 		return (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespacemap")}).SetupWithManager(mgr)
 	})
 

@@ -37,7 +37,7 @@ func peer(t *testing.T, cons, prov *testenv.Cluster, id string) {
 			Data: map[string][]byte{consts.KubeconfigSecretKey: kc}},
 		virtualNode("liqo-"+id, id, "eu"),
 	)
-	start(t, prov, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, prov, func(mgr ctrl.Manager) error {
 		return (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("namespacemap")}).SetupWithManager(mgr)
 	})
 }
@@ -76,7 +76,7 @@ func TestSomeFailed(t *testing.T) {
 	peer(t, cons, bad, badID)
 	create(t, bad.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "omega"}}) // somebody else's, on bad only
 	create(t, cons.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "omega"}})
-	start(t, cons, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
 		if err := replication.NewNamespaceMapReconciler(mgr.GetClient(), consumerID).SetupWithManager(mgr); err != nil {
 			return err
 		}

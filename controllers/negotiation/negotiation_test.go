@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/negotiation"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -60,21 +59,8 @@ func TestNegotiation(t *testing.T) {
 	cl := env.Cluster("provider")
 	c := cl.Client
 	ctx := t.Context()
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: negotiation.Policy{Percent: 50}}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
+		return (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: negotiation.Policy{Percent: 50}}).SetupWithManager(mgr)
 	})
 
 	for _, ns := range []string{"t-a", "t-none", "t-own"} {

@@ -2,79 +2,34 @@ package podplacement_test
 
 import (
 	"context"
-	"net"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/podplacement"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
-	"github.com/peerkit/terraform-provider-liqo/internal/webhookserver"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // startWebhook runs a manager serving the pod-placement webhook at a local URL, registered
 // with the cluster's API server, until the returned stop or the test's end.
 func startWebhook(t *testing.T, cl *testenv.Cluster) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := client.New(cl.Config, client.Options{Scheme: cl.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(freePort(t))
-	ws, err := webhookserver.New(direct, webhookserver.Options{URL: "https://127.0.0.1:" + port, BindAddress: "127.0.0.1:" + port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws.Register(podplacement.Path, &podplacement.Handler{Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())})
-	ws.AddMutating(podplacement.Configuration, podplacement.Path, podplacement.Webhook())
-	if err := mgr.Add(ws); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	ws := testenv.LocalWebhookServer(t, cl)
+	return testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
+		ws.Register(podplacement.Path, &podplacement.Handler{Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())})
+		ws.AddMutating(podplacement.Configuration, podplacement.Path, podplacement.Webhook())
+		return mgr.Add(ws)
+	})
 }
 
 func tolerates(p *corev1.Pod) bool {

@@ -138,54 +138,91 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if local.GetLabels()[consts.ReplicationLabel] != "true" || providerID == "" {
 		return reconcile.Result{}, nil
 	}
+	p, err := r.peerOf(ctx, local, providerID)
+	if err != nil || p == nil {
+		return reconcile.Result{}, err
+	}
+	if local.GetDeletionTimestamp() != nil {
+		return reconcile.Result{}, r.deleteCopy(ctx, p, local, providerID)
+	}
+	if err := r.claim(ctx, local, providerID); err != nil {
+		return reconcile.Result{}, err
+	}
+	remote, err := r.syncCopy(ctx, p, local, providerID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.syncStatusBack(ctx, local, remote)
+}
+
+// peerOf returns the connection to the provider of local; nil when there is none to reach: the
+// provider is gone for good, or there is no identity for it (yet). Then a local object being
+// deleted is released when its copy cannot be deleted any more and goes with the provider: the
+// provider is gone, or there is no identity and none can come back in a namespace being deleted
+// (liqoctl unpeer deletes the Identity, then the tenant namespace), the copy going with the
+// provider's own tenant namespace.
+func (r *Reconciler[T]) peerOf(ctx context.Context, local T, providerID corev1beta1.ClusterID) (*peer, error) {
 	gone, err := peerGone(ctx, r.Client, providerID)
 	if err != nil {
-		return reconcile.Result{}, err
+		return nil, err
 	}
-	if gone { // nobody to reach: the copy goes with the provider
-		if local.GetDeletionTimestamp() != nil && controllerutil.ContainsFinalizer(local, finalizer) {
+	if gone {
+		if releasing(local) {
 			log.FromContext(ctx).Info("provider gone for good: releasing without deleting the copy", "provider", providerID)
-			return reconcile.Result{}, r.release(ctx, local)
+			return nil, r.release(ctx, local)
 		}
-		return reconcile.Result{}, nil
+		return nil, nil
 	}
 	p, err := r.peerFor(ctx, providerID)
-	if err != nil {
-		return reconcile.Result{}, err
+	if err != nil || p != nil {
+		return p, err
 	}
-	if p == nil {
-		if local.GetDeletionTimestamp() != nil && controllerutil.ContainsFinalizer(local, finalizer) {
-			// No identity, and none can come back in a namespace being deleted (liqoctl unpeer
-			// deletes the Identity, then the tenant namespace): the copy goes with the
-			// provider's own tenant namespace.
-			ns := &corev1.Namespace{}
-			if err := r.Client.Get(ctx, client.ObjectKey{Name: local.GetNamespace()}, ns); client.IgnoreNotFound(err) != nil {
-				return reconcile.Result{}, fmt.Errorf("reading namespace %s: %w", local.GetNamespace(), err)
-			}
-			if ns.DeletionTimestamp != nil || ns.Name == "" {
-				log.FromContext(ctx).Info("no identity and the namespace is being deleted: releasing without deleting the copy",
-					"provider", providerID)
-				return reconcile.Result{}, r.release(ctx, local)
-			}
+	if releasing(local) {
+		going, err := r.namespaceGoing(ctx, local.GetNamespace())
+		if err != nil {
+			return nil, err
 		}
-		log.FromContext(ctx).V(1).Info("no identity for the provider yet", "provider", providerID)
-		return reconcile.Result{}, nil // the identity Secret's watch brings the object back
+		if going {
+			log.FromContext(ctx).Info("no identity and the namespace is being deleted: releasing without deleting the copy",
+				"provider", providerID)
+			return nil, r.release(ctx, local)
+		}
 	}
-	key := client.ObjectKey{Namespace: p.namespace, Name: local.GetName()}
+	log.FromContext(ctx).V(1).Info("no identity for the provider yet", "provider", providerID)
+	return nil, nil // the identity Secret's watch brings the object back
+}
 
-	if local.GetDeletionTimestamp() != nil {
-		if !controllerutil.ContainsFinalizer(local, finalizer) {
-			return reconcile.Result{}, nil
-		}
-		stale := r.Kind.New()
-		stale.SetNamespace(key.Namespace)
-		stale.SetName(key.Name)
-		if err := p.client.Delete(ctx, stale); client.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, fmt.Errorf("deleting the copy of %s %s on %s: %w", r.Kind.Name, req, providerID, err)
-		}
-		return reconcile.Result{}, r.release(ctx, local)
+// releasing tells whether local is being deleted and still held by the finalizer.
+func releasing(local client.Object) bool {
+	return local.GetDeletionTimestamp() != nil && controllerutil.ContainsFinalizer(local, finalizer)
+}
+
+// namespaceGoing tells whether the namespace name is gone or being deleted.
+func (r *Reconciler[T]) namespaceGoing(ctx context.Context, name string) (bool, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("reading namespace %s: %w", name, err)
 	}
-	// The finalizer, and where the copy goes (upstream's label), in one update.
+	return ns.DeletionTimestamp != nil || ns.Name == "", nil
+}
+
+// deleteCopy deletes the remote copy of local, which is being deleted, and then releases it.
+func (r *Reconciler[T]) deleteCopy(ctx context.Context, p *peer, local T, providerID corev1beta1.ClusterID) error {
+	if !controllerutil.ContainsFinalizer(local, finalizer) {
+		return nil
+	}
+	stale := r.Kind.New()
+	stale.SetNamespace(p.namespace)
+	stale.SetName(local.GetName())
+	if err := p.client.Delete(ctx, stale); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the copy of %s %s on %s: %w", r.Kind.Name, client.ObjectKeyFromObject(local), providerID, err)
+	}
+	return r.release(ctx, local)
+}
+
+// claim adds to local the finalizer, and the label saying where the copy goes (upstream's), in
+// one update.
+func (r *Reconciler[T]) claim(ctx context.Context, local T, providerID corev1beta1.ClusterID) error {
 	added := controllerutil.AddFinalizer(local, finalizer)
 	if local.GetLabels()[consts.ReplicationDestinationLabel] != string(providerID) {
 		labels := local.GetLabels()
@@ -193,45 +230,59 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		local.SetLabels(labels)
 		added = true
 	}
-	if added {
-		if err := r.Client.Update(ctx, local); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer and destination label to %s %s: %w", r.Kind.Name, req, err)
-		}
+	if !added {
+		return nil
 	}
+	if err := r.Client.Update(ctx, local); err != nil {
+		return fmt.Errorf("adding finalizer and destination label to %s %s: %w", r.Kind.Name, client.ObjectKeyFromObject(local), err)
+	}
+	return nil
+}
 
+// syncCopy creates the remote copy of local, or brings its spec and labels in line, and
+// returns it.
+func (r *Reconciler[T]) syncCopy(ctx context.Context, p *peer, local T, providerID corev1beta1.ClusterID) (T, error) {
+	key := client.ObjectKey{Namespace: p.namespace, Name: local.GetName()}
+	req := client.ObjectKeyFromObject(local)
 	remote := r.Kind.New()
-	err = p.client.Get(ctx, key, remote)
+	err := p.client.Get(ctx, key, remote)
 	switch {
 	case apierrors.IsNotFound(err):
 		remote = r.copyOf(local, p.namespace)
 		if err := p.client.Create(ctx, remote); err != nil {
-			return reconcile.Result{}, fmt.Errorf("replicating %s %s to %s: %w", r.Kind.Name, req, providerID, err)
+			return remote, fmt.Errorf("replicating %s %s to %s: %w", r.Kind.Name, req, providerID, err)
 		}
 		log.FromContext(ctx).Info("replicated", "kind", r.Kind.Name, "provider", providerID, "remote", key)
 	case err != nil:
-		return reconcile.Result{}, fmt.Errorf("reading the copy of %s %s on %s: %w", r.Kind.Name, req, providerID, err)
+		return remote, fmt.Errorf("reading the copy of %s %s on %s: %w", r.Kind.Name, req, providerID, err)
 	default:
 		want := r.copyOf(local, p.namespace)
 		if !equality.Semantic.DeepEqual(r.Kind.Spec(want), r.Kind.Spec(remote)) || !equality.Semantic.DeepEqual(want.GetLabels(), remote.GetLabels()) {
 			assign(r.Kind.Spec(remote), r.Kind.Spec(want))
 			remote.SetLabels(want.GetLabels())
 			if err := p.client.Update(ctx, remote); err != nil {
-				return reconcile.Result{}, fmt.Errorf("updating the copy of %s %s on %s: %w", r.Kind.Name, req, providerID, err)
+				return remote, fmt.Errorf("updating the copy of %s %s on %s: %w", r.Kind.Name, req, providerID, err)
 			}
 		}
 	}
+	return remote, nil
+}
 
-	if !equality.Semantic.DeepEqual(r.Kind.Status(local), r.Kind.Status(remote)) {
-		before, ok := local.DeepCopyObject().(T)
-		if !ok {
-			return reconcile.Result{}, fmt.Errorf("copying %s %s: unexpected type %T", r.Kind.Name, req, local.DeepCopyObject())
-		}
-		assign(r.Kind.Status(local), r.Kind.Status(remote))
-		if err := r.Client.Status().Patch(ctx, local, client.MergeFrom(before)); err != nil {
-			return reconcile.Result{}, fmt.Errorf("copying the status of %s %s back: %w", r.Kind.Name, req, err)
-		}
+// syncStatusBack copies the status of the remote copy to local when they differ.
+func (r *Reconciler[T]) syncStatusBack(ctx context.Context, local, remote T) error {
+	if equality.Semantic.DeepEqual(r.Kind.Status(local), r.Kind.Status(remote)) {
+		return nil
 	}
-	return reconcile.Result{}, nil
+	req := client.ObjectKeyFromObject(local)
+	before, ok := local.DeepCopyObject().(T)
+	if !ok {
+		return fmt.Errorf("copying %s %s: unexpected type %T", r.Kind.Name, req, local.DeepCopyObject())
+	}
+	assign(r.Kind.Status(local), r.Kind.Status(remote))
+	if err := r.Client.Status().Patch(ctx, local, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("copying the status of %s %s back: %w", r.Kind.Name, req, err)
+	}
+	return nil
 }
 
 // release removes the finalizer of a local object being deleted.

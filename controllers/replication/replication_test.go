@@ -13,11 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
@@ -33,33 +30,12 @@ const provNS, consNS = "liqo-tenant-cl-consumer", "liqo-tenant-cl-provider"
 // startReplication runs the replication reconciler on the consumer; the returned function stops it.
 func startReplication(t *testing.T, cons *testenv.Cluster) func() {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cons.Config, ctrl.Options{Scheme: cons.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}}) // the test starts it twice
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := replication.NewResourceSliceReconciler(mgr.GetClient(), "cl-consumer").SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := replication.NewNamespaceMapReconciler(mgr.GetClient(), "cl-consumer").SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once bool
-	stop := func() {
-		if once {
-			return
+	return testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
+		if err := replication.NewResourceSliceReconciler(mgr.GetClient(), "cl-consumer").SetupWithManager(mgr); err != nil {
+			return err
 		}
-		once = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+		return replication.NewNamespaceMapReconciler(mgr.GetClient(), "cl-consumer").SetupWithManager(mgr)
+	})
 }
 
 // peered starts a consumer and a provider with tenant namespaces for each other, the

@@ -12,13 +12,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
@@ -32,11 +30,6 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
-
-func startManager(t *testing.T, cl *testenv.Cluster, setup func(ctrl.Manager) error) {
-	t.Helper()
-	startManagerStoppable(t, cl, setup)
-}
 
 func tenantNamespace(name, remote string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
@@ -70,25 +63,68 @@ func handshake(t *testing.T, provider, consumer client.Client, providerNS, consu
 	return req
 }
 
+// peerClusters starts a consumer and a provider (with a controller manager, which signs the
+// consumer's certificates), each with its cluster identity: cl-consumer and cl-provider.
+func peerClusters(t *testing.T) (cons, prov *testenv.Cluster) {
+	t.Helper()
+	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider", ControllerManager: true})
+	cons, prov = env.Cluster("consumer"), env.Cluster("provider")
+	if _, err := clusteridentity.Ensure(t.Context(), cons.Client, clusteridentity.Config{ClusterID: "cl-consumer"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clusteridentity.Ensure(t.Context(), prov.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
+		t.Fatal(err)
+	}
+	return cons, prov
+}
+
+// identityClient is a client of the provider authenticated as the identity whose kubeconfig
+// Secret is secret.
+func identityClient(t *testing.T, secret *corev1.Secret, scheme *runtime.Scheme) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[consts.KubeconfigSecretKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// handshakeInTenantNamespaces creates the tenant namespaces t-cons on the provider and t-prov
+// on the consumer, and carries the provider's nonce to the consumer; it returns the consumer's
+// answer.
+func handshakeInTenantNamespaces(t *testing.T, prov, cons *testenv.Cluster) *corev1.Secret {
+	t.Helper()
+	if err := prov.Client.Create(t.Context(), tenantNamespace("t-cons", "cl-consumer")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Client.Create(t.Context(), tenantNamespace("t-prov", "cl-provider")); err != nil {
+		t.Fatal(err)
+	}
+	return handshake(t, prov.Client, cons.Client, "t-cons", "t-prov")
+}
+
+// answeredTenant is the Tenant of cl-consumer in the provider's namespace ns, with condition
+// cond, made of the consumer's answer to the handshake.
+func answeredTenant(answer *corev1.Secret, ns string, cond authv1beta1.TenantCondition) *authv1beta1.Tenant {
+	return &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
+		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: cond,
+		PublicKey: answer.Data[consts.PublicKeySecretKey], Signature: answer.Data[consts.SignedNonceKey], CSR: answer.Data[consts.CSRKey],
+	}}
+}
+
 // TestHandshakeIssuesLeastPrivilegeIdentity: from nonce to a working consumer identity across two
 // clusters; the identity can do what a consumer's control plane needs in its tenant namespace
 // and nothing else, and works in the consumer's remote namespace; a wrong signature is refused
 // with a reason; deleting the Tenant revokes the access, in the tenant namespace and in the
 // remote namespace, where the consumer is not bound again.
 func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
-	env := testenv.New(t,
-		testenv.ClusterOptions{Name: "consumer"},
-		testenv.ClusterOptions{Name: "provider", ControllerManager: true},
-	)
-	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	cons, prov := peerClusters(t)
 	ctx := t.Context()
-	if _, err := clusteridentity.Ensure(ctx, cons.Client, clusteridentity.Config{ClusterID: "cl-consumer"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
-		t.Fatal(err)
-	}
-	startManager(t, prov, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, prov, func(mgr ctrl.Manager) error {
 		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -98,7 +134,7 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 		return (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tenant"),
 			APIServerURL: prov.Config.Host, CAData: prov.Config.CAData}).SetupWithManager(mgr)
 	})
-	startManager(t, cons, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
 		if err := (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -118,10 +154,7 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	}
 	answer := handshake(t, prov.Client, cons.Client, provNS, consNS)
 
-	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
-		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
-		PublicKey: answer.Data[consts.PublicKeySecretKey], Signature: answer.Data[consts.SignedNonceKey], CSR: answer.Data[consts.CSRKey],
-	}}
+	tn := answeredTenant(answer, provNS, authv1beta1.TenantConditionActive)
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
@@ -147,14 +180,7 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	}
 
 	// The issued identity, used for real requests against the provider.
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[consts.KubeconfigSecretKey])
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := client.New(cfg, client.Options{Scheme: prov.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	peer := identityClient(t, secret, prov.Client.Scheme())
 	providerID := corev1beta1.ClusterID("cl-provider")
 	slice := func(ns string) *authv1beta1.ResourceSlice {
 		return &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "slice-"},
@@ -256,26 +282,17 @@ func TestCordonedTenantGetsNoIdentity(t *testing.T) {
 	if _, err := clusteridentity.Ensure(ctx, cons.Client, clusteridentity.Config{ClusterID: "cl-consumer"}); err != nil {
 		t.Fatal(err)
 	}
-	startManager(t, prov, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, prov, func(mgr ctrl.Manager) error {
 		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		return (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tenant"), APIServerURL: prov.Config.Host}).SetupWithManager(mgr)
 	})
-	startManager(t, cons, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
 		return (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 	})
-	if err := prov.Client.Create(ctx, tenantNamespace("t-cons", "cl-consumer")); err != nil {
-		t.Fatal(err)
-	}
-	if err := cons.Client.Create(ctx, tenantNamespace("t-prov", "cl-provider")); err != nil {
-		t.Fatal(err)
-	}
-	answer := handshake(t, prov.Client, cons.Client, "t-cons", "t-prov")
-	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
-		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionCordoned,
-		PublicKey: answer.Data[consts.PublicKeySecretKey], Signature: answer.Data[consts.SignedNonceKey], CSR: answer.Data[consts.CSRKey],
-	}}
+	answer := handshakeInTenantNamespaces(t, prov, cons)
+	tn := answeredTenant(answer, "t-cons", authv1beta1.TenantConditionCordoned)
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
@@ -311,15 +328,8 @@ func expectEvent(t *testing.T, c client.Client, obj client.Object, reason string
 // TestHandshakeConvergesAfterRestart: the provider's controllers stop right after the Tenant is
 // created, before anything is issued; started again, they finish the job.
 func TestHandshakeConvergesAfterRestart(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider", ControllerManager: true})
-	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	cons, prov := peerClusters(t)
 	ctx := t.Context()
-	if _, err := clusteridentity.Ensure(ctx, cons.Client, clusteridentity.Config{ClusterID: "cl-consumer"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
-		t.Fatal(err)
-	}
 	providerSetup := func(mgr ctrl.Manager) error {
 		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
@@ -327,24 +337,15 @@ func TestHandshakeConvergesAfterRestart(t *testing.T) {
 		return (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tenant"),
 			APIServerURL: prov.Config.Host, CAData: prov.Config.CAData}).SetupWithManager(mgr)
 	}
-	stopProvider := startManagerStoppable(t, prov, func(mgr ctrl.Manager) error {
+	stopProvider := testenv.StartManager(t, prov, func(mgr ctrl.Manager) error {
 		return (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr) // nonces only, for now
 	})
-	startManager(t, cons, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
 		return (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 	})
-	if err := prov.Client.Create(ctx, tenantNamespace("t-cons", "cl-consumer")); err != nil {
-		t.Fatal(err)
-	}
-	if err := cons.Client.Create(ctx, tenantNamespace("t-prov", "cl-provider")); err != nil {
-		t.Fatal(err)
-	}
-	answer := handshake(t, prov.Client, cons.Client, "t-cons", "t-prov")
+	answer := handshakeInTenantNamespaces(t, prov, cons)
 	stopProvider() // killed mid-handshake: the Tenant arrives while nothing runs
-	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
-		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
-		PublicKey: answer.Data[consts.PublicKeySecretKey], Signature: answer.Data[consts.SignedNonceKey], CSR: answer.Data[consts.CSRKey],
-	}}
+	tn := answeredTenant(answer, "t-cons", authv1beta1.TenantConditionActive)
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
@@ -352,40 +353,11 @@ func TestHandshakeConvergesAfterRestart(t *testing.T) {
 	if err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn); err != nil || tn.Status.AuthParams != nil {
 		t.Fatalf("issued while stopped? %+v %v", tn.Status.AuthParams, err)
 	}
-	startManager(t, prov, providerSetup)
+	testenv.StartManager(t, prov, providerSetup)
 	testenv.Poll(t, "the certificate after the restart", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
 		return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
 	})
-}
-
-// startManagerStoppable is startManager returning a function that stops the manager now.
-func startManagerStoppable(t *testing.T, cl *testenv.Cluster, setup func(ctrl.Manager) error) func() {
-	t.Helper()
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := setup(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager of %s: %v", cl.Name, err)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // TestNonceForUpstreamLiqoctl: upstream liqoctl creates the provider's nonce Secret itself,
@@ -395,7 +367,7 @@ func TestNonceForUpstreamLiqoctl(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "provider"})
 	prov := env.Cluster("provider")
 	ctx := t.Context()
-	startManager(t, prov, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, prov, func(mgr ctrl.Manager) error {
 		return (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 	})
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo-tenant-cl-up"}}

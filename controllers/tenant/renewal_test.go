@@ -11,12 +11,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
-	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -27,16 +25,10 @@ import (
 // the consumer's identity picks the renewed certificate up from its Tenant, and the new
 // kubeconfig works against the provider.
 func TestCertificateRenewal(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider", ControllerManager: true})
-	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
+	cons, prov := peerClusters(t)
 	ctx := t.Context()
-	for c, id := range map[client.Client]string{cons.Client: "cl-consumer", prov.Client: "cl-provider"} {
-		if _, err := clusteridentity.Ensure(ctx, c, clusteridentity.Config{ClusterID: corev1beta1.ClusterID(id)}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	const validity = 10 * time.Minute
-	startManager(t, prov, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, prov, func(mgr ctrl.Manager) error {
 		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
 		}
@@ -44,23 +36,14 @@ func TestCertificateRenewal(t *testing.T) {
 			APIServerURL: prov.Config.Host, CAData: prov.Config.CAData,
 			CertificateValidity: validity, RenewBefore: validity - 3*time.Second}).SetupWithManager(mgr)
 	})
-	startManager(t, cons, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
 		if err := (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 		return (&identity.Reconciler{Client: mgr.GetClient(), RenewalCheck: time.Second}).SetupWithManager(mgr)
 	})
-	if err := prov.Client.Create(ctx, tenantNamespace("t-cons", "cl-consumer")); err != nil {
-		t.Fatal(err)
-	}
-	if err := cons.Client.Create(ctx, tenantNamespace("t-prov", "cl-provider")); err != nil {
-		t.Fatal(err)
-	}
-	answer := handshake(t, prov.Client, cons.Client, "t-cons", "t-prov")
-	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: "cl-consumer"}, Spec: authv1beta1.TenantSpec{
-		ClusterID: "cl-consumer", AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
-		PublicKey: answer.Data[consts.PublicKeySecretKey], Signature: answer.Data[consts.SignedNonceKey], CSR: answer.Data[consts.CSRKey],
-	}}
+	answer := handshakeInTenantNamespaces(t, prov, cons)
+	tn := answeredTenant(answer, "t-cons", authv1beta1.TenantConditionActive)
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +97,7 @@ func TestCertificateRenewal(t *testing.T) {
 		}
 		return false, nil
 	})
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[consts.KubeconfigSecretKey])
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := client.New(cfg, client.Options{Scheme: prov.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	peer := identityClient(t, secret, prov.Client.Scheme())
 	if err := peer.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace("t-cons")); err != nil {
 		t.Errorf("the renewed identity cannot list slices in its tenant namespace: %v", err)
 	}

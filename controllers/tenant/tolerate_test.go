@@ -33,7 +33,7 @@ func TestTolerateNoHandshake(t *testing.T) {
 	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
 		t.Fatal(err)
 	}
-	startManager(t, prov, func(mgr ctrl.Manager) error {
+	testenv.StartManager(t, prov, func(mgr ctrl.Manager) error {
 		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err // nonces exist: the wrong signatures are checked against one
 		}

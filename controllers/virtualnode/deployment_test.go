@@ -31,8 +31,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/kubeletcsr"
@@ -76,28 +74,14 @@ func TestDeploymentRunner(t *testing.T) {
 	ctx := t.Context()
 	consKube := kubernetes.NewForConfigOrDie(cons.Config)
 
-	mgr, err := ctrl.NewManager(cons.Config, ctrl.Options{Scheme: cons.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const image = "example.com/liqo-virtual-kubelet:test"
-	if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Deployments: &virtualnode.Deployments{Image: image, ConsumerID: "cl-consumer"}}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: consKube,
-		Requesters: func(vn *offv1beta1.VirtualNode) []string { return []string{virtualnode.ServiceAccountUser(vn)} }}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
+		if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Deployments: &virtualnode.Deployments{Image: image, ConsumerID: "cl-consumer"}}).SetupWithManager(mgr); err != nil {
+			return err
 		}
+		return (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: consKube,
+			Requesters: func(vn *offv1beta1.VirtualNode) []string { return []string{virtualnode.ServiceAccountUser(vn)} }}).SetupWithManager(mgr)
 	})
 
 	const ns = "liqo-tenant-cl-provider"

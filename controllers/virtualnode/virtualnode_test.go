@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -47,26 +46,13 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	cons, prov := consumerEnv.Cluster("consumer"), providerEnv.Cluster("provider")
 	ctx := t.Context()
 
-	mgr, err := ctrl.NewManager(cons.Config, ctrl.Options{Scheme: cons.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	runner := vnode.NewRunner(kubernetes.NewForConfigOrDie(cons.Config), vnode.Options{ProbeInterval: time.Second, LeaseDurationSeconds: 4}, ctrl.Log)
-	if err := (&virtualnode.SliceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&virtualnode.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Runner: runner,
-		DrainGrace: time.Second}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
+		if err := (&virtualnode.SliceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
 		}
+		return (&virtualnode.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Runner: runner,
+			DrainGrace: time.Second}).SetupWithManager(mgr)
 	})
 
 	const ns = "liqo-tenant-cl-provider"

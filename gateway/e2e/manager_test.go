@@ -6,11 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -20,27 +17,7 @@ import (
 // until the test ends.
 func startManager(tb testing.TB, c *testenv.Cluster, setup func(ctrl.Manager) error) {
 	tb.Helper()
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{
-		Scheme:                 c.Client.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := setup(mgr); err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("manager of cluster %s: %v", c.Name, err)
-		}
-	})
+	testenv.StartManager(tb, c, setup)
 }
 
 // waitRemap waits until the Configuration name in ns reports a remapped pod CIDR, and returns it.

@@ -72,7 +72,7 @@ func issue(t *testing.T, ip string) map[string][]byte {
 // the API server calls the webhook trusting the Secret's ca.crt; the server never writes that
 // Secret nor makes its own; a renewal (new CA and certificate) is picked up at the next check.
 func TestProvidedSecret(t *testing.T) {
-	cl, direct, newManager := webhookCluster(t)
+	cl, direct := webhookCluster(t)
 	ctx := t.Context()
 	port := strconv.Itoa(freePort(t))
 	opts := webhookserver.Options{URL: "https://127.0.0.1:" + port, BindAddress: "127.0.0.1:" + port, CheckInterval: 500 * time.Millisecond,
@@ -106,7 +106,7 @@ func TestProvidedSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := wrong
-	startServer(t, direct, newManager, opts)
+	startServer(t, cl, direct, opts)
 	denied := func(ctx context.Context) bool {
 		err := cl.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "checked", Name: "forbidden"}}, client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "refused by the test webhook")

@@ -18,8 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -57,40 +55,23 @@ func testWebhook() admissionregistrationv1.ValidatingWebhook {
 	}
 }
 
-// startServer runs a manager with the webhook server until the test ends or stop is called.
-func startServer(t *testing.T, c client.Client, newManager func() ctrl.Manager, opts webhookserver.Options) (ws *webhookserver.Server, stop func()) {
+// startServer runs a manager of cl with the webhook server until the test ends or stop is
+// called.
+func startServer(t *testing.T, cl *testenv.Cluster, c client.Client, opts webhookserver.Options) (ws *webhookserver.Server, stop func()) {
 	t.Helper()
-	mgr := newManager()
 	ws, err := webhookserver.New(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ws.Register("/deny", denyForbidden)
 	ws.AddValidating("liqo-webhook-test", "/deny", testWebhook())
-	if err := mgr.Add(ws); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once bool
-	stop = func() {
-		if once {
-			return
-		}
-		once = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}
-	t.Cleanup(stop)
+	stop = testenv.StartManager(t, cl, func(mgr ctrl.Manager) error { return mgr.Add(ws) })
 	return ws, stop
 }
 
 // webhookCluster starts a cluster with the liqo namespace and a namespace the test webhook
-// checks ("checked"), and returns it with an uncached client and a maker of managers.
-func webhookCluster(t *testing.T) (*testenv.Cluster, client.Client, func() ctrl.Manager) {
+// checks ("checked"), and returns it with an uncached client.
+func webhookCluster(t *testing.T) (*testenv.Cluster, client.Client) {
 	t.Helper()
 	env := testenv.New(t, testenv.ClusterOptions{Name: "a", SkipLiqoCRDs: true})
 	cl := env.Cluster("a")
@@ -106,26 +87,18 @@ func webhookCluster(t *testing.T) (*testenv.Cluster, client.Client, func() ctrl.
 	if err != nil {
 		t.Fatal(err)
 	}
-	newManager := func() ctrl.Manager {
-		mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{Scheme: cl.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mgr
-	}
-	return cl, direct, newManager
+	return cl, direct
 }
 
 // TestServeAndRestart: the API server calls the webhook over HTTPS trusting the CA the server
 // provisioned; a restarted server reuses the certificate Secret (not rewritten) and the
 // caBundle; a caBundle broken behind its back is repaired by the periodic check.
 func TestServeAndRestart(t *testing.T) {
-	cl, direct, newManager := webhookCluster(t)
+	cl, direct := webhookCluster(t)
 	ctx := t.Context()
 	port := strconv.Itoa(freePort(t))
 	opts := webhookserver.Options{URL: "https://127.0.0.1:" + port, BindAddress: "127.0.0.1:" + port, CheckInterval: 500 * time.Millisecond}
-	ws, stop := startServer(t, direct, newManager, opts)
+	ws, stop := startServer(t, cl, direct, opts)
 
 	denied := func(ctx context.Context) bool {
 		err := cl.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "checked", Name: "forbidden"}}, client.DryRunAll)
@@ -159,7 +132,7 @@ func TestServeAndRestart(t *testing.T) {
 	if err := cl.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "checked", Name: "while-down"}}); err == nil {
 		t.Error("a ConfigMap was admitted while the webhook was down (failurePolicy Fail ignored?)")
 	}
-	startServer(t, direct, newManager, opts)
+	startServer(t, cl, direct, opts)
 	testenv.Eventually(t, "the restarted webhook", 30*time.Second, denied)
 	again := &corev1.Secret{}
 	if err := cl.Client.Get(ctx, key, again); err != nil {

@@ -29,12 +29,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/kubeletcsr"
@@ -57,6 +55,41 @@ const (
 // criLine is one line of a CRI container log, what KWOK's simulated logs read.
 func criLine(msg string) string {
 	return time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + msg + "\n"
+}
+
+// clientTLS is what a client of cons's kubelet endpoints needs: the cluster's client CA, which
+// signs the endpoints' serving certificates, and the admin's client certificate.
+func clientTLS(t *testing.T, cons *testenv.Cluster) (*x509.CertPool, tls.Certificate) {
+	t.Helper()
+	ca, err := cons.ClientCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	admin, err := tls.X509KeyPair(cons.Config.CertData, cons.Config.KeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roots, admin
+}
+
+// startVirtualKubelet runs, until the test ends, the approver of virtual nodes' serving
+// certificates on the consumer (the controller manager's part) and the virtual kubelet of vn,
+// with the kubelet endpoint, reaching the provider with remoteCfg.
+func startVirtualKubelet(t *testing.T, cons *testenv.Cluster, vn *offv1beta1.VirtualNode, remoteCfg *rest.Config) {
+	t.Helper()
+	consKube := kubernetes.NewForConfigOrDie(cons.Config)
+	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
+		return (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: consKube,
+			Requesters: func(*offv1beta1.VirtualNode) []string { return []string{"testenv-admin"} }}).SetupWithManager(mgr)
+	})
+	runner := vnode.NewRunner(consKube, vnode.Options{ProbeInterval: time.Second, ConsumerID: consumerID, LocalConfig: cons.Config,
+		Reflectors: []vnode.Reflector{kubeletserver.New(kubeletserver.Options{})}, KubeletAddress: "127.0.0.1:0"}, ctrl.Log)
+	if err := runner.Ensure(t.Context(), vn, remoteCfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = runner.Stop(context.Background(), nodeName) })
 }
 
 // TestLogsAndExecReachTheProvider: a pod on a virtual node, in an offloaded namespace, is
@@ -167,32 +200,7 @@ spec:
 		t.Fatal(err)
 	}
 
-	// The controller manager's part: the approver of virtual nodes' serving certificates.
-	mgr, err := ctrl.NewManager(cons.Config, ctrl.Options{Scheme: cons.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	consKube := kubernetes.NewForConfigOrDie(cons.Config)
-	if err := (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: consKube,
-		Requesters: func(*offv1beta1.VirtualNode) []string { return []string{"testenv-admin"} }}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-
-	runner := vnode.NewRunner(consKube, vnode.Options{ProbeInterval: time.Second, ConsumerID: consumerID, LocalConfig: cons.Config,
-		Reflectors: []vnode.Reflector{kubeletserver.New(kubeletserver.Options{})}, KubeletAddress: "127.0.0.1:0"}, ctrl.Log)
-	if err := runner.Ensure(ctx, vn, remoteCfg); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = runner.Stop(context.Background(), nodeName) })
+	startVirtualKubelet(t, cons, vn, remoteCfg)
 
 	// The Node says where its kubelet endpoint is.
 	node := &corev1.Node{}
@@ -255,16 +263,7 @@ spec:
 	}
 
 	// The endpoint's certificate: issued by the cluster's CSR signer for the node.
-	ca, err := cons.ClientCA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca)
-	admin, err := tls.X509KeyPair(cons.Config.CertData, cons.Config.KeyData)
-	if err != nil {
-		t.Fatal(err)
-	}
+	roots, admin := clientTLS(t, cons)
 	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", endpoint, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{admin}, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
 	if err != nil {
 		t.Fatalf("TLS to the kubelet endpoint, verified against the cluster's signer: %v", err)
@@ -426,42 +425,9 @@ func TestServingCertificateRenewed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mgr, err := ctrl.NewManager(cons.Config, ctrl.Options{Scheme: cons.Client.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	consKube := kubernetes.NewForConfigOrDie(cons.Config)
-	if err := (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: consKube,
-		Requesters: func(*offv1beta1.VirtualNode) []string { return []string{"testenv-admin"} }}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	runner := vnode.NewRunner(consKube, vnode.Options{ProbeInterval: time.Second, ConsumerID: consumerID, LocalConfig: cons.Config,
-		Reflectors: []vnode.Reflector{kubeletserver.New(kubeletserver.Options{})}, KubeletAddress: "127.0.0.1:0"}, ctrl.Log)
-	if err := runner.Ensure(ctx, vn, remoteCfg); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = runner.Stop(context.Background(), nodeName) })
+	startVirtualKubelet(t, cons, vn, remoteCfg)
 
-	ca, err := cons.ClientCA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca)
-	admin, err := tls.X509KeyPair(cons.Config.CertData, cons.Config.KeyData)
-	if err != nil {
-		t.Fatal(err)
-	}
+	roots, admin := clientTLS(t, cons)
 	served := func(ctx context.Context) (*x509.Certificate, error) {
 		node := &corev1.Node{}
 		if err := cons.Client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {

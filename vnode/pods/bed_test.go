@@ -19,11 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
@@ -211,33 +208,26 @@ func (b *bed) waitNodeReady(tb testing.TB, want corev1.ConditionStatus) {
 // test ends.
 func startShadowPodManager(tb testing.TB, cfg *rest.Config) {
 	tb.Helper()
-	if err := runShadowPodManager(tb.Context(), cfg, func(run func() error) {
-		done := make(chan error, 1)
-		go func() { done <- run() }()
-		tb.Cleanup(func() {
-			if err := <-done; err != nil {
-				tb.Errorf("ShadowPod manager: %v", err)
-			}
-		})
-	}); err != nil {
+	mgr, err := shadowPodManager(cfg)
+	if err != nil {
 		tb.Fatal(err)
 	}
+	testenv.RunManager(tb, "ShadowPod manager", mgr)
 }
 
-func runShadowPodManager(ctx context.Context, cfg *rest.Config, start func(func() error)) error {
+// shadowPodManager makes a manager for cfg running the provider's ShadowPod controller, with a
+// client rate limit high enough for the benchmarks.
+func shadowPodManager(cfg *rest.Config) (ctrl.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 200, 400
-	scheme := mustScheme()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	mgr, err := testenv.NewManager(cfg, mustScheme())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := (&shadowpod.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-shadowpod")}).SetupWithManager(mgr); err != nil {
-		return err
+		return nil, err
 	}
-	start(func() error { return mgr.Start(ctx) })
-	return nil
+	return mgr, nil
 }
 
 const childKubeconfigEnv = "PODS_TEST_SHADOWPOD_KUBECONFIG"
@@ -253,12 +243,12 @@ func TestShadowPodManagerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := runShadowPodManager(t.Context(), cfg, func(run func() error) {
-		if err := run(); err != nil {
-			t.Error(err)
-		}
-	}); err != nil {
+	mgr, err := shadowPodManager(cfg)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := mgr.Start(t.Context()); err != nil {
+		t.Error(err)
 	}
 }
 
