@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
 	kresource "k8s.io/apimachinery/pkg/api/resource"
@@ -150,4 +154,20 @@ func (m *quantitiesModel) set(ctx context.Context, list corev1.ResourceList, ask
 	}
 	m.Resources = v
 	return nil
+}
+
+// quantitiesResourcesAttribute is the `resources` attribute: the non-standard resources asked
+// for, by resource name, as quantities.
+func quantitiesResourcesAttribute(description string) schema.MapAttribute {
+	return schema.MapAttribute{
+		Optional: true, ElementType: types.StringType,
+		MarkdownDescription: description,
+		Validators: []validator.Map{
+			mapvalidator.KeysAre(
+				stringvalidator.NoneOf("cpu", "memory", "pods", "ephemeral-storage"),
+				stringvalidator.RegexMatches(resourceSliceResourceNamePattern, "must be a resource name such as nvidia.com/gpu"),
+			),
+			mapvalidator.ValueStringsAre(quantityValidator{}),
+		},
+	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -146,18 +145,8 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"memory":            peeringQuantityAttribute("memory (e.g. `8Gi`)", true),
 			"pods":              peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once)", true),
 			"ephemeral_storage": peeringQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)", false),
-			"resources": schema.MapAttribute{
-				Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Other resources asked for, by resource name (e.g. `\"nvidia.com/gpu\" = \"2\"`), as " +
-					"quantities. Changing them re-negotiates the peering in place.",
-				Validators: []validator.Map{
-					mapvalidator.KeysAre(
-						stringvalidator.NoneOf("cpu", "memory", "pods", "ephemeral-storage"),
-						stringvalidator.RegexMatches(resourceSliceResourceNamePattern, "must be a resource name such as nvidia.com/gpu"),
-					),
-					mapvalidator.ValueStringsAre(quantityValidator{}),
-				},
-			},
+			"resources": quantitiesResourcesAttribute("Other resources asked for, by resource name (e.g. `\"nvidia.com/gpu\" = \"2\"`), as " +
+				"quantities. Changing them re-negotiates the peering in place."),
 			"consumer_cluster_id": peeringComputedString("Cluster ID of the consumer (the ForeignCluster's name on the provider)."),
 			"provider_cluster_id": peeringComputedString("Cluster ID of the provider (the ForeignCluster's name on the consumer)."),
 			"consumer_tenant_namespace": peeringComputedString("Tenant namespace on the consumer holding the peering's objects " +

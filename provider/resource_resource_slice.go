@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -139,18 +138,8 @@ func (r *resourceSliceResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"memory":            resourceSliceQuantityAttribute("memory (e.g. `8Gi`)"),
 			"pods":              resourceSliceQuantityAttribute("pods (e.g. `110`)"),
 			"ephemeral_storage": resourceSliceQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)"),
-			"resources": schema.MapAttribute{
-				Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Other resources requested, by resource name (e.g. `nvidia.com/gpu = \"2\"`), as " +
-					"quantities. `cpu`, `memory`, `pods` and `ephemeral-storage` have their own attributes. In place.",
-				Validators: []validator.Map{
-					mapvalidator.KeysAre(
-						stringvalidator.NoneOf("cpu", "memory", "pods", "ephemeral-storage"),
-						stringvalidator.RegexMatches(resourceSliceResourceNamePattern, "must be a resource name such as nvidia.com/gpu"),
-					),
-					mapvalidator.ValueStringsAre(quantityValidator{}),
-				},
-			},
+			"resources": quantitiesResourcesAttribute("Other resources requested, by resource name (e.g. `nvidia.com/gpu = \"2\"`), as " +
+				"quantities. `cpu`, `memory`, `pods` and `ephemeral-storage` have their own attributes. In place."),
 			"create_virtual_node": schema.BoolAttribute{
 				Optional: true, Computed: true,
 				Default: booldefault.StaticBool(true),
