@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
@@ -81,27 +80,6 @@ func nwRemoteClusterIDAttribute(replace bool) schema.StringAttribute {
 		a.MarkdownDescription += "Changing it relabels the object in place."
 	}
 	return a
-}
-
-// nwLabels are the labels of a networking object; gateway adds networking.liqo.io/gateway-resource=true.
-func nwLabels(remoteClusterID string, gateway bool) map[string]string {
-	l := map[string]string{consts.RemoteClusterIDLabel: remoteClusterID}
-	if gateway {
-		l[consts.GatewayResourceLabel] = "true"
-	}
-	return l
-}
-
-// nwSetLabels sets the labels the resource manages on obj, keeping the others.
-func nwSetLabels(obj client.Object, want map[string]string) {
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	for k, v := range want {
-		labels[k] = v
-	}
-	obj.SetLabels(labels)
 }
 
 // nwParseWGKey decodes a WireGuard key given in standard base64 with padding (44 characters).
@@ -167,24 +145,6 @@ func nwListStrings(ctx context.Context, l types.List) ([]string, diag.Diagnostic
 	var out []string
 	d := l.ElementsAs(ctx, &out, false)
 	return out, d
-}
-
-// nwCIDRs converts strings to the API's CIDR type.
-func nwCIDRs(in []string) []networkingv1beta1.CIDR {
-	out := make([]networkingv1beta1.CIDR, 0, len(in))
-	for _, s := range in {
-		out = append(out, networkingv1beta1.CIDR(s))
-	}
-	return out
-}
-
-// nwCIDRStrings converts the API's CIDR type to strings.
-func nwCIDRStrings(in []networkingv1beta1.CIDR) []string {
-	out := make([]string, 0, len(in))
-	for _, c := range in {
-		out = append(out, string(c))
-	}
-	return out
 }
 
 // nwTemplateRef is the model of a gateway template reference (server_template, client_template).

@@ -18,6 +18,7 @@ import (
 
 	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 // gatewayClientResource manages a GatewayClient: the tunnel end that connects to the peer's
@@ -94,17 +95,14 @@ func (r *gatewayClientResource) Schema(ctx context.Context, _ resource.SchemaReq
 
 // apply writes the model into the object's labels and spec.
 func (m *gatewayClientModel) apply(ctx context.Context, gc *networkingv1beta1.GatewayClient) diag.Diagnostics {
-	nwSetLabels(gc, nwLabels(m.RemoteClusterID.ValueString(), false))
 	addrs, d := nwListStrings(ctx, m.EndpointAddresses)
-	gc.Spec.MTU = int(m.MTU.ValueInt64())
-	gc.Spec.Endpoint = networkingv1beta1.EndpointStatus{
-		Addresses: addrs,
-		Port:      nwInt32(m.EndpointPort.ValueInt64()),
-		Protocol:  ptr.To(corev1.Protocol(m.EndpointProtocol.ValueString())),
-	}
-	gc.Spec.SecretRef = corev1.LocalObjectReference{Name: m.SecretRef.ValueString()}
 	ref, dt := nwTemplateToAPI(ctx, m.ClientTemplate)
-	gc.Spec.ClientTemplateRef = ref
+	forge.MutateGatewayClient(gc, m.RemoteClusterID.ValueString(), forge.GatewayClientOptions{
+		MTU: int(m.MTU.ValueInt64()),
+		Endpoint: networkingv1beta1.EndpointStatus{Addresses: addrs, Port: nwInt32(m.EndpointPort.ValueInt64()),
+			Protocol: ptr.To(corev1.Protocol(m.EndpointProtocol.ValueString()))},
+		SecretRef: &corev1.LocalObjectReference{Name: m.SecretRef.ValueString()}, TemplateRef: &ref,
+	})
 	return append(d, dt...)
 }
 

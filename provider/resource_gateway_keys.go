@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 // gatewayKeysResource manages the Secret holding this cluster's WireGuard key pair for one
@@ -139,16 +140,6 @@ func gatewayKeysPrivateKey(ctx context.Context, config tfsdk.Config) (wgtypes.Ke
 	return k, nil
 }
 
-// setKeys writes the key pair into the Secret's data.
-func gatewayKeysSetData(s *corev1.Secret, priv wgtypes.Key) {
-	pub := priv.PublicKey()
-	if s.Data == nil {
-		s.Data = map[string][]byte{}
-	}
-	s.Data[consts.PrivateKeySecretKey] = append([]byte(nil), priv[:]...)
-	s.Data[consts.PublicKeySecretKey] = append([]byte(nil), pub[:]...)
-}
-
 // gatewayKeysPublic reads the public key from a key Secret (deriving it from the private key
 // when the publicKey entry is missing), as base64.
 func gatewayKeysPublic(s *corev1.Secret) (string, error) {
@@ -169,8 +160,8 @@ func gatewayKeysPublic(s *corev1.Secret) (string, error) {
 // gatewayKeysBuild labels the Secret and, on create or when private_key_wo_version changed,
 // writes the key pair from the configuration's write-only private key.
 func gatewayKeysBuild(ctx context.Context, w objectWrite[gatewayKeysModel], s *corev1.Secret) error {
-	nwSetLabels(s, nwLabels(w.plan.RemoteClusterID.ValueString(), true))
 	if w.state != nil && w.plan.PrivateKeyWOVersion.Equal(w.state.PrivateKeyWOVersion) {
+		forge.MutateGatewayKeys(s, w.plan.RemoteClusterID.ValueString(), nil)
 		return nil
 	}
 	priv, err := gatewayKeysPrivateKey(ctx, w.config)
@@ -180,7 +171,7 @@ func gatewayKeysBuild(ctx context.Context, w objectWrite[gatewayKeysModel], s *c
 	if w.state == nil {
 		s.Type = corev1.SecretTypeOpaque
 	}
-	gatewayKeysSetData(s, priv)
+	forge.MutateGatewayKeys(s, w.plan.RemoteClusterID.ValueString(), &priv)
 	return nil
 }
 

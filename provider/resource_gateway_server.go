@@ -26,6 +26,7 @@ import (
 
 	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 var _ resource.ResourceWithValidateConfig = (*gatewayServerResource)(nil)
@@ -204,24 +205,18 @@ func (m *gatewayServerModel) exposureEqual(o *gatewayServerModel) bool {
 
 // apply writes the model into the object's labels and spec.
 func (m *gatewayServerModel) apply(ctx context.Context, gs *networkingv1beta1.GatewayServer) diag.Diagnostics {
-	nwSetLabels(gs, nwLabels(m.RemoteClusterID.ValueString(), false))
-	gs.Spec.MTU = int(m.MTU.ValueInt64())
-	ep := &gs.Spec.Endpoint
-	ep.Port = nwInt32(m.Port.ValueInt64())
-	ep.Ports = nil
-	ep.ServiceType = corev1.ServiceType(m.ServiceType.ValueString())
-	ep.NodePort = nil
-	ep.NodePorts = nil
-	if !m.NodePort.IsNull() {
-		ep.NodePort = ptr.To(nwInt32(m.NodePort.ValueInt64()))
-	}
-	ep.LoadBalancerIP = nil
-	if !m.LoadBalancerIP.IsNull() {
-		ep.LoadBalancerIP = ptr.To(m.LoadBalancerIP.ValueString())
-	}
-	gs.Spec.SecretRef = corev1.LocalObjectReference{Name: m.SecretRef.ValueString()}
 	ref, d := nwTemplateToAPI(ctx, m.ServerTemplate)
-	gs.Spec.ServerTemplateRef = ref
+	o := forge.GatewayServerOptions{
+		MTU: int(m.MTU.ValueInt64()), ServiceType: corev1.ServiceType(m.ServiceType.ValueString()), Port: nwInt32(m.Port.ValueInt64()),
+		SecretRef: &corev1.LocalObjectReference{Name: m.SecretRef.ValueString()}, TemplateRef: &ref,
+	}
+	if !m.NodePort.IsNull() {
+		o.NodePort = ptr.To(nwInt32(m.NodePort.ValueInt64()))
+	}
+	if !m.LoadBalancerIP.IsNull() {
+		o.LoadBalancerIP = ptr.To(m.LoadBalancerIP.ValueString())
+	}
+	forge.MutateGatewayServer(gs, m.RemoteClusterID.ValueString(), o)
 	return d
 }
 

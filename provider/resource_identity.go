@@ -30,8 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
-	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 var _ resource.ResourceWithConfigValidators = (*identityResource)(nil)
@@ -249,20 +249,14 @@ func (r *identityResource) writeObjects(ctx context.Context, c *clusterClient, p
 		}
 	}
 	before := id.DeepCopy()
-	if id.Labels == nil {
-		id.Labels = map[string]string{}
-	}
-	id.Labels[consts.RemoteClusterIDLabel] = plan.ProviderClusterID.ValueString()
+	forge.MutateIdentity(id, plan.ProviderClusterID.ValueString(), authv1beta1.IdentityType(plan.Type.ValueString()),
+		plan.RemoteTenantNamespace.ValueString(), params)
 	// This resource writes the kubeconfig Secret (its key is not the cluster's signing key): the
 	// identity controller must not write another one.
 	if id.Annotations == nil {
 		id.Annotations = map[string]string{}
 	}
 	id.Annotations[consts.KubeconfigSecretAnnotation] = plan.SecretName.ValueString()
-	id.Spec.ClusterID = corev1beta1.ClusterID(plan.ProviderClusterID.ValueString())
-	id.Spec.Type = authv1beta1.IdentityType(plan.Type.ValueString())
-	id.Spec.Namespace = plan.RemoteTenantNamespace.ValueString()
-	id.Spec.AuthParams = params
 	if create {
 		if err := c.ctrl.Create(ctx, id); err != nil {
 			if apierrors.IsAlreadyExists(err) {

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -19,8 +17,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/cidr"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 const networkConfigurationModule = "liqo_network_configuration"
@@ -149,14 +150,9 @@ func (r *networkConfigurationResource) ModifyPlan(ctx context.Context, req resou
 
 // apply writes the model into the object's labels and spec.
 func (m *networkConfigurationModel) apply(ctx context.Context, conf *networkingv1beta1.Configuration) diag.Diagnostics {
-	nwSetLabels(conf, nwLabels(m.RemoteClusterID.ValueString(), false))
 	pod, d := nwListStrings(ctx, m.RemotePodCIDRs)
 	ext, d2 := nwListStrings(ctx, m.RemoteExternalCIDRs)
-	conf.Spec.Remote.CIDR.Pod = nwCIDRs(pod)
-	conf.Spec.Remote.CIDR.External = nil
-	if len(ext) > 0 {
-		conf.Spec.Remote.CIDR.External = nwCIDRs(ext)
-	}
+	forge.MutateConfiguration(conf, m.RemoteClusterID.ValueString(), pod, ext)
 	return append(d, d2...)
 }
 
@@ -165,13 +161,13 @@ func (m *networkConfigurationModel) read(ctx context.Context, c *clusterClient, 
 	var diags diag.Diagnostics
 	m.ID = types.StringValue(objectID(c.name, conf.Namespace, conf.Name))
 	m.RemoteClusterID = types.StringValue(conf.Labels[consts.RemoteClusterIDLabel])
-	pod, d := nwStringList(ctx, nwCIDRStrings(conf.Spec.Remote.CIDR.Pod))
+	pod, d := nwStringList(ctx, cidr.Strings(conf.Spec.Remote.CIDR.Pod))
 	diags.Append(d...)
 	m.RemotePodCIDRs = pod
 	// An empty external list and no list are the same to the API: keep the configured form.
 	switch ext := conf.Spec.Remote.CIDR.External; {
 	case len(ext) > 0:
-		l, d := types.ListValueFrom(ctx, types.StringType, nwCIDRStrings(ext))
+		l, d := types.ListValueFrom(ctx, types.StringType, cidr.Strings(ext))
 		diags.Append(d...)
 		m.RemoteExternalCIDRs = l
 	case !m.RemoteExternalCIDRs.IsNull() && !m.RemoteExternalCIDRs.IsUnknown() && len(m.RemoteExternalCIDRs.Elements()) == 0:
@@ -190,8 +186,8 @@ func (m *networkConfigurationModel) read(ctx context.Context, c *clusterClient, 
 func (m *networkConfigurationModel) readStatus(ctx context.Context, conf *networkingv1beta1.Configuration) diag.Diagnostics {
 	var pod, ext []string
 	if conf.Status.Remote != nil {
-		pod = nwCIDRStrings(conf.Status.Remote.CIDR.Pod)
-		ext = nwCIDRStrings(conf.Status.Remote.CIDR.External)
+		pod = cidr.Strings(conf.Status.Remote.CIDR.Pod)
+		ext = cidr.Strings(conf.Status.Remote.CIDR.External)
 	}
 	var diags diag.Diagnostics
 	var d diag.Diagnostics
@@ -202,40 +198,6 @@ func (m *networkConfigurationModel) readStatus(ctx context.Context, conf *networ
 	return diags
 }
 
-// remapped says whether the status reports a remapping of every CIDR of the spec.
-func networkConfigurationRemapped(conf *networkingv1beta1.Configuration) (bool, string) {
-	st := conf.Status.Remote
-	if st == nil {
-		return false, "no status.remote" + networkConfigurationConditions(conf)
-	}
-	want, got := conf.Spec.Remote.CIDR, st.CIDR
-	seen := fmt.Sprintf("status.remote.cidr pod [%s] external [%s]%s", strings.Join(nwCIDRStrings(got.Pod), ", "),
-		strings.Join(nwCIDRStrings(got.External), ", "), networkConfigurationConditions(conf))
-	if len(got.Pod) != len(want.Pod) || len(got.External) != len(want.External) {
-		return false, seen
-	}
-	// Conditions that say which generation they observed tell a stale status from a fresh one.
-	for _, c := range conf.Status.Conditions {
-		if c.ObservedGeneration != 0 && c.ObservedGeneration < conf.Generation {
-			return false, seen + fmt.Sprintf(" (condition %s observed generation %d, the object is at %d)",
-				c.Type, c.ObservedGeneration, conf.Generation)
-		}
-	}
-	return true, seen
-}
-
-// networkConfigurationConditions shows the status conditions for messages.
-func networkConfigurationConditions(conf *networkingv1beta1.Configuration) string {
-	if len(conf.Status.Conditions) == 0 {
-		return ", no conditions"
-	}
-	parts := make([]string, 0, len(conf.Status.Conditions))
-	for _, c := range conf.Status.Conditions {
-		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
-	}
-	return ", conditions " + strings.Join(parts, "; ")
-}
-
 // networkConfigurationWaitRemap waits until the controllers report the remapping of every CIDR.
 func networkConfigurationWaitRemap(ctx context.Context, c *clusterClient, _ *networkConfigurationModel, conf *networkingv1beta1.Configuration,
 	timeout time.Duration, _ string,
@@ -244,7 +206,7 @@ func networkConfigurationWaitRemap(ctx context.Context, c *clusterClient, _ *net
 	err := nwWait(ctx, c, networkConfigurationModule, "Configuration", conf, timeout, "the remapped CIDRs (status.remote.cidr) to be reported",
 		"wait_for_remap", func(o client.Object) (bool, string) {
 			cur := o.(*networkingv1beta1.Configuration)
-			done, seen := networkConfigurationRemapped(cur)
+			done, seen := configuration.Remapped(cur)
 			if done {
 				got = cur
 			}

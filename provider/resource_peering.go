@@ -165,17 +165,9 @@ func (m *peeringModel) unhealthy() string {
 			st[k] = s
 		}
 	}
-	var bad []string
-	if n := st["networking"].ValueString(); n != peering.StatusEstablished && n != peering.StatusDisabled {
-		bad = append(bad, "networking is "+n)
-	}
-	if a := st["authentication"].ValueString(); a != peering.StatusEstablished {
-		bad = append(bad, "authentication is "+a)
-	}
-	if o := st["offloading"].ValueString(); o != peering.StatusReady {
-		bad = append(bad, "offloading is "+o)
-	}
-	return strings.Join(bad, ", ")
+	recorded := peering.State{Networking: st["networking"].ValueString(), Authentication: st["authentication"].ValueString(),
+		Offloading: st["offloading"].ValueString()}
+	return recorded.Down()
 }
 
 // options builds the library's options from the model.

@@ -14,6 +14,7 @@ import (
 
 	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 // publicKeyResource manages a PublicKey: the peer gateway's WireGuard public key.
@@ -68,7 +69,6 @@ func (m *publicKeyModel) apply(pk *networkingv1beta1.PublicKey) error {
 	if err != nil {
 		return fmt.Errorf("public_key: %w", err)
 	}
-	nwSetLabels(pk, nwLabels(m.RemoteClusterID.ValueString(), true))
-	pk.Spec.PublicKey = append([]byte(nil), key[:]...)
+	forge.MutatePublicKey(pk, m.RemoteClusterID.ValueString(), key[:])
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 )
 
@@ -182,7 +183,7 @@ func (r *resourceSliceResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() || !plan.Namespace.IsUnknown() || plan.ProviderClusterID.IsUnknown() {
 		return
 	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("namespace"), "liqo-tenant-"+plan.ProviderClusterID.ValueString())...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("namespace"), consts.TenantNamespace(plan.ProviderClusterID.ValueString()))...)
 }
 
 // fill writes the desired spec, labels and annotation into the object.
@@ -191,23 +192,10 @@ func (m *resourceSliceModel) fill(ctx context.Context, rs *authv1beta1.ResourceS
 	if err != nil {
 		return err
 	}
-	if rs.Labels == nil {
-		rs.Labels = map[string]string{}
-	}
-	rs.Labels[consts.RemoteClusterIDLabel] = m.ProviderClusterID.ValueString()
-	rs.Labels[consts.ReplicationLabel] = "true"
-	if rs.Annotations == nil {
-		rs.Annotations = map[string]string{}
-	}
-	rs.Annotations[consts.CreateVirtualNodeAnnotation] = strconv.FormatBool(m.CreateVirtualNode.ValueBool())
-	provider := corev1beta1.ClusterID(m.ProviderClusterID.ValueString())
-	rs.Spec.ProviderClusterID = &provider
-	if !m.ConsumerClusterID.IsNull() {
-		consumer := corev1beta1.ClusterID(m.ConsumerClusterID.ValueString())
-		rs.Spec.ConsumerClusterID = &consumer
-	}
-	rs.Spec.Class = authv1beta1.ResourceSliceClass(m.Class.ValueString())
-	rs.Spec.Resources = res
+	forge.MutateResourceSlice(rs, m.ProviderClusterID.ValueString(), forge.ResourceSliceOptions{
+		ConsumerID: m.ConsumerClusterID.ValueString(), Class: authv1beta1.ResourceSliceClass(m.Class.ValueString()),
+		Resources: res, CreateVirtualNode: m.CreateVirtualNode.ValueBool(),
+	})
 	return nil
 }
 

@@ -17,8 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
-	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
-	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 // tenantResource manages the Tenant of a consumer cluster in the provider cluster.
@@ -130,23 +129,19 @@ func (r *tenantResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 
 // apply writes the plan into a Tenant object.
 func (m *tenantModel) apply(t *authv1beta1.Tenant) error {
-	if t.Labels == nil {
-		t.Labels = map[string]string{}
-	}
-	t.Labels[consts.RemoteClusterIDLabel] = m.ConsumerClusterID.ValueString()
-	t.Spec.ClusterID = corev1beta1.ClusterID(m.ConsumerClusterID.ValueString())
-	t.Spec.AuthzPolicy = authv1beta1.AuthzPolicy(m.AuthzPolicy.ValueString())
-	t.Spec.TenantCondition = authv1beta1.TenantCondition(m.TenantCondition.ValueString())
+	o := forge.TenantOptions{AuthzPolicy: authv1beta1.AuthzPolicy(m.AuthzPolicy.ValueString()),
+		Condition: authv1beta1.TenantCondition(m.TenantCondition.ValueString())}
 	var err error
-	if t.Spec.PublicKey, err = authBytes(m.PublicKey); err != nil {
+	if o.PublicKey, err = authBytes(m.PublicKey); err != nil {
 		return fmt.Errorf("public_key: %w", err)
 	}
-	if t.Spec.CSR, err = authBytes(m.CSR); err != nil {
+	if o.CSR, err = authBytes(m.CSR); err != nil {
 		return fmt.Errorf("csr: %w", err)
 	}
-	if t.Spec.Signature, err = authBytes(m.Signature); err != nil {
+	if o.Signature, err = authBytes(m.Signature); err != nil {
 		return fmt.Errorf("signature: %w", err)
 	}
+	forge.MutateTenant(t, m.ConsumerClusterID.ValueString(), o)
 	return nil
 }
 

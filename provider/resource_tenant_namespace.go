@@ -92,7 +92,7 @@ func (r *tenantNamespaceResource) ModifyPlan(ctx context.Context, req resource.M
 	if resp.Diagnostics.HasError() || !plan.Name.IsUnknown() || plan.RemoteClusterID.IsUnknown() {
 		return
 	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("name"), "liqo-tenant-"+plan.RemoteClusterID.ValueString())...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("name"), consts.TenantNamespace(plan.RemoteClusterID.ValueString()))...)
 }
 
 func (m *tenantNamespaceModel) labels(ctx context.Context) (map[string]string, error) {

@@ -26,6 +26,7 @@ import (
 
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/cidr"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
@@ -159,8 +160,8 @@ func (r *Reconciler) poolOrDefault() []string {
 func (r *Reconciler) usedCIDRs(ctx context.Context, conf *netv1beta1.Configuration) ([]netip.Prefix, error) {
 	raw := append([]string(nil), r.LocalCIDRs...)
 	if conf.Spec.Local != nil {
-		raw = append(raw, cidrStrings(conf.Spec.Local.CIDR.Pod)...)
-		raw = append(raw, cidrStrings(conf.Spec.Local.CIDR.External)...)
+		raw = append(raw, cidr.Strings(conf.Spec.Local.CIDR.Pod)...)
+		raw = append(raw, cidr.Strings(conf.Spec.Local.CIDR.External)...)
 	}
 	nets, err := clusternet.List(ctx, r.Client)
 	if err != nil {
@@ -187,8 +188,8 @@ func (r *Reconciler) usedCIDRs(ctx context.Context, conf *netv1beta1.Configurati
 		if o.Status.Remote != nil {
 			seen = o.Status.Remote.CIDR
 		}
-		raw = append(raw, cidrStrings(seen.Pod)...)
-		raw = append(raw, cidrStrings(seen.External)...)
+		raw = append(raw, cidr.Strings(seen.Pod)...)
+		raw = append(raw, cidr.Strings(seen.External)...)
 	}
 	return parseAll(raw)
 }
@@ -255,14 +256,6 @@ func ipToUint(a netip.Addr) uint64 {
 
 func uintToIP(v uint64) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24 & 0xff), byte(v >> 16 & 0xff), byte(v >> 8 & 0xff), byte(v & 0xff)})
-}
-
-func cidrStrings(cs []netv1beta1.CIDR) []string {
-	out := make([]string, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, string(c))
-	}
-	return out
 }
 
 func parseAll(raw []string) ([]netip.Prefix, error) {

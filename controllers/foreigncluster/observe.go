@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
@@ -185,13 +186,13 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 }
 
 // networkingConditions are the conditions of the networking module: one per Configuration
-// (Ready once it knows the remote pod CIDR), the gateway server's and client's, and one per
+// (Ready once its status maps every remote CIDR, configuration.Remapped), the gateway server's and client's, and one per
 // Connection (its tunnel's state).
 func (o *observation) networkingConditions() []corev1beta1.Condition {
 	var net []corev1beta1.Condition
 	for _, c := range o.configurations {
 		s := corev1beta1.ConditionStatusPending
-		if c.Status.Remote != nil && len(c.Status.Remote.CIDR.Pod) > 0 {
+		if done, _ := configuration.Remapped(&c); done {
 			s = corev1beta1.ConditionStatusReady
 		}
 		net = append(net, cond(corev1beta1.NetworkConfigurationStatusCondition, s, "Configuration "+c.Name))

@@ -23,6 +23,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
 
@@ -69,14 +70,8 @@ func EnsureKeySecret(ctx context.Context, c client.Client, owner client.Object, 
 	if err != nil {
 		return fmt.Errorf("generating a key pair: %w", err)
 	}
-	pub := k.PublicKey()
-	s = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: name, Labels: map[string]string{consts.GatewayResourceLabel: "true"}},
-		Data:       map[string][]byte{consts.PrivateKeySecretKey: k[:], consts.PublicKeySecretKey: pub[:]},
-	}
-	if id := owner.GetLabels()[consts.RemoteClusterIDLabel]; id != "" {
-		s.Labels[consts.RemoteClusterIDLabel] = id
-	}
+	s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: owner.GetNamespace(), Name: name}}
+	forge.MutateGatewayKeys(s, owner.GetLabels()[consts.RemoteClusterIDLabel], &k)
 	if err := controllerutil.SetControllerReference(owner, s, c.Scheme()); err != nil {
 		return fmt.Errorf("owning key Secret %s: %w", name, err)
 	}

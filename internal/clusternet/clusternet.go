@@ -8,6 +8,7 @@ package clusternet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -143,6 +144,40 @@ func ExternalCIDR(items []ipamv1alpha1.Network) (string, error) {
 		return CIDR(&own[0]), nil
 	}
 	return "", fmt.Errorf("the cluster has %d external CIDR Networks (%s), not one: keep one", len(own), describe(own))
+}
+
+// ErrNoPodCIDR says a cluster declares no pod CIDR: it has no Network of its own labelled as one.
+var ErrNoPodCIDR = errors.New("no Network of namespace " + consts.LiqoNamespace + " labelled " + consts.NetworkTypeLabel + "=" +
+	consts.PodCIDRNetwork + " (its controller manager's --pod-cidr flag)")
+
+// Declared is what a cluster's own Networks say of its networks.
+type Declared struct {
+	// PodCIDRs are its pod CIDRs (PodCIDRs), none when it declares none.
+	PodCIDRs []string
+	// ExternalCIDR is its external CIDR (ExternalCIDR), "" when it declares none.
+	ExternalCIDR string
+}
+
+// ExternalCIDRs is the external CIDR as a list: none, or one.
+func (o Declared) ExternalCIDRs() []string {
+	if o.ExternalCIDR == "" {
+		return nil
+	}
+	return []string{o.ExternalCIDR}
+}
+
+// Read reads a cluster's own networks from its Networks (List, PodCIDRs, ExternalCIDR): what
+// its Configuration on a peer holds. Several external-cidr Networks are an error.
+func Read(ctx context.Context, r client.Reader) (Declared, error) {
+	nets, err := List(ctx, r)
+	if err != nil {
+		return Declared{}, err
+	}
+	ext, err := ExternalCIDR(nets)
+	if err != nil {
+		return Declared{}, err
+	}
+	return Declared{PodCIDRs: PodCIDRs(nets), ExternalCIDR: ext}, nil
 }
 
 // describe names Networks for an error: "Network liqo/a (10.0.0.0/16), ..." and the label they

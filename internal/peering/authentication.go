@@ -11,6 +11,7 @@ import (
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 // ensureAuthentication runs the handshake unless it is done: the provider's nonce, signed by
@@ -25,10 +26,10 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		tenant = &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tenantKey.Namespace, Name: tenantKey.Name,
-			Labels: map[string]string{consts.RemoteClusterIDLabel: string(p.consumerID), managedByLabel: managedBy}},
-			Spec: authv1beta1.TenantSpec{ClusterID: p.consumerID, AuthzPolicy: "KeysExchange", TenantCondition: authv1beta1.TenantConditionActive,
-				PublicKey: signed.Data[consts.PublicKeySecretKey], Signature: signed.Data[consts.SignedNonceKey], CSR: signed.Data[consts.CSRKey]}}
+		tenant = &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tenantKey.Namespace, Name: tenantKey.Name}}
+		forge.MutateTenant(tenant, string(p.consumerID), forge.TenantOptions{AuthzPolicy: authv1beta1.KeysExchange,
+			Condition: authv1beta1.TenantConditionActive, PublicKey: signed.Data[consts.PublicKeySecretKey],
+			Signature: signed.Data[consts.SignedNonceKey], CSR: signed.Data[consts.CSRKey]})
 		if err := p.provider.Client.Create(ctx, tenant); err != nil {
 			return fmt.Errorf("creating Tenant %s on %s: %w", tenantKey, p.provider.Name, err)
 		}
@@ -53,9 +54,7 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 	err = p.consumer.Client.Get(ctx, client.ObjectKeyFromObject(id), id)
 	switch {
 	case apierrors.IsNotFound(err):
-		id.Labels = map[string]string{consts.RemoteClusterIDLabel: string(p.providerID), managedByLabel: managedBy}
-		id.Spec = authv1beta1.IdentitySpec{ClusterID: p.providerID, Type: authv1beta1.ControlPlaneIdentityType,
-			Namespace: p.providerNS(), AuthParams: *tenant.Status.AuthParams}
+		forge.MutateIdentity(id, string(p.providerID), authv1beta1.ControlPlaneIdentityType, p.providerNS(), *tenant.Status.AuthParams)
 		if err := p.consumer.Client.Create(ctx, id); err != nil {
 			return fmt.Errorf("creating Identity %s on %s: %w", client.ObjectKeyFromObject(id), p.consumer.Name, err)
 		}
@@ -111,7 +110,7 @@ func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
 	switch {
 	case apierrors.IsNotFound(err):
 		signed = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{
-			consts.SignedNonceLabel: "true", consts.RemoteClusterIDLabel: string(p.providerID), managedByLabel: managedBy}},
+			consts.SignedNonceLabel: "true", consts.RemoteClusterIDLabel: string(p.providerID)}},
 			Data: map[string][]byte{consts.NonceKey: n.Data[consts.NonceKey]}}
 		if err := p.consumer.Client.Create(ctx, signed); err != nil {
 			return nil, fmt.Errorf("asking %s to sign the nonce (Secret %s): %w", p.consumer.Name, key, err)

@@ -8,12 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 // side is one end of the tunnel.
@@ -99,29 +101,16 @@ func gatewayObjectName(ctx context.Context, s side, list client.ObjectList, kind
 // cluster's networks: its own pod CIDRs (at least one) and external CIDR (optional), read from
 // its Network objects by package clusternet.
 func (p *pair) ensureConfiguration(ctx context.Context, local, remote side) error {
-	nets, err := clusternet.List(ctx, remote.c.Client)
+	nets, err := clusternet.Read(ctx, remote.c.Client)
 	if err != nil {
 		return fmt.Errorf("reading the networks of %s: %w", remote.c.Name, err)
 	}
-	cidrs := netv1beta1.ClusterConfigCIDR{}
-	for _, c := range clusternet.PodCIDRs(nets) {
-		cidrs.Pod = append(cidrs.Pod, netv1beta1.CIDR(c))
-	}
-	if len(cidrs.Pod) == 0 {
-		return fmt.Errorf("%s has no pod CIDR: no Network of namespace %s labelled %s=%s (its controller manager's --pod-cidr flag)",
-			remote.c.Name, consts.LiqoNamespace, consts.NetworkTypeLabel, consts.PodCIDRNetwork)
-	}
-	ext, err := clusternet.ExternalCIDR(nets)
-	if err != nil {
-		return fmt.Errorf("reading the external CIDR of %s: %w", remote.c.Name, err)
-	}
-	if ext != "" {
-		cidrs.External = []netv1beta1.CIDR{netv1beta1.CIDR(ext)}
+	if len(nets.PodCIDRs) == 0 {
+		return fmt.Errorf("%s has no pod CIDR: %w", remote.c.Name, clusternet.ErrNoPodCIDR)
 	}
 	conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: local.ns, Name: string(local.remote)}}
 	_, err = controllerutil.CreateOrPatch(ctx, local.c.Client, conf, func() error {
-		setLabels(conf, map[string]string{consts.RemoteClusterIDLabel: string(local.remote), managedByLabel: managedBy})
-		conf.Spec.Remote.CIDR = cidrs
+		forge.MutateConfiguration(conf, string(local.remote), nets.PodCIDRs, nets.ExternalCIDRs())
 		return nil
 	})
 	if err != nil {
@@ -138,16 +127,12 @@ func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewaySer
 	}
 	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
 	_, err = controllerutil.CreateOrPatch(ctx, s.c.Client, gw, func() error {
-		setLabels(gw, map[string]string{consts.RemoteClusterIDLabel: string(s.remote), managedByLabel: managedBy})
 		g := p.opts.Gateway
-		gw.Spec.MTU = g.MTU
-		gw.Spec.Endpoint.ServiceType = g.ServiceType
-		gw.Spec.Endpoint.Port = g.Port
-		gw.Spec.Endpoint.NodePort = nil
+		o := forge.GatewayServerOptions{MTU: g.MTU, ServiceType: g.ServiceType, Port: g.Port}
 		if g.NodePort != 0 {
-			np := g.NodePort
-			gw.Spec.Endpoint.NodePort = &np
+			o.NodePort = ptr.To(g.NodePort)
 		}
+		forge.MutateGatewayServer(gw, string(s.remote), o)
 		return nil
 	})
 	if err != nil {
@@ -197,9 +182,7 @@ func (p *pair) ensureClient(ctx context.Context, s side, server *netv1beta1.Gate
 	}
 	gw := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
 	_, err = controllerutil.CreateOrPatch(ctx, s.c.Client, gw, func() error {
-		setLabels(gw, map[string]string{consts.RemoteClusterIDLabel: string(s.remote), managedByLabel: managedBy})
-		gw.Spec.MTU = p.opts.Gateway.MTU
-		gw.Spec.Endpoint = *server.Status.Endpoint.DeepCopy()
+		forge.MutateGatewayClient(gw, string(s.remote), forge.GatewayClientOptions{MTU: p.opts.Gateway.MTU, Endpoint: *server.Status.Endpoint})
 		return nil
 	})
 	if err != nil {
@@ -236,8 +219,7 @@ func (p *pair) exchangeKeys(ctx context.Context, server, client side, serverSecr
 		}
 		pk := &netv1beta1.PublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: s.to.ns, Name: name}}
 		_, err = controllerutil.CreateOrPatch(ctx, s.to.c.Client, pk, func() error {
-			setLabels(pk, map[string]string{consts.RemoteClusterIDLabel: string(s.to.remote), consts.GatewayResourceLabel: "true", managedByLabel: managedBy})
-			pk.Spec.PublicKey = pub
+			forge.MutatePublicKey(pk, string(s.to.remote), pub)
 			return nil
 		})
 		if err != nil {
@@ -296,15 +278,3 @@ func (p *pair) removeNetwork(ctx context.Context) error {
 }
 
 func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
-
-// setLabels adds labels to an object's own.
-func setLabels(o client.Object, add map[string]string) {
-	l := o.GetLabels()
-	if l == nil {
-		l = map[string]string{}
-	}
-	for k, v := range add {
-		l[k] = v
-	}
-	o.SetLabels(l)
-}

@@ -3,130 +3,147 @@ package peering
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
-	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
-// Module states, as `liqoctl info peer` words them.
+// Module states: the ForeignCluster's own words (foreigncluster.Summary), as `liqoctl info
+// peer` shows them, and Disabled for networking left out of the peering.
 const (
 	StatusDisabled    = "Disabled"
-	StatusNone        = "None"
-	StatusPending     = "Pending"
-	StatusEstablished = "Established"
-	StatusReady       = "Ready"
-	StatusNotReady    = "NotReady"
-	StatusError       = "Error"
+	StatusNone        = string(corev1beta1.ConditionStatusNone)
+	StatusPending     = string(corev1beta1.ConditionStatusPending)
+	StatusEstablished = string(corev1beta1.ConditionStatusEstablished)
+	StatusReady       = string(corev1beta1.ConditionStatusReady)
+	StatusNotReady    = string(corev1beta1.ConditionStatusNotReady)
+	StatusError       = string(corev1beta1.ConditionStatusError)
 )
 
-// observe reads the state of each module.
+// Down says which module of the state is not up (networking Established or Disabled,
+// authentication Established, offloading Ready), e.g. "networking is Pending"; "" when every
+// one is.
+func (s *State) Down() string {
+	var bad []string
+	if s.Networking != StatusEstablished && s.Networking != StatusDisabled {
+		bad = append(bad, "networking is "+s.Networking)
+	}
+	if s.Authentication != StatusEstablished {
+		bad = append(bad, "authentication is "+s.Authentication)
+	}
+	if s.Offloading != StatusReady {
+		bad = append(bad, "offloading is "+s.Offloading)
+	}
+	return strings.Join(bad, ", ")
+}
+
+// observe reads the state of the peering. The state of each module is what the ForeignClusters
+// report, as the controllers compute them (package controllers/foreigncluster): the consumer's
+// for the provider gives networking, the consumer's identity and offloading (its virtual
+// nodes); the provider's for the consumer tells whether it refuses the consumer's Tenant (a
+// Tenant cordoned or drained on purpose is an administrative state, not a broken peering).
+// Before the consumer has a virtual node, the ResourceSlice's negotiation tells offloading
+// apart: Pending while asked, Error when denied (the ForeignCluster has no condition for it).
+// The virtual node's name and the granted resources come from their objects.
 func (p *pair) observe(ctx context.Context) (*State, error) {
 	st := &State{ConsumerID: p.consumerID, ProviderID: p.providerID,
-		ConsumerTenantNamespace: p.consumerNS(), ProviderTenantNamespace: p.providerNS(),
-		Networking: StatusDisabled, Authentication: StatusNone, Offloading: StatusNone}
-
+		ConsumerTenantNamespace: p.consumerNS(), ProviderTenantNamespace: p.providerNS(), Networking: StatusDisabled}
+	consumerView, err := foreignClusterOf(ctx, p.consumer, p.providerID)
+	if err != nil {
+		return nil, err
+	}
+	providerView, err := foreignClusterOf(ctx, p.provider, p.consumerID)
+	if err != nil {
+		return nil, err
+	}
 	if p.opts.Networking {
-		st.Networking = StatusNone
-		conns := &netv1beta1.ConnectionList{}
-		if err := p.consumer.Client.List(ctx, conns, client.InNamespace(p.consumerNS())); err != nil {
-			return nil, fmt.Errorf("listing Connections in %s on %s: %w", p.consumerNS(), p.consumer.Name, err)
-		}
-		for _, c := range conns.Items {
-			switch c.Status.Value {
-			case netv1beta1.Connected:
-				st.Networking = StatusEstablished
-			case netv1beta1.ConnectionError:
-				st.Networking = StatusError
-			default:
-				st.Networking = StatusPending
-			}
+		st.Networking = string(foreigncluster.Summary(consumerView.Modules.Networking.Conditions))
+	}
+	auth := foreigncluster.ConditionsOf(consumerView.Modules.Authentication, corev1beta1.AuthIdentityControlPlaneStatusCondition)
+	for _, c := range foreigncluster.ConditionsOf(providerView.Modules.Authentication, corev1beta1.AuthTenantStatusCondition) {
+		if c.Status == corev1beta1.ConditionStatusError {
+			auth = append(auth, c)
 		}
 	}
-
-	tenant := &authv1beta1.Tenant{}
-	err := p.provider.Client.Get(ctx, clientKey(p.providerNS(), string(p.consumerID)), tenant)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return nil, fmt.Errorf("reading the Tenant of %s on %s: %w", p.consumerID, p.provider.Name, err)
-	default:
-		st.Authentication = StatusPending
-		id := &authv1beta1.Identity{}
-		err := p.consumer.Client.Get(ctx, clientKey(p.consumerNS(), IdentityPrefix+string(p.providerID)), id)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("reading the Identity of %s on %s: %w", p.providerID, p.consumer.Name, err)
-		}
-		if err == nil && id.Status.KubeconfigSecretRef != nil && tenant.Status.AuthParams != nil {
-			st.Authentication = StatusEstablished
-		}
-		// Credentials issued once do not make a Tenant accepted now (its signature no longer
-		// matching the nonce, say): the provider's ForeignCluster tells whether it refuses it.
-		refused, err := p.tenantRefused(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if refused {
-			st.Authentication = StatusError
-		}
+	st.Authentication = string(foreigncluster.Summary(auth))
+	st.Offloading = string(foreigncluster.Summary(consumerView.Modules.Offloading.Conditions))
+	if err := p.observeSlice(ctx, st); err != nil {
+		return nil, err
 	}
+	return st, nil
+}
 
+// observeSlice reads the consumer's ResourceSlice of the peering into st: what it asks, what
+// the provider grants, its virtual node, and offloading's state before the virtual node is
+// there.
+func (p *pair) observeSlice(ctx context.Context, st *State) error {
 	slice := &authv1beta1.ResourceSlice{}
-	err = p.consumer.Client.Get(ctx, clientKey(p.consumerNS(), p.sliceName()), slice)
+	err := p.consumer.Client.Get(ctx, clientKey(p.consumerNS(), p.sliceName()), slice)
 	switch {
 	case apierrors.IsNotFound(err):
+		return nil
 	case err != nil:
-		return nil, fmt.Errorf("reading the ResourceSlice of %s on %s: %w", p.providerID, p.consumer.Name, err)
-	default:
+		return fmt.Errorf("reading the ResourceSlice of %s on %s: %w", p.providerID, p.consumer.Name, err)
+	}
+	st.Granted = slice.Status.Resources.DeepCopy()
+	st.Asked = slice.Spec.Resources.DeepCopy()
+	if st.Offloading == StatusNone {
 		st.Offloading = StatusPending
-		st.Granted = slice.Status.Resources.DeepCopy()
-		st.Asked = slice.Spec.Resources.DeepCopy()
 		for _, c := range slice.Status.Conditions {
 			if c.Type == authv1beta1.ResourceSliceConditionTypeResources && c.Status == authv1beta1.ResourceSliceConditionDenied {
 				st.Offloading = StatusError
 			}
 		}
-		node := &corev1.Node{}
-		name := consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name)
-		err := p.consumer.Client.Get(ctx, client.ObjectKey{Name: name}, node)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("reading virtual node %s on %s: %w", name, p.consumer.Name, err)
-		}
-		if err == nil {
-			st.VirtualNode = name
-			st.Offloading = StatusNotReady
-			if nodeReady(node) {
-				st.Offloading = StatusReady
-			}
-		}
 	}
-	return st, nil
+	name := consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name)
+	err = p.consumer.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
+	switch {
+	case err == nil:
+		st.VirtualNode = name
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading virtual node %s on %s: %w", name, p.consumer.Name, err)
+	}
+	return nil
 }
 
-// tenantRefused tells whether the provider refuses the consumer's Tenant, as the provider's
-// ForeignCluster for the consumer reports it (its controller checks the Tenant as the Tenant
-// reconciler does).
-func (p *pair) tenantRefused(ctx context.Context) (bool, error) {
+// foreignClusterOf returns the status of c's ForeignCluster for the cluster id (an empty one
+// when it has none yet).
+func foreignClusterOf(ctx context.Context, c Cluster, id corev1beta1.ClusterID) (corev1beta1.ForeignClusterStatus, error) {
 	fcs := &corev1beta1.ForeignClusterList{}
-	if err := p.provider.Client.List(ctx, fcs); err != nil {
-		return false, fmt.Errorf("listing the ForeignClusters of %s: %w", p.provider.Name, err)
+	if err := c.Client.List(ctx, fcs); err != nil {
+		return corev1beta1.ForeignClusterStatus{}, fmt.Errorf("listing the ForeignClusters of %s: %w", c.Name, err)
 	}
 	for _, fc := range fcs.Items {
-		if fc.Spec.ClusterID != p.consumerID {
-			continue
-		}
-		for _, c := range fc.Status.Modules.Authentication.Conditions {
-			if c.Type == corev1beta1.AuthTenantStatusCondition && c.Status == corev1beta1.ConditionStatusError {
-				return true, nil
-			}
+		if fc.Spec.ClusterID == id {
+			return fc.Status, nil
 		}
 	}
-	return false, nil
+	return corev1beta1.ForeignClusterStatus{}, nil
+}
+
+// waitUp waits until the ForeignClusters report every module of the peering up (State.Down),
+// and returns that state: the controllers write them after the objects the steps awaited.
+func (p *pair) waitUp(ctx context.Context) (*State, error) {
+	var st *State
+	err := waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("the ForeignClusters of %s on %s and of %s on %s to report the peering up",
+		p.providerID, p.consumer.Name, p.consumerID, p.provider.Name), func(ctx context.Context) (bool, error) {
+		var err error
+		if st, err = p.observe(ctx); err != nil {
+			return false, err
+		}
+		if down := st.Down(); down != "" {
+			return false, fmt.Errorf("%s", down)
+		}
+		return true, nil
+	})
+	return st, err
 }
 
 // exists tells whether the peering's defining objects are there: the provider's Tenant for

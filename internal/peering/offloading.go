@@ -16,11 +16,19 @@ import (
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 // sliceName is the consumer's ResourceSlice of a peering (so its virtual node is named after
 // the provider's cluster ID).
 func (p *pair) sliceName() string { return string(p.providerID) }
+
+// sliceOptions are the consumer's ResourceSlice of the peering: the default class, the
+// resources asked, a virtual node.
+func (p *pair) sliceOptions() forge.ResourceSliceOptions {
+	return forge.ResourceSliceOptions{ConsumerID: string(p.consumerID), Class: authv1beta1.ResourceSliceClassDefault,
+		Resources: p.opts.Resources, CreateVirtualNode: true}
+}
 
 // ensureOffloading asks the provider for the resources through a ResourceSlice (replicated to
 // the provider by the consumer's controller manager), waits until the provider grants them and
@@ -36,11 +44,7 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 	asked := ""
 	switch {
 	case apierrors.IsNotFound(err):
-		providerID, consumerID := p.providerID, p.consumerID
-		slice.Labels = map[string]string{consts.ReplicationLabel: "true", consts.RemoteClusterIDLabel: string(p.providerID), managedByLabel: managedBy}
-		slice.Annotations = map[string]string{consts.CreateVirtualNodeAnnotation: "true"}
-		slice.Spec = authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID, ConsumerClusterID: &consumerID, Class: "default",
-			Resources: p.opts.Resources.DeepCopy()}
+		forge.MutateResourceSlice(slice, string(p.providerID), p.sliceOptions())
 		if err := p.consumer.Client.Create(ctx, slice); err != nil {
 			return fmt.Errorf("creating ResourceSlice %s on %s: %w", key, p.consumer.Name, err)
 		}
@@ -51,7 +55,7 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 			previous = slice.Spec.Resources.DeepCopy()
 		}
 		before := slice.DeepCopy()
-		slice.Spec.Resources = p.opts.Resources.DeepCopy()
+		forge.MutateResourceSlice(slice, string(p.providerID), p.sliceOptions())
 		if err := p.consumer.Client.Patch(ctx, slice, client.MergeFrom(before)); err != nil {
 			return fmt.Errorf("asking %s for other resources (ResourceSlice %s on %s): %w", p.provider.Name, key, p.consumer.Name, err)
 		}

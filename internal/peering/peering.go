@@ -25,6 +25,7 @@ import (
 
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
 // Cluster is one side of a peering.
@@ -68,8 +69,9 @@ type State struct {
 	ConsumerTenantNamespace, ProviderTenantNamespace string
 	// VirtualNode is the consumer's Node that stands for the provider ("" before it exists).
 	VirtualNode string
-	// Networking, Authentication and Offloading summarise each module like `liqoctl info peer`:
-	// Disabled, None, Pending, Established/Ready, or Error with a reason.
+	// Networking, Authentication and Offloading are each module's state, as the ForeignClusters
+	// report it (see observe): Disabled (networking left out), None, Pending, Established or
+	// Ready, NotReady, SomeNotReady, or Error.
 	Networking, Authentication, Offloading string
 	// Granted are the resources the provider granted: those asked, and those it adds on its own
 	// (its defaultNodeResources, e.g. ephemeral-storage where its nodes have some).
@@ -82,9 +84,6 @@ type State struct {
 const (
 	// IdentityPrefix + provider ID is the consumer's control-plane Identity.
 	IdentityPrefix = "controlplane-"
-	// managedByLabel marks what this package created.
-	managedByLabel = "app.kubernetes.io/managed-by"
-	managedBy      = "liqo-peering"
 )
 
 // TenantNamespace is the tenant namespace a cluster keeps for the peer with the given ID.
@@ -159,7 +158,7 @@ func Peer(ctx context.Context, consumer, provider Cluster, opts Options) (*State
 	if err := p.ensureOffloading(ctx); err != nil {
 		return nil, err
 	}
-	return p.observe(ctx)
+	return p.waitUp(ctx)
 }
 
 // Observe reports the state of the peering of consumer with provider; found is false when
@@ -214,9 +213,8 @@ func (p *pair) ensureTenantNamespaces(ctx context.Context) error {
 		err := side.c.Client.Get(ctx, client.ObjectKey{Name: side.name}, ns)
 		switch {
 		case apierrors.IsNotFound(err):
-			labels := consts.TenantNamespaceLabels(string(side.remote))
-			labels[managedByLabel] = managedBy
-			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: side.name, Labels: labels}}
+			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: side.name}}
+			forge.MutateTenantNamespace(ns, string(side.remote))
 			if err := side.c.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) { // made meanwhile: fine
 				return fmt.Errorf("creating tenant namespace %s on %s: %w", side.name, side.c.Name, err)
 			}
@@ -224,7 +222,7 @@ func (p *pair) ensureTenantNamespaces(ctx context.Context) error {
 			return fmt.Errorf("reading tenant namespace %s on %s: %w", side.name, side.c.Name, err)
 		case ns.DeletionTimestamp != nil:
 			return fmt.Errorf("tenant namespace %s on %s is being deleted (an earlier unpeering); apply again once it is gone", side.name, side.c.Name)
-		case ns.Labels[consts.RemoteClusterIDLabel] != string(side.remote) || ns.Labels[consts.TenantNamespaceLabel] != "true":
+		case !forge.IsTenantNamespaceOf(ns, string(side.remote)):
 			return fmt.Errorf("namespace %s on %s exists but is not the tenant namespace of %s (labels %s=%s, %s=true): rename or remove it",
 				side.name, side.c.Name, side.remote, consts.RemoteClusterIDLabel, side.remote, consts.TenantNamespaceLabel)
 		}

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 const (
@@ -70,7 +72,7 @@ func tunnelInterface(k gatewayKey) string {
 // tunnel compute the same one from the pair of names (the tenant namespace names the remote
 // cluster). "" (the gateway's default) when the remote cluster is not a sandbox cluster.
 func tunnelCIDR(k gatewayKey) string {
-	name, tenant := strings.CutPrefix(k.namespace, "liqo-tenant-")
+	name, tenant := strings.CutPrefix(k.namespace, consts.TenantNamespacePrefix)
 	local, remote := slices.Index(ClusterNames, k.cluster), slices.Index(ClusterNames, name)
 	if !tenant || local < 0 || remote < 0 || local == remote {
 		return ""

@@ -1,0 +1,41 @@
+package forge
+
+import (
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// TenantOptions are what a Tenant's writer decides.
+type TenantOptions struct {
+	// AuthzPolicy says whether the consumer's signed nonce is checked (KeysExchange) or not.
+	AuthzPolicy authv1beta1.AuthzPolicy
+	// Condition is the tenant's administrative state (Active, Cordoned, Drained).
+	Condition authv1beta1.TenantCondition
+	// PublicKey is the consumer's signing public key, Signature its signature of the
+	// provider's nonce, and CSR its certificate request.
+	PublicKey, Signature, CSR []byte
+}
+
+// MutateTenant makes t the provider's Tenant for the consumer consumerID as o says: labelled
+// consts.RemoteClusterIDLabel=consumerID, with spec.clusterID the consumer.
+func MutateTenant(t *authv1beta1.Tenant, consumerID string, o TenantOptions) {
+	setLabels(t, map[string]string{consts.RemoteClusterIDLabel: consumerID})
+	t.Spec.ClusterID = corev1beta1.ClusterID(consumerID)
+	t.Spec.AuthzPolicy = o.AuthzPolicy
+	t.Spec.TenantCondition = o.Condition
+	t.Spec.PublicKey = o.PublicKey
+	t.Spec.Signature = o.Signature
+	t.Spec.CSR = o.CSR
+}
+
+// MutateIdentity makes id the consumer's Identity of type typ towards the provider providerID,
+// whose tenant namespace for the consumer is remoteNamespace: labelled
+// consts.RemoteClusterIDLabel=providerID, with the credentials params in spec.authParams.
+func MutateIdentity(id *authv1beta1.Identity, providerID string, typ authv1beta1.IdentityType, remoteNamespace string, params authv1beta1.AuthParams) {
+	setLabels(id, map[string]string{consts.RemoteClusterIDLabel: providerID})
+	id.Spec.ClusterID = corev1beta1.ClusterID(providerID)
+	id.Spec.Type = typ
+	id.Spec.Namespace = remoteNamespace
+	id.Spec.AuthParams = params
+}

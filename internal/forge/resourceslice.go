@@ -1,0 +1,47 @@
+package forge
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+)
+
+// ResourceSliceOptions are what a ResourceSlice's writer decides.
+type ResourceSliceOptions struct {
+	// ConsumerID is the consumer's own cluster ID, in spec.consumerClusterID ("": not set; the
+	// API forbids removing it once set, so an empty one keeps what the object has).
+	ConsumerID string
+	// Class selects how the provider serves the slice ("": the API's default).
+	Class authv1beta1.ResourceSliceClass
+	// Resources are the quantities asked for (copied).
+	Resources corev1.ResourceList
+	// CreateVirtualNode asks the consumer's controllers for a virtual node once the slice is
+	// granted (annotation consts.CreateVirtualNodeAnnotation).
+	CreateVirtualNode bool
+}
+
+// MutateResourceSlice makes rs the consumer's request for resources of the provider providerID
+// as o says: labelled consts.RemoteClusterIDLabel=providerID and consts.ReplicationLabel=true
+// (the consumer's controllers replicate it to the provider), annotated with whether to create
+// a virtual node, with the provider's ID in spec.providerClusterID.
+func MutateResourceSlice(rs *authv1beta1.ResourceSlice, providerID string, o ResourceSliceOptions) {
+	setLabels(rs, map[string]string{consts.RemoteClusterIDLabel: providerID, consts.ReplicationLabel: "true"})
+	annotations := rs.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[consts.CreateVirtualNodeAnnotation] = strconv.FormatBool(o.CreateVirtualNode)
+	rs.SetAnnotations(annotations)
+	provider := corev1beta1.ClusterID(providerID)
+	rs.Spec.ProviderClusterID = &provider
+	if o.ConsumerID != "" {
+		consumer := corev1beta1.ClusterID(o.ConsumerID)
+		rs.Spec.ConsumerClusterID = &consumer
+	}
+	rs.Spec.Class = o.Class
+	rs.Spec.Resources = o.Resources.DeepCopy()
+}
