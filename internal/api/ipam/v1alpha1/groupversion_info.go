@@ -4,17 +4,14 @@
 // +groupName=ipam.liqo.io
 package v1alpha1
 
-import (
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
-)
+import "github.com/peerkit/terraform-provider-liqo/internal/api/apigroup"
 
 var (
-	// GroupVersion is the group and version of this package's kinds.
-	GroupVersion = schema.GroupVersion{Group: "ipam.liqo.io", Version: "v1alpha1"}
-
 	// SchemeBuilder registers this package's kinds with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = apigroup.NewSchemeBuilder("ipam.liqo.io", "v1alpha1")
+
+	// GroupVersion is the group and version of this package's kinds.
+	GroupVersion = SchemeBuilder.GroupVersion
 
 	// AddToScheme adds this package's kinds to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
