@@ -3,8 +3,6 @@ package provider
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -21,22 +19,22 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 )
 
 // consumerIdentityRequest makes the consumer's private key and a PEM certificate request for
 // the user (common name) in organization.
 func consumerIdentityRequest(user, organization string) (*ecdsa.PrivateKey, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := pki.NewKey()
 	if err != nil {
-		return nil, nil, fmt.Errorf("generating the private key: %w", err)
+		return nil, nil, fmt.Errorf("making the private key: %w", err)
 	}
-	csrDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: user, Organization: []string{organization}},
-	}, key)
+	csrPEM, err := pki.NewCSR(key, pkix.Name{CommonName: user, Organization: []string{organization}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("making the certificate request: %w", err)
 	}
-	return key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}), nil
+	return key, csrPEM, nil
 }
 
 // consumerIdentitySubmit creates the CertificateSigningRequest for the kube-apiserver client

@@ -3,28 +3,19 @@ package signing
 import (
 	"crypto"
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"slices"
-)
 
-// csrBlock is the PEM block type of a certificate request.
-const csrBlock = "CERTIFICATE REQUEST"
+	"github.com/peerkit/terraform-provider-liqo/internal/pki"
+)
 
 // CSR makes a PEM certificate request for a client certificate with common name cn (the
 // cluster ID) and organizations orgs, signed with the key pair.
 func (k *KeyPair) CSR(cn string, orgs ...string) ([]byte, error) {
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: cn, Organization: orgs},
-	}, k.Private)
-	if err != nil {
-		return nil, fmt.Errorf("creating certificate request for %s: %w", cn, err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: csrBlock, Bytes: der}), nil
+	return pki.NewCSR(k.Private, pkix.Name{CommonName: cn, Organization: orgs})
 }
 
 // CheckCSR parses a PEM certificate request and checks that its signature is valid, that its
@@ -32,13 +23,9 @@ func (k *KeyPair) CSR(cn string, orgs ...string) ([]byte, error) {
 // the user's groups: a request naming system:masters would make its holder a cluster
 // administrator) and, when pub is given, that it is for that public key. It returns the request.
 func CheckCSR(data []byte, cn string, orgs []string, pub ed25519.PublicKey) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != csrBlock {
-		return nil, errors.New("not a PEM certificate request")
-	}
-	req, err := x509.ParseCertificateRequest(block.Bytes)
+	req, err := pki.ParseCSRPEM(data)
 	if err != nil {
-		return nil, fmt.Errorf("parsing certificate request: %w", err)
+		return nil, fmt.Errorf("certificate request: %w", err)
 	}
 	if err := req.CheckSignature(); err != nil {
 		return nil, fmt.Errorf("certificate request signature: %w", err)
@@ -60,26 +47,15 @@ func CheckCSR(data []byte, cn string, orgs []string, pub ed25519.PublicKey) (*x5
 	return req, nil
 }
 
-// ParseCertificate parses the first certificate of a PEM bundle.
+// ParseCertificate parses the first certificate of a PEM bundle: the certificate a Tenant's or
+// an Identity's signer issued.
 func ParseCertificate(data []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, errors.New("not a PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("parsing certificate: %w", err)
-	}
-	return cert, nil
+	return pki.ParseCertPEM(data)
 }
 
 // CertificateMatchesCSR tells whether a certificate is for the public key of a PEM request.
 func CertificateMatchesCSR(cert *x509.Certificate, csr []byte) bool {
-	block, _ := pem.Decode(csr)
-	if block == nil {
-		return false
-	}
-	req, err := x509.ParseCertificateRequest(block.Bytes)
+	req, err := pki.ParseCSRPEM(csr)
 	if err != nil {
 		return false
 	}

@@ -1,6 +1,6 @@
 // Package signing holds the cluster's signing identity: an Ed25519 key pair, its PEM encoding,
 // and signing and verifying the nonces of the authentication handshake. Key material is handled
-// here only, and never logged.
+// here and in package pki (PEM and certificate requests) only, and never logged.
 package signing
 
 import (
@@ -10,13 +10,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 )
 
-// PEM block types of the encoded keys.
-const (
-	privateKeyBlock = "PRIVATE KEY"
-	publicKeyBlock  = "PUBLIC KEY"
-)
+// publicKeyBlock is the PEM block type of an encoded public key.
+const publicKeyBlock = "PUBLIC KEY"
 
 // KeyPair is an Ed25519 key pair.
 type KeyPair struct {
@@ -37,11 +36,7 @@ func Generate() (*KeyPair, error) {
 
 // EncodePrivate returns the private key as PKCS #8 PEM.
 func (k *KeyPair) EncodePrivate() ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(k.Private)
-	if err != nil {
-		return nil, fmt.Errorf("encoding private key: %w", err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: privateKeyBlock, Bytes: der}), nil
+	return pki.EncodePKCS8KeyPEM(k.Private)
 }
 
 // EncodePublic returns the public key as PKIX PEM.
@@ -60,13 +55,9 @@ func EncodePublicKey(pub ed25519.PublicKey) ([]byte, error) {
 
 // ParsePrivate decodes a PKCS #8 PEM Ed25519 private key into a key pair.
 func ParsePrivate(data []byte) (*KeyPair, error) {
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != privateKeyBlock {
-		return nil, errors.New("not a PEM private key")
-	}
-	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	key, err := pki.ParsePEM(data, pki.PrivateKeyBlock, x509.ParsePKCS8PrivateKey)
 	if err != nil {
-		return nil, fmt.Errorf("parsing private key: %w", err)
+		return nil, fmt.Errorf("private key: %w", err)
 	}
 	priv, ok := key.(ed25519.PrivateKey)
 	if !ok {
@@ -81,13 +72,9 @@ func ParsePrivate(data []byte) (*KeyPair, error) {
 
 // ParsePublic decodes a PKIX PEM Ed25519 public key.
 func ParsePublic(data []byte) (ed25519.PublicKey, error) {
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != publicKeyBlock {
-		return nil, errors.New("not a PEM public key")
-	}
-	key, err := x509.ParsePKIXPublicKey(block.Bytes)
+	key, err := pki.ParsePEM(data, publicKeyBlock, x509.ParsePKIXPublicKey)
 	if err != nil {
-		return nil, fmt.Errorf("parsing public key: %w", err)
+		return nil, fmt.Errorf("public key: %w", err)
 	}
 	pub, ok := key.(ed25519.PublicKey)
 	if !ok {

@@ -1,20 +1,16 @@
 package testenv
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 )
 
 // Files of the client CA in a cluster's certificate folder.
@@ -23,53 +19,59 @@ const (
 	clientCAKeyFile  = "client-ca.key"
 )
 
+// Lifetimes of the client CA and of the certificates it signs here.
+const (
+	// clientCALifetime is long, as a real cluster CA's is: the CSR signer caps the certificates
+	// it issues at the CA's expiry.
+	clientCALifetime = 10 * 365 * 24 * time.Hour
+	issuedLifetime   = 7 * 24 * time.Hour
+)
+
 // diskCertAuthn authenticates users with client certificates signed by a CA whose key it keeps
 // on disk, so that kube-controller-manager's CSR signer can sign with the same CA and the
 // certificates it issues (signer kubernetes.io/kube-apiserver-client) are trusted by the API
 // server. envtest's own authenticator keeps its CA key in memory only.
 type diskCertAuthn struct {
-	dir    string
-	caCert *x509.Certificate
-	caKey  *ecdsa.PrivateKey
+	dir string
+	ca  *pki.CA
 }
 
 var _ envtest.Authn = (*diskCertAuthn)(nil)
 
 func newDiskCertAuthn(dir string) (*diskCertAuthn, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA("testenv-client-ca", clientCALifetime, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("generating client CA key: %w", err)
+		return nil, fmt.Errorf("making the client CA: %w", err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "testenv-client-ca"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		// Long-lived, as a real cluster CA is: the CSR signer caps the certificates it issues at
-		// the CA's expiry.
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	keyPEM, err := ca.KeyPEM()
 	if err != nil {
-		return nil, fmt.Errorf("signing client CA: %w", err)
+		return nil, fmt.Errorf("client CA: %w", err)
 	}
-	cert, err := x509.ParseCertificate(der)
+	if err := writeKeyPair(filepath.Join(dir, clientCACertFile), filepath.Join(dir, clientCAKeyFile), ca.CertPEM(), keyPEM); err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	return &diskCertAuthn{dir: dir, ca: ca}, nil
+}
+
+// sign issues a certificate of the client CA from t, valid from now for issuedLifetime.
+func (a *diskCertAuthn) sign(t pki.Template) (*pki.KeyPair, error) {
+	t.Lifetime, t.Now = issuedLifetime, time.Now()
+	pair, err := a.ca.Issue(t)
 	if err != nil {
-		return nil, fmt.Errorf("parsing client CA: %w", err)
+		return nil, fmt.Errorf("issuing with the client CA: %w", err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("encoding client CA key: %w", err)
+	return pair, nil
+}
+
+// writeKeyPair writes a certificate and its key, both PEM, readable by their owner only.
+func writeKeyPair(certPath, keyPath string, certPEM, keyPEM []byte) error {
+	if err := os.WriteFile(certPath, certPEM, 0o600); err != nil {
+		return fmt.Errorf("writing the certificate: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, clientCACertFile), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return nil, fmt.Errorf("writing client CA: %w", err)
+	if err := os.WriteFile(keyPath, keyPEM, 0o600); err != nil {
+		return fmt.Errorf("writing the key of %s: %w", filepath.Base(certPath), err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, clientCAKeyFile), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, fmt.Errorf("writing client CA key: %w", err)
-	}
-	return &diskCertAuthn{dir: dir, caCert: cert, caKey: key}, nil
+	return nil
 }
 
 // Configure points the API server at the client CA.
@@ -86,32 +88,16 @@ func (a *diskCertAuthn) Stop() error { return nil }
 
 // AddUser issues a client certificate for user and returns baseCfg authenticating with it.
 func (a *diskCertAuthn) AddUser(user envtest.User, baseCfg *rest.Config) (*rest.Config, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pair, err := a.sign(pki.Template{Subject: pkix.Name{CommonName: user.Name, Organization: user.Groups}, Usage: pki.Client})
 	if err != nil {
-		return nil, fmt.Errorf("generating key of user %s: %w", user.Name, err)
+		return nil, fmt.Errorf("user %s: %w", user.Name, err)
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	keyPEM, err := pair.KeyPEM()
 	if err != nil {
-		return nil, fmt.Errorf("generating serial of user %s: %w", user.Name, err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: user.Name, Organization: user.Groups},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.caCert, &key.PublicKey, a.caKey)
-	if err != nil {
-		return nil, fmt.Errorf("signing certificate of user %s: %w", user.Name, err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("encoding key of user %s: %w", user.Name, err)
+		return nil, fmt.Errorf("user %s: %w", user.Name, err)
 	}
 	cfg := rest.CopyConfig(baseCfg)
-	cfg.CertData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	cfg.KeyData = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	cfg.CertData = pair.CertPEM()
+	cfg.KeyData = keyPEM
 	return cfg, nil
 }

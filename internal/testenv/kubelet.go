@@ -1,20 +1,14 @@
 package testenv
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 )
 
 // KubeletClientUser is the user the API server authenticates as to kubelets when
@@ -30,35 +24,20 @@ const (
 	kwokServingKeyFile    = "kwok-serving.key"
 )
 
-// issue signs a certificate made from tmpl with the client CA and writes it and its key as
-// name.crt and name.key in the CA's folder; it returns both paths.
-func (a *diskCertAuthn) issue(certFile, keyFile string, tmpl *x509.Certificate) (string, string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// issue signs a certificate made from t with the client CA and writes it and its key (SEC 1)
+// as certFile and keyFile in the CA's folder; it returns both paths.
+func (a *diskCertAuthn) issue(certFile, keyFile string, t pki.Template) (string, string, error) {
+	pair, err := a.sign(t)
 	if err != nil {
-		return "", "", fmt.Errorf("generating key for %s: %w", certFile, err)
+		return "", "", fmt.Errorf("%s: %w", certFile, err)
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	keyPEM, err := pair.KeyPEM()
 	if err != nil {
-		return "", "", fmt.Errorf("generating serial for %s: %w", certFile, err)
-	}
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(7 * 24 * time.Hour)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.caCert, &key.PublicKey, a.caKey)
-	if err != nil {
-		return "", "", fmt.Errorf("signing %s: %w", certFile, err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return "", "", fmt.Errorf("encoding key of %s: %w", certFile, err)
+		return "", "", fmt.Errorf("%s: %w", certFile, err)
 	}
 	certPath, keyPath := filepath.Join(a.dir, certFile), filepath.Join(a.dir, keyFile)
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return "", "", fmt.Errorf("writing %s: %w", certPath, err)
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return "", "", fmt.Errorf("writing %s: %w", keyPath, err)
+	if err := writeKeyPair(certPath, keyPath, pair.CertPEM(), keyPEM); err != nil {
+		return "", "", fmt.Errorf("%s: %w", certPath, err)
 	}
 	return certPath, keyPath, nil
 }
@@ -68,9 +47,9 @@ func (a *diskCertAuthn) issue(certFile, keyFile string, tmpl *x509.Certificate) 
 // the kubelets' serving certificates against the CA kube-controller-manager signs CSRs with
 // (the client CA here, for every signer, kubernetes.io/kubelet-serving included).
 func configureKubeletAPI(authn *diskCertAuthn, args *envtest.Arguments) error {
-	cert, key, err := authn.issue(kubeletClientCertFile, kubeletClientKeyFile, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: KubeletClientUser, Organization: []string{"system:masters"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	cert, key, err := authn.issue(kubeletClientCertFile, kubeletClientKeyFile, pki.Template{
+		Subject: pkix.Name{CommonName: KubeletClientUser, Organization: []string{"system:masters"}},
+		Usage:   pki.Client,
 	})
 	if err != nil {
 		return err
@@ -85,10 +64,10 @@ func configureKubeletAPI(authn *diskCertAuthn, args *envtest.Arguments) error {
 // kwokServingArgs are kwok's flags to serve its nodes' kubelet endpoint over HTTPS on
 // 127.0.0.1, with a certificate the API server trusts when KubeletAPI is set.
 func kwokServingArgs(authn *diskCertAuthn) ([]string, error) {
-	cert, key, err := authn.issue(kwokServingCertFile, kwokServingKeyFile, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "system:node:kwok", Organization: []string{"system:nodes"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	cert, key, err := authn.issue(kwokServingCertFile, kwokServingKeyFile, pki.Template{
+		Subject: pkix.Name{CommonName: "system:node:kwok", Organization: []string{"system:nodes"}},
+		Usage:   pki.Serving,
+		Hosts:   []string{"127.0.0.1"},
 	})
 	if err != nil {
 		return nil, err

@@ -2,16 +2,16 @@ package testenv
 
 import (
 	"context"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 )
 
 // kubeletConfig is the node's KubeletConfiguration: cgroupfs under a cgroup root of its own
@@ -95,11 +95,10 @@ const kubeProxyUser = "system:kube-proxy"
 // writes the kubeconfigs of kubelet (system:node:<name>, group system:nodes) and kube-proxy.
 func (n *RealNode) writeNodeCredentials(authn *diskCertAuthn, admin *rest.Config) error {
 	prefix := "realnode-" + n.Name
-	if _, _, err := authn.issue(prefix+"-serving.crt", prefix+"-serving.key", &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "system:node:" + n.Name, Organization: []string{"system:nodes"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP(n.IP)},
-		DNSNames:    []string{n.Name},
+	if _, _, err := authn.issue(prefix+"-serving.crt", prefix+"-serving.key", pki.Template{
+		Subject: pkix.Name{CommonName: "system:node:" + n.Name, Organization: []string{"system:nodes"}},
+		Usage:   pki.Serving,
+		Hosts:   []string{n.IP, n.Name},
 	}); err != nil {
 		return fmt.Errorf("real node %s: %w", n.Name, err)
 	}
@@ -111,8 +110,8 @@ func (n *RealNode) writeNodeCredentials(authn *diskCertAuthn, admin *rest.Config
 		if u.group != "" {
 			subject.Organization = []string{u.group}
 		}
-		certPath, keyPath, err := authn.issue(prefix+"-"+u.file+".crt", prefix+"-"+u.file+".key", &x509.Certificate{
-			Subject: subject, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		certPath, keyPath, err := authn.issue(prefix+"-"+u.file+".crt", prefix+"-"+u.file+".key", pki.Template{
+			Subject: subject, Usage: pki.Client,
 		})
 		if err != nil {
 			return fmt.Errorf("real node %s: %w", n.Name, err)

@@ -2,18 +2,14 @@ package webhookserver
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"time"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 )
 
 // Data keys of the certificate Secret. The Secret has type kubernetes.io/tls; the CA's key is
@@ -43,23 +39,23 @@ func certificates(data map[string][]byte, hosts []string, now time.Time) (out ma
 	if len(hosts) == 0 {
 		return nil, false, errors.New("no host to issue the webhook serving certificate for")
 	}
-	ca, caKey, caErr := parseCA(data)
+	ca, caErr := parseCA(data)
 	// The CA must outlive every serving certificate it signs until that one is renewed.
-	if caErr == nil && ca.NotAfter.Sub(now) < servingValidity+renewBefore {
-		caErr = fmt.Errorf("the CA expires on %s", ca.NotAfter.Format(time.RFC3339))
+	if caErr == nil && ca.Cert.NotAfter.Sub(now) < servingValidity+renewBefore {
+		caErr = fmt.Errorf("the CA expires on %s", ca.Cert.NotAfter.Format(time.RFC3339))
 	}
 	if caErr == nil {
-		if servingErr := checkServing(data, ca, hosts, now); servingErr == nil {
+		if servingErr := checkServing(data, ca.Cert, hosts, now); servingErr == nil {
 			return data, false, nil
 		}
 	} else {
 		var caPEM, caKeyPEM []byte
-		if ca, caKey, caPEM, caKeyPEM, err = newCA(now); err != nil {
+		if ca, caPEM, caKeyPEM, err = newCA(now); err != nil {
 			return nil, false, err
 		}
 		data = map[string][]byte{CACertKey: caPEM, CAKeyKey: caKeyPEM}
 	}
-	certPEM, keyPEM, err := newServing(ca, caKey, hosts, now)
+	certPEM, keyPEM, err := newServing(ca, hosts, now)
 	if err != nil {
 		return nil, false, err
 	}
@@ -106,22 +102,12 @@ func checkProvided(data map[string][]byte, host string, now time.Time) error {
 }
 
 // parseCA reads the CA certificate and key of data.
-func parseCA(data map[string][]byte) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	cert, err := parseCert(data[CACertKey])
+func parseCA(data map[string][]byte) (*pki.CA, error) {
+	ca, err := pki.ParseCA(data[CACertKey], data[CAKeyKey])
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", CACertKey, err)
+		return nil, fmt.Errorf("%s and %s: %w", CACertKey, CAKeyKey, err)
 	}
-	if !cert.IsCA {
-		return nil, nil, fmt.Errorf("%s is not a CA", CACertKey)
-	}
-	key, err := parseKey(data[CAKeyKey])
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", CAKeyKey, err)
-	}
-	if !key.PublicKey.Equal(cert.PublicKey) {
-		return nil, nil, fmt.Errorf("%s does not match %s", CAKeyKey, CACertKey)
-	}
-	return cert, key, nil
+	return ca, nil
 }
 
 // checkServing fails unless data's serving certificate and key match, are signed by ca, cover
@@ -149,112 +135,32 @@ func checkServing(data map[string][]byte, ca *x509.Certificate, hosts []string, 
 	return nil
 }
 
-func parseCert(p []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(p)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, errors.New("no PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+// newCA makes the webhook CA and returns it with its certificate and key as PEM.
+func newCA(now time.Time) (*pki.CA, []byte, []byte, error) {
+	ca, err := pki.NewCA("liqo-webhook-ca", caValidity, now)
 	if err != nil {
-		return nil, fmt.Errorf("parsing certificate: %w", err)
+		return nil, nil, nil, fmt.Errorf("making the webhook CA: %w", err)
 	}
-	return cert, nil
+	keyPEM, err := ca.KeyPEM()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("the webhook CA: %w", err)
+	}
+	return ca, ca.CertPEM(), keyPEM, nil
 }
 
-func parseKey(p []byte) (*ecdsa.PrivateKey, error) {
-	block, _ := pem.Decode(p)
-	if block == nil {
-		return nil, errors.New("no PEM key")
-	}
-	key, err := x509.ParseECPrivateKey(block.Bytes)
+// newServing issues a serving certificate for hosts (the first one is its common name) under ca
+// and returns it and its key as PEM.
+func newServing(ca *pki.CA, hosts []string, now time.Time) ([]byte, []byte, error) {
+	serving, err := ca.Issue(pki.Template{Subject: pkix.Name{CommonName: hosts[0]}, Usage: pki.Serving, Hosts: hosts,
+		Lifetime: servingValidity, Now: now})
 	if err != nil {
-		return nil, fmt.Errorf("parsing EC key: %w", err)
+		return nil, nil, fmt.Errorf("issuing the webhook serving certificate: %w", err)
 	}
-	return key, nil
-}
-
-func newCA(now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	keyPEM, err := serving.KeyPEM()
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("generating the webhook CA key: %w", err)
+		return nil, nil, fmt.Errorf("the webhook serving certificate: %w", err)
 	}
-	serial, err := serialNumber()
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "liqo-webhook-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(caValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("creating the webhook CA certificate: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("parsing the webhook CA certificate: %w", err)
-	}
-	keyPEM, err := encodeKey(key)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
-}
-
-func newServing(ca *x509.Certificate, caKey *ecdsa.PrivateKey, hosts []string, now time.Time) ([]byte, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("generating the webhook serving key: %w", err)
-	}
-	serial, err := serialNumber()
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: hosts[0]},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(servingValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating the webhook serving certificate: %w", err)
-	}
-	keyPEM, err := encodeKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
-}
-
-func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("encoding an EC key: %w", err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
-}
-
-func serialNumber() (*big.Int, error) {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, fmt.Errorf("generating a certificate serial number: %w", err)
-	}
-	return n, nil
+	return serving.CertPEM(), keyPEM, nil
 }
 
 // sameData says whether two Secret data maps hold the same certificates.

@@ -5,11 +5,13 @@ import (
 	"crypto/x509"
 	"testing"
 	"time"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 )
 
 func leaf(t *testing.T, data map[string][]byte) *x509.Certificate {
 	t.Helper()
-	c, err := parseCert(data[TLSCertKey])
+	c, err := pki.ParseCertPEM(data[TLSCertKey])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,9 +102,9 @@ func TestCertificates(t *testing.T) {
 
 func mustCA(t *testing.T, data map[string][]byte) *x509.Certificate {
 	t.Helper()
-	ca, _, err := parseCA(data)
+	ca, err := parseCA(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ca
+	return ca.Cert
 }
