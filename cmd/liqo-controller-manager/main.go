@@ -17,9 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -42,16 +40,13 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 func main() {
-	ctx := ctrl.SetupSignalHandler()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "liqo-controller-manager:", err)
-		os.Exit(1)
-	}
+	cli.Exit("liqo-controller-manager", run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr))
 }
 
 // controllerOptions are the manager's controller options; tests that start the manager more
@@ -154,14 +149,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 }
 
 func (o *options) restConfig() (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if o.kubeconfig != "" {
-		if cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig); err != nil {
-			return nil, fmt.Errorf("loading --kubeconfig %s: %w", o.kubeconfig, err)
-		}
-	} else if cfg, err = rest.InClusterConfig(); err != nil {
-		return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+	cfg, err := cli.RESTConfig(o.kubeconfig)
+	if err != nil {
+		return nil, err //nolint:wrapcheck // it names the flag
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	return cfg, nil
@@ -183,13 +173,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := api.NewScheme()
+	direct, err := api.NewClient(cfg)
 	if err != nil {
 		return err
-	}
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
 	}
 	id, err := clusteridentity.Ensure(ctx, direct, o.identity)
 	if err != nil {
@@ -202,7 +188,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	log.Info("cluster identity in place", "clusterID", id, "apiServer", cfg.Host)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
+		Scheme:                  direct.Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,

@@ -109,13 +109,9 @@ func runUninstall(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := api.NewScheme()
+	c, err := api.NewClient(cfg)
 	if err != nil {
 		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()

@@ -17,17 +17,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
+	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "liqo-gateway:", err)
-		os.Exit(1)
-	}
+	cli.Exit("liqo-gateway", run())
 }
 
 func run() error {
@@ -53,7 +50,7 @@ func run() error {
 	opts.Mode = agent.Mode(mode)
 
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{LogTimestamp: true, Verbosity: verbosity})
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := cli.RESTConfig(kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading cluster credentials: %w", err)
 	}

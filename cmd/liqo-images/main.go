@@ -27,6 +27,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/images"
 	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
@@ -35,10 +36,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "liqo-images:", err)
-		os.Exit(1)
-	}
+	cli.Exit("liqo-images", err)
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {

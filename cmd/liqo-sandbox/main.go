@@ -15,15 +15,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "liqo-sandbox:", err)
-		os.Exit(1)
-	}
+	cli.Exit("liqo-sandbox", run(context.Background(), os.Args[1:]))
 }
 
 func run(ctx context.Context, args []string) error {

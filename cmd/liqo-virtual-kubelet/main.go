@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -40,17 +39,14 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/reflectors"
 )
 
 func main() {
-	ctx := ctrl.SetupSignalHandler()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "liqo-virtual-kubelet:", err)
-		os.Exit(1)
-	}
+	cli.Exit("liqo-virtual-kubelet", run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr))
 }
 
 // controllerOptions are the manager's controller options; tests that run the command more
@@ -106,21 +102,6 @@ func parse(args []string, out io.Writer) (*options, error) {
 	return o, nil
 }
 
-func (o *options) restConfig() (*rest.Config, error) {
-	if o.kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("loading --kubeconfig %s: %w", o.kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
-	}
-	return cfg, nil
-}
-
 // run parses args and runs the virtual node until ctx ends.
 func run(ctx context.Context, args []string, out io.Writer) error {
 	o, err := parse(args, out)
@@ -129,7 +110,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(out)).WithValues("virtualNode", o.virtualNode.String())
 	ctrl.SetLogger(log)
-	cfg, err := o.restConfig()
+	cfg, err := cli.RESTConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
