@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -143,7 +144,7 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	want, err1 := plan.requested(ctx)
 	had, err2 := state.requested(ctx)
-	if err1 == nil && err2 == nil && plan.known() && sameQuantities(want, had) {
+	if err1 == nil && err2 == nil && plan.known() && equality.Semantic.DeepEqual(want, had) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("granted"), state.Granted)...)
 	}
 	if reason := state.unhealthy(); reason != "" && resp.Plan.Raw.Equal(req.State.Raw) {
@@ -237,20 +238,6 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	}
 	m.Status = status
 	return nil
-}
-
-// sameQuantities compares two resource lists by quantity.
-func sameQuantities(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, q := range a {
-		o, ok := b[k]
-		if !ok || o.Cmp(q) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // peeringLocks serialise the operations on one pair of clusters within this provider process:

@@ -109,14 +109,32 @@ func (p *pair) ensureConfiguration(ctx context.Context, local, remote side) erro
 		return fmt.Errorf("%s has no pod CIDR: %w", remote.c.Name, clusternet.ErrNoPodCIDR)
 	}
 	conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: local.ns, Name: string(local.remote)}}
-	_, err = controllerutil.CreateOrPatch(ctx, local.c.Client, conf, func() error {
+	return p.write(ctx, local, "Configuration", conf, func() {
 		forge.MutateConfiguration(conf, string(local.remote), nets.PodCIDRs, nets.ExternalCIDRs())
+	}, "", nil)
+}
+
+// write creates obj (a kind object) on s's cluster, or patches it, to what mutate makes of it;
+// then, unless ready is nil, it waits until ready says the controllers have answered it, what
+// naming that answer in messages.
+func (p *pair) write(ctx context.Context, s side, kind string, obj client.Object, mutate func(), what string, ready func() bool) error {
+	_, err := controllerutil.CreateOrPatch(ctx, s.c.Client, obj, func() error {
+		mutate()
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("writing Configuration %s/%s on %s: %w", conf.Namespace, conf.Name, local.c.Name, err)
+		return fmt.Errorf("writing %s %s/%s on %s: %w", kind, obj.GetNamespace(), obj.GetName(), s.c.Name, err)
 	}
-	return nil
+	if ready == nil {
+		return nil
+	}
+	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("%s %s/%s on %s to %s", kind, obj.GetNamespace(), obj.GetName(), s.c.Name, what),
+		func(ctx context.Context) (bool, error) {
+			if err := s.c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return false, fmt.Errorf("reading %s: %w", kind, err)
+			}
+			return ready(), nil
+		})
 }
 
 // ensureServer writes the gateway server and waits for its endpoint and key Secret.
@@ -126,25 +144,15 @@ func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewaySer
 		return nil, err
 	}
 	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
-	_, err = controllerutil.CreateOrPatch(ctx, s.c.Client, gw, func() error {
-		g := p.opts.Gateway
-		o := forge.GatewayServerOptions{MTU: g.MTU, ServiceType: g.ServiceType, Port: g.Port}
-		if g.NodePort != 0 {
-			o.NodePort = ptr.To(g.NodePort)
-		}
-		forge.MutateGatewayServer(gw, string(s.remote), o)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("writing GatewayServer %s/%s on %s: %w", s.ns, name, s.c.Name, err)
+	g := p.opts.Gateway
+	o := forge.GatewayServerOptions{MTU: g.MTU, ServiceType: g.ServiceType, Port: g.Port}
+	if g.NodePort != 0 {
+		o.NodePort = ptr.To(g.NodePort)
 	}
-	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("GatewayServer %s/%s on %s to report its endpoint", s.ns, name, s.c.Name),
-		func(ctx context.Context) (bool, error) {
-			if err := s.c.Client.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
-				return false, fmt.Errorf("reading GatewayServer: %w", err)
-			}
+	err = p.write(ctx, s, "GatewayServer", gw, func() { forge.MutateGatewayServer(gw, string(s.remote), o) }, "report its endpoint",
+		func() bool {
 			return gw.Status.Endpoint != nil && len(gw.Status.Endpoint.Addresses) > 0 && gw.Status.SecretRef != nil &&
-				endpointCurrent(gw.Status.Endpoint, p.opts.Gateway), nil
+				endpointCurrent(gw.Status.Endpoint, g)
 		})
 	return gw, err
 }
@@ -181,20 +189,9 @@ func (p *pair) ensureClient(ctx context.Context, s side, server *netv1beta1.Gate
 		return nil, err
 	}
 	gw := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
-	_, err = controllerutil.CreateOrPatch(ctx, s.c.Client, gw, func() error {
+	err = p.write(ctx, s, "GatewayClient", gw, func() {
 		forge.MutateGatewayClient(gw, string(s.remote), forge.GatewayClientOptions{MTU: p.opts.Gateway.MTU, Endpoint: *server.Status.Endpoint})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("writing GatewayClient %s/%s on %s: %w", s.ns, name, s.c.Name, err)
-	}
-	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("GatewayClient %s/%s on %s to have its keys", s.ns, name, s.c.Name),
-		func(ctx context.Context) (bool, error) {
-			if err := s.c.Client.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
-				return false, fmt.Errorf("reading GatewayClient: %w", err)
-			}
-			return gw.Status.SecretRef != nil && gw.Status.SecretRef.Name != "", nil
-		})
+	}, "have its keys", func() bool { return gw.Status.SecretRef != nil && gw.Status.SecretRef.Name != "" })
 	return gw, err
 }
 
@@ -218,12 +215,8 @@ func (p *pair) exchangeKeys(ctx context.Context, server, client side, serverSecr
 			return err
 		}
 		pk := &netv1beta1.PublicKey{ObjectMeta: metav1.ObjectMeta{Namespace: s.to.ns, Name: name}}
-		_, err = controllerutil.CreateOrPatch(ctx, s.to.c.Client, pk, func() error {
-			forge.MutatePublicKey(pk, string(s.to.remote), pub)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("writing PublicKey %s/%s on %s: %w", s.to.ns, name, s.to.c.Name, err)
+		if err := p.write(ctx, s.to, "PublicKey", pk, func() { forge.MutatePublicKey(pk, string(s.to.remote), pub) }, "", nil); err != nil {
+			return err
 		}
 	}
 	return nil

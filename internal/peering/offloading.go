@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,7 +51,7 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 		}
 	case err != nil:
 		return fmt.Errorf("reading ResourceSlice %s on %s: %w", key, p.consumer.Name, err)
-	case !sameResources(slice.Spec.Resources, p.opts.Resources):
+	case !equality.Semantic.DeepEqual(slice.Spec.Resources, p.opts.Resources):
 		if granted(slice) {
 			previous = slice.Spec.Resources.DeepCopy()
 		}
@@ -69,7 +70,7 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 			if c.Type != authv1beta1.ResourceSliceConditionTypeResources {
 				continue
 			}
-			if c.Status == authv1beta1.ResourceSliceConditionDenied && sameResources(slice.Spec.Resources, p.opts.Resources) &&
+			if c.Status == authv1beta1.ResourceSliceConditionDenied && equality.Semantic.DeepEqual(slice.Spec.Resources, p.opts.Resources) &&
 				!grantCovers(slice.Status.Resources, p.opts.Resources) && slice.ResourceVersion != asked {
 				return false, stop("%s denied ResourceSlice %s: %s (%s); ask for less, or share more on the provider", p.provider.Name, key, c.Message, c.Reason)
 			}
@@ -202,7 +203,6 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// sameResources compares two resource lists by quantity.
 // grantCovers says a grant gives exactly what was asked for each resource asked. A provider
 // also grants resources not asked for (its defaultNodeResources, e.g. ephemeral-storage where
 // its nodes have some), which do not make the grant differ from the ask.
@@ -210,19 +210,6 @@ func grantCovers(granted, asked corev1.ResourceList) bool {
 	for k, q := range asked {
 		g, ok := granted[k]
 		if !ok || g.Cmp(q) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func sameResources(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, q := range a {
-		o, ok := b[k]
-		if !ok || o.Cmp(q) != 0 {
 			return false
 		}
 	}
