@@ -54,32 +54,18 @@ func (d *clusterDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			"its peer (e.g. `liqo_tenant_namespace.remote_cluster_id`, the network configuration's CIDRs).",
 		Attributes: map[string]schema.Attribute{
 			"cluster": offloadingDataSourceClusterAttribute(),
-			"cluster_id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "The cluster's ID, from ConfigMap `liqo/liqo-clusterid-configmap` (key `CLUSTER_ID`).",
-			},
-			"pod_cidr": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "The cluster's pod CIDR: the CIDR of its Networks of namespace `liqo` labelled " +
-					"`ipam.liqo.io/network-type=pod-cidr` (each one's `status.cidr`, else its `spec.cidr`; upstream names them " +
-					"`pod-cidr-<cidr>`, e.g. `pod-cidr-10-200-0-0-16`); null when there is none yet, an error when they hold " +
-					"several CIDRs.",
-			},
-			"external_cidr": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "The cluster's external CIDR (the range its peers reach it through): the Network of namespace " +
-					"`liqo` labelled `ipam.liqo.io/network-type=external-cidr` (its `status.cidr`, else its `spec.cidr`); " +
-					"null when there is none yet, an error when there are several. The liqo controllers default it to " +
-					"`10.70.0.0/16`, as upstream Liqo does.",
-			},
-			"api_server_url": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "URL of the API server the provider connects to for this cluster.",
-			},
-			"kubernetes_version": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "Kubernetes version of the API server (e.g. `v1.31.0`).",
-			},
+			"cluster_id": dataSourceComputedString("The cluster's ID, from ConfigMap `liqo/liqo-clusterid-configmap` " +
+				"(key `CLUSTER_ID`)."),
+			"pod_cidr": dataSourceComputedString("The cluster's pod CIDR: the CIDR of its Networks of namespace `liqo` " +
+				"labelled `ipam.liqo.io/network-type=pod-cidr` (each one's `status.cidr`, else its `spec.cidr`; upstream " +
+				"names them `pod-cidr-<cidr>`, e.g. `pod-cidr-10-200-0-0-16`); null when there is none yet, an error when " +
+				"they hold several CIDRs."),
+			"external_cidr": dataSourceComputedString("The cluster's external CIDR (the range its peers reach it through): " +
+				"the Network of namespace `liqo` labelled `ipam.liqo.io/network-type=external-cidr` (its `status.cidr`, " +
+				"else its `spec.cidr`); null when there is none yet, an error when there are several. The liqo controllers " +
+				"default it to `10.70.0.0/16`, as upstream Liqo does."),
+			"api_server_url":     dataSourceComputedString("URL of the API server the provider connects to for this cluster."),
+			"kubernetes_version": dataSourceComputedString("Kubernetes version of the API server (e.g. `v1.31.0`)."),
 		},
 	}
 }

@@ -63,11 +63,11 @@ func fcConditionsAttribute(what string) schema.ListNestedAttribute {
 		Computed:            true,
 		MarkdownDescription: "Conditions of " + what + ".",
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-			"type": schema.StringAttribute{Computed: true, MarkdownDescription: "Condition type, e.g. `NetworkConnectionStatus`."},
-			"status": schema.StringAttribute{Computed: true, MarkdownDescription: "`None`, `Pending`, `Established`, `Error`, " +
-				"`Ready`, `NotReady` or `SomeNotReady`."},
-			"reason":  schema.StringAttribute{Computed: true, MarkdownDescription: "Machine-readable reason of the last transition."},
-			"message": schema.StringAttribute{Computed: true, MarkdownDescription: "Human-readable message of the last transition."},
+			"type": dataSourceComputedString("Condition type, e.g. `NetworkConnectionStatus`."),
+			"status": dataSourceComputedString("`None`, `Pending`, `Established`, `Error`, `Ready`, `NotReady` or " +
+				"`SomeNotReady`."),
+			"reason":  dataSourceComputedString("Machine-readable reason of the last transition."),
+			"message": dataSourceComputedString("Human-readable message of the last transition."),
 		}},
 	}
 }
@@ -97,19 +97,20 @@ func (d *foreignClusterDataSource) Schema(_ context.Context, _ datasource.Schema
 				MarkdownDescription: "Cluster ID of the remote cluster.",
 				Validators:          []validator.String{clusterIDValidator()},
 			},
-			"name":                    schema.StringAttribute{Computed: true, MarkdownDescription: "Name of the ForeignCluster object."},
-			"role":                    schema.StringAttribute{Computed: true, MarkdownDescription: "Role of the remote cluster seen from this one: `Consumer`, `Provider`, `ConsumerAndProvider` or `Unknown`."},
-			"api_server_url":          schema.StringAttribute{Computed: true, MarkdownDescription: "URL of the remote cluster's API server, when known."},
-			"local_tenant_namespace":  schema.StringAttribute{Computed: true, MarkdownDescription: "Tenant namespace of the peering in this cluster, when known."},
-			"remote_tenant_namespace": schema.StringAttribute{Computed: true, MarkdownDescription: "Tenant namespace of the peering in the remote cluster, when known."},
+			"name": dataSourceComputedString("Name of the ForeignCluster object."),
+			"role": dataSourceComputedString("Role of the remote cluster seen from this one: `Consumer`, `Provider`, " +
+				"`ConsumerAndProvider` or `Unknown`."),
+			"api_server_url":          dataSourceComputedString("URL of the remote cluster's API server, when known."),
+			"local_tenant_namespace":  dataSourceComputedString("Tenant namespace of the peering in this cluster, when known."),
+			"remote_tenant_namespace": dataSourceComputedString("Tenant namespace of the peering in the remote cluster, when known."),
 			"conditions":              fcConditionsAttribute("the whole peering (e.g. `APIServerStatus`)"),
 			"networking":              fcModuleAttribute("networking"),
 			"authentication":          fcModuleAttribute("authentication"),
 			"offloading":              fcModuleAttribute("offloading"),
-			"tunnel_latency": schema.StringAttribute{Computed: true, MarkdownDescription: "Round trip through the tunnel as " +
-				"this cluster's gateway last measured it (the `Connection`'s `status.latency` in the local tenant namespace, " +
-				"renewed about every 10 s), while it is connected; null otherwise. A measurement: it changes from one read to " +
-				"the next, so an output built on it changes at every plan. Resources keep no such value in state."},
+			"tunnel_latency": dataSourceComputedString("Round trip through the tunnel as this cluster's gateway last " +
+				"measured it (the `Connection`'s `status.latency` in the local tenant namespace, renewed about every 10 s), " +
+				"while it is connected; null otherwise. A measurement: it changes from one read to the next, so an output " +
+				"built on it changes at every plan. Resources keep no such value in state."),
 		},
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
-	"regexp"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -27,22 +26,11 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
-// nwDNSSubdomainPattern is a DNS-1123 subdomain, the form of most object names.
-var nwDNSSubdomainPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-
 // nwNamespaceAttribute is the `namespace` attribute of the networking objects: the tenant
 // namespace they live in.
 func nwNamespaceAttribute() schema.StringAttribute {
-	return schema.StringAttribute{
-		Required: true,
-		MarkdownDescription: "Tenant namespace the object lives in (e.g. `liqo_tenant_namespace.<name>.name`). " +
-			"Changing it replaces the object.",
-		PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-		Validators: []validator.String{
-			stringvalidator.LengthBetween(1, 63),
-			stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label (a namespace name)"),
-		},
-	}
+	return requiredReplaceString("Tenant namespace the object lives in (e.g. `liqo_tenant_namespace.<name>.name`). "+
+		"Changing it replaces the object.", namespaceNameValidators()...)
 }
 
 // nwNameAttribute is the `name` attribute of a networking object with a fixed default name.
@@ -56,30 +44,24 @@ func nwNameAttribute(def, what string) schema.StringAttribute {
 	}
 }
 
-// nwNameValidator checks an object name (DNS-1123 subdomain).
-func nwNameValidator() validator.String {
-	return stringvalidator.All(
-		stringvalidator.LengthBetween(1, 253),
-		stringvalidator.RegexMatches(nwDNSSubdomainPattern, "must be a DNS subdomain: lower-case letters, digits, '-' and '.', "+
-			"starting and ending with a letter or digit"),
-	)
-}
-
 // nwRemoteClusterIDAttribute is the `remote_cluster_id` attribute: the value of the
 // liqo.io/remote-cluster-id label. replace says whether changing it replaces the object.
 func nwRemoteClusterIDAttribute(replace bool) schema.StringAttribute {
-	a := schema.StringAttribute{
+	const description = "Cluster ID of the peer this object is for: the label `liqo.io/remote-cluster-id`. "
+	if replace {
+		return clusterIDAttribute(description + "Changing it replaces the object.")
+	}
+	return schema.StringAttribute{
 		Required:            true,
-		MarkdownDescription: "Cluster ID of the peer this object is for: the label `liqo.io/remote-cluster-id`. ",
+		MarkdownDescription: description + "Changing it relabels the object in place.",
 		Validators:          []validator.String{clusterIDValidator()},
 	}
-	if replace {
-		a.MarkdownDescription += "Changing it replaces the object."
-		a.PlanModifiers = []planmodifier.String{stringplanmodifier.RequiresReplace()}
-	} else {
-		a.MarkdownDescription += "Changing it relabels the object in place."
-	}
-	return a
+}
+
+// nwSecretRefAttribute is the `secret_ref` attribute of the gateways: their WireGuard keys.
+func nwSecretRefAttribute() schema.StringAttribute {
+	return optionalString("Name of the Secret in the same namespace holding the gateway's WireGuard keys "+
+		"(`liqo_gateway_keys.<name>.name`). Left out, the operator makes its own keys. In place.", nwNameValidator())
 }
 
 // nwParseWGKey decodes a WireGuard key given in standard base64 with padding (44 characters).
@@ -105,28 +87,6 @@ func nwInt32(v int64) int32 {
 		return 0
 	}
 	return int32(v)
-}
-
-// nwWGKeyValidator checks that a string is a WireGuard key: 32 bytes in base64.
-type nwWGKeyValidator struct{}
-
-// Description says what the WireGuard key validator accepts.
-func (nwWGKeyValidator) Description(context.Context) string {
-	return "must be a WireGuard key: 32 bytes in standard base64 (44 characters, as `wg genkey` or `wg pubkey` print)"
-}
-
-// MarkdownDescription is Description.
-func (v nwWGKeyValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-// ValidateString checks one value. The message never repeats the value: it may be a private key.
-func (nwWGKeyValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if _, err := nwParseWGKey(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid WireGuard key",
-			fmt.Sprintf("the value is not a WireGuard key: %v; generate one with `wg genkey` or the liqo_wireguard_keypair ephemeral resource", err))
-	}
 }
 
 // nwStringList makes a list attribute from strings; null when empty.
@@ -183,10 +143,7 @@ func nwTemplateAttribute(kind, name, what string) schema.SingleNestedAttribute {
 			},
 			"namespace": schema.StringAttribute{
 				Required: true, MarkdownDescription: "Namespace of the template, e.g. `" + consts.LiqoNamespace + "`.",
-				Validators: []validator.String{
-					stringvalidator.LengthBetween(1, 63),
-					stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label (a namespace name)"),
-				},
+				Validators: namespaceNameValidators(),
 			},
 		},
 	}

@@ -52,6 +52,11 @@ func offloadingDataSourceClusterAttribute() dsschema.StringAttribute {
 	}
 }
 
+// dataSourceComputedString is a string a data source reads.
+func dataSourceComputedString(description string) dsschema.StringAttribute {
+	return dsschema.StringAttribute{Computed: true, MarkdownDescription: description}
+}
+
 // offloadingQuantityString keeps the configured spelling of a quantity when the cluster holds
 // the same amount (the API server canonicalizes quantities: 1024Mi comes back as 1Gi), so a
 // configuration that says the same thing differently is not drift.

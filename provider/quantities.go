@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
@@ -156,6 +156,15 @@ func (m *quantitiesModel) set(ctx context.Context, list corev1.ResourceList, ask
 	return nil
 }
 
+// quantityAttribute is a requested quantity of a resource (a Kubernetes quantity).
+func quantityAttribute(required bool, description string) schema.StringAttribute {
+	return schema.StringAttribute{
+		Required: required, Optional: !required,
+		MarkdownDescription: description,
+		Validators:          []validator.String{quantityValidator()},
+	}
+}
+
 // quantitiesResourcesAttribute is the `resources` attribute: the non-standard resources asked
 // for, by resource name, as quantities.
 func quantitiesResourcesAttribute(description string) schema.MapAttribute {
@@ -167,7 +176,7 @@ func quantitiesResourcesAttribute(description string) schema.MapAttribute {
 				stringvalidator.NoneOf("cpu", "memory", "pods", "ephemeral-storage"),
 				stringvalidator.RegexMatches(resourceSliceResourceNamePattern, "must be a resource name such as nvidia.com/gpu"),
 			),
-			mapvalidator.ValueStringsAre(quantityValidator{}),
+			mapvalidator.ValueStringsAre(quantityValidator()),
 		},
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,25 +61,6 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	if _, err := r.clusters.lookup(cluster.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("cluster"), "Unknown cluster", err.Error())
-	}
-}
-
-// clusterAttribute is the `cluster` attribute of every single-cluster resource.
-func clusterAttribute() schema.StringAttribute {
-	return schema.StringAttribute{
-		Optional: true,
-		MarkdownDescription: "Key of the provider's `clusters` map naming the cluster to manage this object in; " +
-			"default: the provider block's own connection. Changing it replaces the object.",
-		PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-	}
-}
-
-// idAttribute is the `id` attribute: the import ID of the object.
-func idAttribute(form string) schema.StringAttribute {
-	return schema.StringAttribute{
-		Computed:            true,
-		MarkdownDescription: "Import ID of the object: `" + form + "` (the cluster part is omitted for the provider's own connection).",
-		PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 	}
 }
 

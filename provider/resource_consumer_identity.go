@@ -77,7 +77,6 @@ func (r *consumerIdentityResource) Metadata(_ context.Context, req resource.Meta
 
 // Schema describes liqo_consumer_identity.
 func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	resp.Schema = objectSchema(ctx, "[cluster/]namespace/name", timeouts.Opts{Create: true, Delete: true},
 		"Provider side of a peering: issues the credentials of a consumer cluster's control plane. "+
 			"At apply, the provider generates an ECDSA P-256 private key in its own process (it is never in the plan), "+
@@ -106,25 +105,12 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 			"Import (`[cluster/]namespace/name`) adopts the RBAC objects; since a private key cannot be imported, "+
 			"the next apply issues a new certificate.",
 		map[string]schema.Attribute{
-			"namespace": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Tenant namespace of the consumer in the provider cluster, where the credentials work. Changing it re-issues them.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
-			},
-			"name": schema.StringAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Name of the Role and RoleBinding, and prefix of the CSR's name; default: " +
-					"`liqo-consumer-<consumer_cluster_id>`. Changing it re-issues the credentials.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace(), stringplanmodifier.UseStateForUnknown()},
-				Validators:    []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
-			},
-			"consumer_cluster_id": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Cluster ID of the consumer: the certificate's common name, hence the user name. Changing it re-issues the credentials.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{clusterIDValidator()},
-			},
+			"namespace": namespaceAttribute("Tenant namespace of the consumer in the provider cluster, where the credentials " +
+				"work. Changing it re-issues them."),
+			"name": derivedDefaultString("Name of the Role and RoleBinding, and prefix of the CSR's name; default: "+
+				"`liqo-consumer-<consumer_cluster_id>`. Changing it re-issues the credentials.", dnsLabelValidators()...),
+			"consumer_cluster_id": clusterIDAttribute("Cluster ID of the consumer: the certificate's common name, hence the " +
+				"user name. Changing it re-issues the credentials."),
 			"organization": schema.StringAttribute{
 				Optional: true, Computed: true,
 				Default:             stringdefault.StaticString("liqo.io"),
@@ -134,18 +120,12 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.RegexMatches(organizationPattern,
 					"must be a group name without a colon: the system: groups (system:masters, system:nodes, ...) carry cluster-wide rights")},
 			},
-			"role_name": schema.StringAttribute{
-				Optional: true,
-				MarkdownDescription: "A ClusterRole to bind instead of the Role this resource manages (e.g. Liqo's " +
-					"`liqo-remote-controlplane`); unset (default): a least-privilege Role named `name`. Updated in place.",
-				Validators: []validator.String{stringvalidator.LengthBetween(1, 253)},
-			},
-			"api_server_url": schema.StringAttribute{
-				Optional: true,
-				MarkdownDescription: "API server URL written in the kubeconfig, for consumers that reach the provider " +
-					"through another address; default: the URL the provider connection uses. Updated in place.",
-				Validators: []validator.String{stringvalidator.RegexMatches(authHTTPSURLPattern, "must be an https:// URL")},
-			},
+			"role_name": optionalString("A ClusterRole to bind instead of the Role this resource manages (e.g. Liqo's "+
+				"`liqo-remote-controlplane`); unset (default): a least-privilege Role named `name`. Updated in place.",
+				stringvalidator.LengthBetween(1, 253)),
+			"api_server_url": optionalString("API server URL written in the kubeconfig, for consumers that reach the "+
+				"provider through another address; default: the URL the provider connection uses. Updated in place.",
+				stringvalidator.RegexMatches(authHTTPSURLPattern, "must be an https:// URL")),
 			"validity_hours": schema.Int64Attribute{
 				Optional: true, Computed: true,
 				Default: int64default.StaticInt64(8760),
@@ -161,24 +141,13 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 				MarkdownDescription: "When the certificate expires within this duration (e.g. `720h`, the default: 30 days), " +
 					"the plan re-issues the credentials (replacement). When it is at least half the certificate's lifetime " +
 					"(e.g. a signer capped the validity), a third of the lifetime is used instead. Updated in place.",
-				Validators: []validator.String{authDurationValidator{}},
+				Validators: []validator.String{authDurationValidator()},
 			},
-			"user_name": schema.StringAttribute{
-				Computed: true, MarkdownDescription: "The Kubernetes user the certificate authenticates as (its common name).",
-				PlanModifiers: stable,
-			},
-			"csr_name": schema.StringAttribute{
-				Computed: true, MarkdownDescription: "Name of the CertificateSigningRequest (the controller manager's cleaner may delete it about an hour after signing).",
-				PlanModifiers: stable,
-			},
-			"certificate": schema.StringAttribute{
-				Computed: true, MarkdownDescription: "The PEM client certificate (public).",
-				PlanModifiers: stable,
-			},
-			"certificate_expires_at": schema.StringAttribute{
-				Computed: true, MarkdownDescription: "When the certificate expires (RFC 3339).",
-				PlanModifiers: stable,
-			},
+			"user_name": stableComputedString("The Kubernetes user the certificate authenticates as (its common name)."),
+			"csr_name": stableComputedString("Name of the CertificateSigningRequest (the controller manager's cleaner may " +
+				"delete it about an hour after signing)."),
+			"certificate":            stableComputedString("The PEM client certificate (public)."),
+			"certificate_expires_at": stableComputedString("When the certificate expires (RFC 3339)."),
 			"ready_for_renewal": schema.BoolAttribute{
 				Computed:            true,
 				MarkdownDescription: "Whether the certificate expires within `renew_before`: when true, the plan re-issues the credentials.",
@@ -187,7 +156,7 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 				Computed: true, Sensitive: true,
 				MarkdownDescription: "Kubeconfig of the consumer: server, CA of the provider's API server, client " +
 					"certificate and private key. Sensitive, and stored in the state (see above).",
-				PlanModifiers: stable,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 		})
 }

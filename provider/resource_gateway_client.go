@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
@@ -77,18 +76,11 @@ func (r *gatewayClientResource) Schema(ctx context.Context, _ resource.SchemaReq
 				MarkdownDescription: "Port of the peer's gateway server (`spec.endpoint.port`), e.g. its node port. In place.",
 				Validators:          []validator.Int64{nwPortValidator()},
 			},
-			"endpoint_protocol": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString(string(corev1.ProtocolUDP)),
-				MarkdownDescription: "Transport protocol of the endpoint: `UDP` (default, WireGuard's) or `TCP`. In place.",
-				Validators:          []validator.String{stringvalidator.OneOf(string(corev1.ProtocolUDP), string(corev1.ProtocolTCP))},
-			},
-			"mtu": nwMTUAttribute(),
-			"secret_ref": schema.StringAttribute{
-				Optional: true,
-				MarkdownDescription: "Name of the Secret in the same namespace holding the gateway's WireGuard keys " +
-					"(`liqo_gateway_keys.<name>.name`). Left out, the operator makes its own keys. In place.",
-				Validators: []validator.String{nwNameValidator()},
-			},
+			"endpoint_protocol": enumAttribute(string(corev1.ProtocolUDP),
+				"Transport protocol of the endpoint: `UDP` (default, WireGuard's) or `TCP`. In place.",
+				string(corev1.ProtocolUDP), string(corev1.ProtocolTCP)),
+			"mtu":             nwMTUAttribute(),
+			"secret_ref":      nwSecretRefAttribute(),
 			"client_template": nwTemplateAttribute("WgGatewayClientTemplate", "wireguard-client", "gateway client"),
 		})
 }

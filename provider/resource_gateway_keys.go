@@ -12,8 +12,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -80,7 +78,7 @@ func (r *gatewayKeysResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"changes, and never stored in the plan or state. Changing only this value does nothing: bump " +
 					"`private_key_wo_version` too. Leave it out to have the provider generate the key.",
 				Validators: []validator.String{
-					nwWGKeyValidator{},
+					nwWGKeyValidator(),
 					stringvalidator.AlsoRequires(path.MatchRoot("private_key_wo_version")),
 				},
 			},
@@ -90,12 +88,8 @@ func (r *gatewayKeysResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"configured `private_key_wo` or, without one, a newly generated key. Required with `private_key_wo`.",
 				Validators: []validator.Int64{int64validator.AtLeast(0)},
 			},
-			"public_key": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "The public key (base64), read from the Secret. Give it to the peer cluster's " +
-					"`liqo_public_key`. Known after apply when the key is created or rotated.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"public_key": stableComputedString("The public key (base64), read from the Secret. Give it to the peer " +
+				"cluster's `liqo_public_key`. Known after apply when the key is created or rotated."),
 		})
 }
 

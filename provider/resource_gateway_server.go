@@ -3,21 +3,16 @@ package provider
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
@@ -83,12 +78,9 @@ func nwMTUAttribute() schema.Int64Attribute {
 		Optional: true,
 		MarkdownDescription: "MTU of the tunnel interface (Liqo uses 1340 by default). Left out of the object when not " +
 			"set, so the gateway's own default applies. Changing it updates the object in place.",
-		Validators: []validator.Int64{int64validator.Between(576, 65535)},
+		Validators: []validator.Int64{nwMTUValidator()},
 	}
 }
-
-// nwPortValidator checks a port number.
-func nwPortValidator() validator.Int64 { return int64validator.Between(1, 65535) }
 
 // Schema describes liqo_gateway_server.
 func (r *gatewayServerResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -108,51 +100,32 @@ func (r *gatewayServerResource) Schema(ctx context.Context, _ resource.SchemaReq
 				MarkdownDescription: "Port the gateway listens on (`spec.endpoint.port`); default: `51840`. In place.",
 				Validators:          []validator.Int64{nwPortValidator()},
 			},
-			"service_type": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString(string(corev1.ServiceTypeNodePort)),
-				MarkdownDescription: "Type of the Service exposing the gateway: `NodePort` (default), `LoadBalancer` or `ClusterIP`. In place.",
-				Validators: []validator.String{stringvalidator.OneOf(string(corev1.ServiceTypeNodePort),
-					string(corev1.ServiceTypeLoadBalancer), string(corev1.ServiceTypeClusterIP))},
-			},
+			"service_type": enumAttribute(string(corev1.ServiceTypeNodePort),
+				"Type of the Service exposing the gateway: `NodePort` (default), `LoadBalancer` or `ClusterIP`. In place.",
+				string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeLoadBalancer), string(corev1.ServiceTypeClusterIP)),
 			"node_port": schema.Int64Attribute{
 				Optional: true,
 				MarkdownDescription: "Static node port of the Service (`NodePort` or `LoadBalancer`), so that the peer's client " +
 					"can be configured in advance; default: one the cluster picks. In place.",
 				Validators: []validator.Int64{nwPortValidator()},
 			},
-			"load_balancer_ip": schema.StringAttribute{
-				Optional:            true,
-				MarkdownDescription: "IP address to ask of a `LoadBalancer` Service (when the load-balancer provider supports it). In place.",
-				Validators:          []validator.String{nwIPValidator{}},
-			},
-			"secret_ref": schema.StringAttribute{
-				Optional: true,
-				MarkdownDescription: "Name of the Secret in the same namespace holding the gateway's WireGuard keys " +
-					"(`liqo_gateway_keys.<name>.name`). Left out, the operator makes its own keys. In place.",
-				Validators: []validator.String{nwNameValidator()},
-			},
+			"load_balancer_ip": optionalString("IP address to ask of a `LoadBalancer` Service (when the load-balancer "+
+				"provider supports it). In place.", nwIPValidator()),
+			"secret_ref":      nwSecretRefAttribute(),
 			"server_template": nwTemplateAttribute("WgGatewayServerTemplate", "wireguard-server", "gateway server"),
-			"wait_for_endpoint": schema.BoolAttribute{
-				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-				MarkdownDescription: "Wait, on create and on updates that change how the server is exposed, until the liqo " +
-					"controllers report the endpoint (bounded by `timeouts`); default: `false`. The object is in the " +
-					"state before the wait starts, so a timeout leaves it managed (tainted). When `node_port` (NodePort) " +
-					"or `load_balancer_ip` (LoadBalancer) is set, the reported endpoint must match it; otherwise, after " +
-					"an update, an endpoint reported before the change may still be the one read.",
-			},
-			"endpoint_addresses": schema.ListAttribute{
-				Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Addresses at which the peer can reach the server (`status.endpoint.addresses`), " +
-					"as reported by the controllers; null until they report them.",
-			},
+			"wait_for_endpoint": flagAttribute(false, "Wait, on create and on updates that change how the server is "+
+				"exposed, until the liqo controllers report the endpoint (bounded by `timeouts`); default: `false`. The "+
+				"object is in the state before the wait starts, so a timeout leaves it managed (tainted). When `node_port` "+
+				"(NodePort) or `load_balancer_ip` (LoadBalancer) is set, the reported endpoint must match it; otherwise, "+
+				"after an update, an endpoint reported before the change may still be the one read."),
+			"endpoint_addresses": computedStringList("Addresses at which the peer can reach the server " +
+				"(`status.endpoint.addresses`), as reported by the controllers; null until they report them."),
 			"endpoint_port": schema.Int64Attribute{
 				Computed:            true,
 				MarkdownDescription: "Port at which the peer can reach the server (`status.endpoint.port`); null until reported.",
 			},
-			"endpoint_protocol": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "Transport protocol of the endpoint (`status.endpoint.protocol`, e.g. `UDP`); null until reported.",
-			},
+			"endpoint_protocol": computedString("Transport protocol of the endpoint (`status.endpoint.protocol`, e.g. " +
+				"`UDP`); null until reported."),
 		})
 }
 
@@ -324,26 +297,4 @@ func objectRefString(ref *corev1.ObjectReference) string {
 		return "none"
 	}
 	return fmt.Sprintf("%s %s", ref.Kind, objectID("", ref.Namespace, ref.Name))
-}
-
-// nwIPValidator checks that a string is an IP address.
-type nwIPValidator struct{}
-
-// Description says what the IP validator accepts.
-func (nwIPValidator) Description(context.Context) string {
-	return "must be an IP address such as 203.0.113.10"
-}
-
-// MarkdownDescription is Description.
-func (v nwIPValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-// ValidateString checks one value.
-func (nwIPValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if _, err := netip.ParseAddr(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid IP address",
-			fmt.Sprintf("%q is not an IP address such as 203.0.113.10: %v", req.ConfigValue.ValueString(), err))
-	}
 }

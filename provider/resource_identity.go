@@ -82,26 +82,12 @@ func (r *identityResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"`kubeconfig_wo = liqo_consumer_identity.x.kubeconfig`; or, with older Terraform, through the sensitive "+
 			"`kubeconfig`, which Terraform stores in the state. Exactly one of the two must be set.",
 		map[string]schema.Attribute{
-			"namespace": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Tenant namespace of the provider in the consumer cluster (e.g. `liqo_tenant_namespace.x.name`). Changing it replaces the Identity.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
-			},
-			"name": schema.StringAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Name of the Identity; default: `<type in lower case>-<provider_cluster_id>`, e.g. " +
-					"`controlplane-cl-provider`. Changing it replaces the Identity.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace(), stringplanmodifier.UseStateForUnknown()},
-				Validators:    []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
-			},
-			"provider_cluster_id": schema.StringAttribute{
-				Required: true,
-				MarkdownDescription: "Cluster ID of the provider cluster that issued the credentials (`spec.clusterID`). " +
-					"The API makes it immutable: changing it replaces the Identity.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:    []validator.String{clusterIDValidator()},
-			},
+			"namespace": namespaceAttribute("Tenant namespace of the provider in the consumer cluster " +
+				"(e.g. `liqo_tenant_namespace.x.name`). Changing it replaces the Identity."),
+			"name": derivedDefaultString("Name of the Identity; default: `<type in lower case>-<provider_cluster_id>`, e.g. "+
+				"`controlplane-cl-provider`. Changing it replaces the Identity.", dnsLabelValidators()...),
+			"provider_cluster_id": clusterIDAttribute("Cluster ID of the provider cluster that issued the credentials " +
+				"(`spec.clusterID`). The API makes it immutable: changing it replaces the Identity."),
 			"type": schema.StringAttribute{
 				Optional: true, Computed: true,
 				Default: stringdefault.StaticString(string(authv1beta1.ControlPlaneIdentityType)),
@@ -116,14 +102,10 @@ func (r *identityResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Required: true,
 				MarkdownDescription: "The consumer's tenant namespace in the provider cluster, where the credentials work " +
 					"(`spec.namespace` and the Secret's `liqo.io/remote-tenant-namespace` annotation). Updated in place.",
-				Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
+				Validators: dnsLabelValidators(),
 			},
-			"secret_name": schema.StringAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Name of the kubeconfig Secret; default: `kubeconfig-<name>`. Changing it replaces the Identity.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace(), stringplanmodifier.UseStateForUnknown()},
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 253), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
-			},
+			"secret_name": derivedDefaultString("Name of the kubeconfig Secret; default: `kubeconfig-<name>`. Changing it "+
+				"replaces the Identity.", stringvalidator.LengthBetween(1, 253), stringvalidator.RegexMatches(dnsLabelPattern, "must be a DNS label")),
 			"kubeconfig_wo": schema.StringAttribute{
 				Optional: true, WriteOnly: true, Sensitive: true,
 				MarkdownDescription: "The kubeconfig, write-only (Terraform >= 1.11): sent to the provider at each apply, " +
@@ -143,11 +125,8 @@ func (r *identityResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"Terraform stores it in the state; prefer `kubeconfig_wo`. Conflicts with `kubeconfig_wo`.",
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
-			"api_server": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "URL of the provider's API server, as found in the kubeconfig (also written to the " +
-					"Identity's `spec.authParams.apiServer`).",
-			},
+			"api_server": computedString("URL of the provider's API server, as found in the kubeconfig (also written to " +
+				"the Identity's `spec.authParams.apiServer`)."),
 		})
 }
 

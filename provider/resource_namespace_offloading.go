@@ -96,13 +96,7 @@ func (r *namespaceOffloadingResource) Schema(ctx context.Context, _ resource.Sch
 			"`namespace_mapping_strategy`). Destroying it waits until the object is gone, that is until the "+
 			"controllers have removed the remote namespaces.",
 		map[string]schema.Attribute{
-			"namespace": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Namespace to offload; it must exist. Changing it replaces the offloading.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators: []validator.String{stringvalidator.LengthBetween(1, 63),
-					stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
-			},
+			"namespace": namespaceAttribute("Namespace to offload; it must exist. Changing it replaces the offloading."),
 			"namespace_mapping_strategy": schema.StringAttribute{
 				Optional: true, Computed: true,
 				Default: stringdefault.StaticString(string(offloadingv1beta1.DefaultNameMappingStrategyType)),
@@ -124,16 +118,12 @@ func (r *namespaceOffloadingResource) Schema(ctx context.Context, _ resource.Sch
 					"Changing a configured value replaces the offloading, for the reason given in `namespace_mapping_strategy`.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(),
 					stringplanmodifier.RequiresReplaceIfConfigured()},
-				Validators: []validator.String{stringvalidator.LengthBetween(1, 63),
-					stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
+				Validators: dnsLabelValidators(),
 			},
-			"pod_offloading_strategy": schema.StringAttribute{
-				Optional: true, Computed: true,
-				Default:             stringdefault.StaticString(string(offloadingv1beta1.LocalAndRemotePodOffloadingStrategyType)),
-				MarkdownDescription: "Where the namespace's pods may run: `LocalAndRemote` (default), `Local` or `Remote`. In place.",
-				Validators: []validator.String{stringvalidator.OneOf(string(offloadingv1beta1.LocalPodOffloadingStrategyType),
-					string(offloadingv1beta1.RemotePodOffloadingStrategyType), string(offloadingv1beta1.LocalAndRemotePodOffloadingStrategyType))},
-			},
+			"pod_offloading_strategy": enumAttribute(string(offloadingv1beta1.LocalAndRemotePodOffloadingStrategyType),
+				"Where the namespace's pods may run: `LocalAndRemote` (default), `Local` or `Remote`. In place.",
+				string(offloadingv1beta1.LocalPodOffloadingStrategyType), string(offloadingv1beta1.RemotePodOffloadingStrategyType),
+				string(offloadingv1beta1.LocalAndRemotePodOffloadingStrategyType)),
 			"cluster_selector": schema.ListNestedAttribute{
 				Optional: true,
 				MarkdownDescription: "Which provider clusters the namespace is offloaded to, matched against the labels of " +
@@ -164,11 +154,8 @@ func (r *namespaceOffloadingResource) Schema(ctx context.Context, _ resource.Sch
 					},
 				}},
 			},
-			"phase": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "Offloading phase reported by the controllers (`status.offloadingPhase`): `Ready`, " +
-					"`NoClusterSelected`, `InProgress`, `SomeFailed`, `AllFailed` or `Terminating`; null until they report.",
-			},
+			"phase": computedString("Offloading phase reported by the controllers (`status.offloadingPhase`): `Ready`, " +
+				"`NoClusterSelected`, `InProgress`, `SomeFailed`, `AllFailed` or `Terminating`; null until they report."),
 		})
 }
 

@@ -10,9 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,7 +65,7 @@ func (r *networkConfigurationResource) Schema(ctx context.Context, _ resource.Sc
 	cidrList := func(required bool, desc string) schema.ListAttribute {
 		a := schema.ListAttribute{
 			ElementType: types.StringType, MarkdownDescription: desc,
-			Validators: []validator.List{listvalidator.ValueStringsAre(cidrValidator{}), listvalidator.UniqueValues()},
+			Validators: []validator.List{listvalidator.ValueStringsAre(cidrValidator()), listvalidator.UniqueValues()},
 		}
 		if required {
 			a.Required = true
@@ -86,34 +83,21 @@ func (r *networkConfigurationResource) Schema(ctx context.Context, _ resource.Sc
 			"remap them and report the result (`remapped_*`); set `wait_for_remap` to wait for it.",
 		map[string]schema.Attribute{
 			"namespace": nwNamespaceAttribute(),
-			"name": schema.StringAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Name of the Configuration; default: the `remote_cluster_id`. Changing it replaces the object.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace(), stringplanmodifier.UseStateForUnknown()},
-				Validators:          []validator.String{nwNameValidator()},
-			},
+			"name": derivedDefaultString("Name of the Configuration; default: the `remote_cluster_id`. Changing it "+
+				"replaces the object.", nwNameValidator()),
 			"remote_cluster_id": nwRemoteClusterIDAttribute(true),
 			"remote_pod_cidrs": cidrList(true, "The peer's pod CIDRs (`spec.remote.cidr.pod`), at least one, e.g. "+
 				"`[\"10.243.0.0/16\"]`. Changing them updates the object in place (and the remapping)."),
 			"remote_external_cidrs": cidrList(false, "The peer's external CIDRs (`spec.remote.cidr.external`), e.g. "+
 				"`[\"10.70.0.0/16\"]`. Changing them updates the object in place (and the remapping)."),
-			"wait_for_remap": schema.BoolAttribute{
-				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-				MarkdownDescription: "Wait, on create and when the CIDRs change, until the liqo controllers report the " +
-					"remapped CIDRs (bounded by `timeouts`); default: `false`. The object is in the state before the wait " +
-					"starts, so a timeout leaves it managed (tainted). The wait ends when the status lists as many CIDRs " +
-					"as the spec and its conditions (when they carry an observed generation) are not older than the object.",
-			},
-			"remapped_pod_cidrs": schema.ListAttribute{
-				Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "The peer's pod CIDRs as this cluster sees them after remapping " +
-					"(`status.remote.cidr.pod`); null until the controllers report them.",
-			},
-			"remapped_external_cidrs": schema.ListAttribute{
-				Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "The peer's external CIDRs as this cluster sees them after remapping " +
-					"(`status.remote.cidr.external`); null until the controllers report them (or when there are none).",
-			},
+			"wait_for_remap": flagAttribute(false, "Wait, on create and when the CIDRs change, until the liqo controllers "+
+				"report the remapped CIDRs (bounded by `timeouts`); default: `false`. The object is in the state before the "+
+				"wait starts, so a timeout leaves it managed (tainted). The wait ends when the status lists as many CIDRs "+
+				"as the spec and its conditions (when they carry an observed generation) are not older than the object."),
+			"remapped_pod_cidrs": computedStringList("The peer's pod CIDRs as this cluster sees them after remapping " +
+				"(`status.remote.cidr.pod`); null until the controllers report them."),
+			"remapped_external_cidrs": computedStringList("The peer's external CIDRs as this cluster sees them after " +
+				"remapping (`status.remote.cidr.external`); null until the controllers report them (or when there are none)."),
 		})
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -15,32 +14,23 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
+// peeringClusterAttribute names the cluster of one side of the peering.
 func peeringClusterAttribute(role string) schema.StringAttribute {
-	return schema.StringAttribute{
-		Required:            true,
-		MarkdownDescription: "Key of the provider's `clusters` map naming the " + role + " cluster. Changing it replaces the peering.",
-		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-		Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
-	}
+	return requiredReplaceString("Key of the provider's `clusters` map naming the "+role+" cluster. Changing it "+
+		"replaces the peering.", stringvalidator.LengthAtLeast(1))
 }
 
+// peeringQuantityAttribute is the quantity of a standard resource the consumer asks for.
 func peeringQuantityAttribute(what string, required bool) schema.StringAttribute {
-	return schema.StringAttribute{
-		Required: required, Optional: !required,
-		MarkdownDescription: "Quantity of " + what + " the consumer asks of the provider (a Kubernetes quantity); the " +
-			"virtual node offers what the provider grants. Changing it re-negotiates the peering in place.",
-		Validators: []validator.String{quantityValidator{}},
-	}
+	return quantityAttribute(required, "Quantity of "+what+" the consumer asks of the provider (a Kubernetes "+
+		"quantity); the virtual node offers what the provider grants. Changing it re-negotiates the peering in place.")
 }
 
 // peeringComputedString is a computed attribute that stays the same for the life of the peering.
@@ -98,11 +88,7 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"Create, update and delete wait for the clusters' controllers, each within its `timeouts` (default 2m). A " +
 			"create that fails half-way leaves the peering in the state, tainted: the next apply removes it and peers again.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "`<consumer_cluster>/<provider_cluster>`, also the import ID.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"id":               stableComputedString("`<consumer_cluster>/<provider_cluster>`, also the import ID."),
 			"consumer_cluster": peeringClusterAttribute("consumer (the one that gets a virtual node)"),
 			"provider_cluster": peeringClusterAttribute("provider (the one that shares its resources)"),
 			"networking": schema.BoolAttribute{
@@ -118,12 +104,9 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 					"port 51840, MTU 1340. Changes are applied in place. In a bidirectional peering both directions share " +
 					"one tunnel: give them the same values.",
 				Attributes: map[string]schema.Attribute{
-					"service_type": schema.StringAttribute{
-						Optional: true, Computed: true, Default: stringdefault.StaticString(peeringDefaultServiceType),
-						MarkdownDescription: "Type of the Service exposing the gateway server: `LoadBalancer` (default), `NodePort` or `ClusterIP`.",
-						Validators: []validator.String{stringvalidator.OneOf(string(corev1.ServiceTypeLoadBalancer),
-							string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeClusterIP))},
-					},
+					"service_type": enumAttribute(peeringDefaultServiceType,
+						"Type of the Service exposing the gateway server: `LoadBalancer` (default), `NodePort` or `ClusterIP`.",
+						string(corev1.ServiceTypeLoadBalancer), string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeClusterIP)),
 					"port": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(consts.DefaultGatewayPort),
 						MarkdownDescription: "UDP port of the gateway server; default `51840`.",
@@ -137,7 +120,7 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 					"mtu": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(peeringDefaultMTU),
 						MarkdownDescription: "MTU of the tunnel interfaces; default `1340`.",
-						Validators:          []validator.Int64{int64validator.Between(576, 65535)},
+						Validators:          []validator.Int64{nwMTUValidator()},
 					},
 				},
 			},
@@ -154,21 +137,16 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"provider_tenant_namespace": peeringComputedString("Tenant namespace on the provider holding the peering's objects " +
 				"(`liqo-tenant-<consumer_cluster_id>`)."),
 			"virtual_node_name": peeringComputedString("Name of the consumer's virtual node standing for the provider."),
-			"granted": schema.MapAttribute{
-				Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Resources the provider granted, by resource name: what the virtual node offers.",
-			},
+			"granted":           computedStringMap("Resources the provider granted, by resource name: what the virtual node offers."),
 			"status": schema.SingleNestedAttribute{
 				Computed: true,
 				MarkdownDescription: "State of each module, as `liqoctl info peer` shows it. Only states that change when " +
 					"the peering does are kept here, so a plan after apply says \"No changes\"; the tunnel's latency, a " +
 					"measurement, is in the `liqo_foreign_cluster` data source.",
 				Attributes: map[string]schema.Attribute{
-					"networking": schema.StringAttribute{Computed: true,
-						MarkdownDescription: "`Established`, `Pending`, `Error`, `None`, or `Disabled` (`networking = false`)."},
-					"authentication": schema.StringAttribute{Computed: true, MarkdownDescription: "`Established`, `Pending` or `None`."},
-					"offloading": schema.StringAttribute{Computed: true,
-						MarkdownDescription: "`Ready` (virtual node Ready), `NotReady`, `Pending`, `Error` (slice denied) or `None`."},
+					"networking":     computedString("`Established`, `Pending`, `Error`, `None`, or `Disabled` (`networking = false`)."),
+					"authentication": computedString("`Established`, `Pending` or `None`."),
+					"offloading":     computedString("`Ready` (virtual node Ready), `NotReady`, `Pending`, `Error` (slice denied) or `None`."),
 				},
 			},
 		},

@@ -59,7 +59,7 @@ func (r *publicKeyResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				Required: true,
 				MarkdownDescription: "The peer's WireGuard public key: 32 bytes in base64 (44 characters, as `wg pubkey` " +
 					"prints). Changing it updates the object in place.",
-				Validators: []validator.String{nwWGKeyValidator{}},
+				Validators: []validator.String{nwWGKeyValidator()},
 			},
 		})
 }

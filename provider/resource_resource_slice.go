@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -36,9 +35,6 @@ const resourceSliceTypeName = "liqo_resource_slice"
 
 // resourceSliceDefaultTimeout bounds the create and update waits unless timeouts says otherwise.
 const resourceSliceDefaultTimeout = 5 * time.Minute
-
-// resourceSliceNamePattern is a DNS-1123 subdomain, as object names are.
-var resourceSliceNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
 // resourceSliceResourceNamePattern is a resource name: an optional DNS prefix and a name.
 var resourceSliceResourceNamePattern = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
@@ -80,13 +76,10 @@ func newResourceSliceResource() resource.Resource {
 	return r
 }
 
+// resourceSliceQuantityAttribute is the requested quantity of a standard resource.
 func resourceSliceQuantityAttribute(what string) schema.StringAttribute {
-	return schema.StringAttribute{
-		Optional: true,
-		MarkdownDescription: "Quantity of " + what + " requested (a Kubernetes quantity). " +
-			"Changing it re-negotiates the slice in place.",
-		Validators: []validator.String{quantityValidator{}},
-	}
+	return quantityAttribute(false, "Quantity of "+what+" requested (a Kubernetes quantity). "+
+		"Changing it re-negotiates the slice in place.")
 }
 
 // Schema describes liqo_resource_slice.
@@ -100,28 +93,13 @@ func (r *resourceSliceResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"slice (both conditions `Accepted` and the requested quantities granted); the state is saved before "+
 			"waiting, so a timeout never orphans the object.",
 		map[string]schema.Attribute{
-			"name": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Name of the ResourceSlice. Changing it replaces the slice.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators: []validator.String{stringvalidator.LengthBetween(1, 253),
-					stringvalidator.RegexMatches(resourceSliceNamePattern, "must be a DNS subdomain: lower-case letters, digits, '-' and '.'")},
-			},
-			"namespace": schema.StringAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Tenant namespace of the peering with the provider (see `liqo_tenant_namespace`); " +
-					"default: `liqo-tenant-<provider_cluster_id>`. Changing it replaces the slice.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace(), stringplanmodifier.UseStateForUnknown()},
-				Validators: []validator.String{stringvalidator.LengthBetween(1, 63),
-					stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
-			},
-			"provider_cluster_id": schema.StringAttribute{
-				Required: true,
-				MarkdownDescription: "Cluster ID of the provider cluster asked for resources (`spec.providerClusterID`, " +
-					"also the `liqo.io/remote-cluster-id` label). The API forbids changing it: changing it replaces the slice.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:    []validator.String{clusterIDValidator()},
-			},
+			"name": requiredReplaceString("Name of the ResourceSlice. Changing it replaces the slice.",
+				dnsSubdomain("must be a DNS subdomain: lower-case letters, digits, '-' and '.'")...),
+			"namespace": derivedDefaultString("Tenant namespace of the peering with the provider (see `liqo_tenant_namespace`); "+
+				"default: `liqo-tenant-<provider_cluster_id>`. Changing it replaces the slice.", dnsLabelValidators()...),
+			"provider_cluster_id": clusterIDAttribute("Cluster ID of the provider cluster asked for resources " +
+				"(`spec.providerClusterID`, also the `liqo.io/remote-cluster-id` label). The API forbids changing it: " +
+				"changing it replaces the slice."),
 			"consumer_cluster_id": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "Cluster ID of this (consumer) cluster (`spec.consumerClusterID`). The API forbids " +
@@ -141,34 +119,18 @@ func (r *resourceSliceResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"ephemeral_storage": resourceSliceQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)"),
 			"resources": quantitiesResourcesAttribute("Other resources requested, by resource name (e.g. `nvidia.com/gpu = \"2\"`), as " +
 				"quantities. `cpu`, `memory`, `pods` and `ephemeral-storage` have their own attributes. In place."),
-			"create_virtual_node": schema.BoolAttribute{
-				Optional: true, Computed: true,
-				Default: booldefault.StaticBool(true),
-				MarkdownDescription: "Whether the consumer makes a virtual node for the slice once accepted " +
-					"(annotation `liqo.io/create-virtual-node`); default `true`. In place.",
-			},
-			"wait_for_acceptance": schema.BoolAttribute{
-				Optional: true, Computed: true,
-				Default: booldefault.StaticBool(false),
-				MarkdownDescription: "Wait, on create and on update, until the provider has accepted the slice: the " +
-					"`Authentication` and `Resources` conditions are `Accepted` and `status.resources` grants each " +
-					"requested quantity. A `Denied` condition fails at once. Default `false` (the provider's controllers " +
-					"answer asynchronously). Bounded by `timeouts.create` / `timeouts.update` (default 5m).",
-			},
-			"authentication_condition": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "Status of the `Authentication` condition reported by the provider: `Accepted`, " +
-					"`Denied`, or null while unanswered.",
-			},
-			"resources_condition": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "Status of the `Resources` condition reported by the provider: `Accepted`, " +
-					"`Denied`, or null while unanswered.",
-			},
-			"granted": schema.MapAttribute{
-				Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Resources granted by the provider (`status.resources`), by resource name; null while unanswered.",
-			},
+			"create_virtual_node": flagAttribute(true, "Whether the consumer makes a virtual node for the slice once "+
+				"accepted (annotation `liqo.io/create-virtual-node`); default `true`. In place."),
+			"wait_for_acceptance": flagAttribute(false, "Wait, on create and on update, until the provider has accepted "+
+				"the slice: the `Authentication` and `Resources` conditions are `Accepted` and `status.resources` grants "+
+				"each requested quantity. A `Denied` condition fails at once. Default `false` (the provider's controllers "+
+				"answer asynchronously). Bounded by `timeouts.create` / `timeouts.update` (default 5m)."),
+			"authentication_condition": computedString("Status of the `Authentication` condition reported by the provider: " +
+				"`Accepted`, `Denied`, or null while unanswered."),
+			"resources_condition": computedString("Status of the `Resources` condition reported by the provider: `Accepted`, " +
+				"`Denied`, or null while unanswered."),
+			"granted": computedStringMap("Resources granted by the provider (`status.resources`), by resource name; null " +
+				"while unanswered."),
 		})
 }
 

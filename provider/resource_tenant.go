@@ -6,14 +6,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -53,12 +48,8 @@ func newTenantResource() resource.Resource {
 // Schema describes liqo_tenant.
 func (r *tenantResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	b64 := func(what string) schema.StringAttribute {
-		return schema.StringAttribute{
-			Optional: true,
-			MarkdownDescription: "The consumer's " + what + " from the handshake, base64-encoded (standard alphabet, " +
-				"with padding, as `base64encode()` gives). Not needed with `authz_policy = \"TolerateNoHandshake\"`.",
-			Validators: []validator.String{authBase64Validator{}},
-		}
+		return optionalString("The consumer's "+what+" from the handshake, base64-encoded (standard alphabet, with "+
+			"padding, as `base64encode()` gives). Not needed with `authz_policy = \"TolerateNoHandshake\"`.", authBase64Validator())
 	}
 	resp.Schema = objectSchema(ctx, "[cluster/]namespace/name", timeouts.Opts{Delete: true},
 		"Provider side of a peering: the `Tenant` (`authentication.liqo.io/v1beta1`) that "+
@@ -67,49 +58,27 @@ func (r *tenantResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"(`tenant_condition`: `Cordoned` stops new slices, `Drained` evicts the consumer's workloads). The object "+
 			"carries the label `liqo.io/remote-cluster-id=<consumer_cluster_id>`.",
 		map[string]schema.Attribute{
-			"namespace": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Tenant namespace of the consumer in the provider cluster (e.g. `liqo_tenant_namespace.x.name`). Changing it replaces the Tenant.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
-			},
-			"name": schema.StringAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Name of the Tenant; default: the consumer cluster ID. Changing it replaces the Tenant.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace(), stringplanmodifier.UseStateForUnknown()},
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
-			},
-			"consumer_cluster_id": schema.StringAttribute{
-				Required: true,
-				MarkdownDescription: "Cluster ID of the consumer cluster (`spec.clusterID`). The API makes it immutable: " +
-					"changing it replaces the Tenant.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:    []validator.String{clusterIDValidator()},
-			},
-			"authz_policy": schema.StringAttribute{
-				Optional: true, Computed: true,
-				Default: stringdefault.StaticString(string(authv1beta1.KeysExchange)),
-				MarkdownDescription: "How the consumer's ResourceSlices are authorized: `KeysExchange` (default, as in the API: " +
-					"only after a handshake, i.e. with `public_key` and `signature`) or `TolerateNoHandshake` (declarative " +
-					"peering without handshake, as in Liqo's declarative-peering guide). Updated in place.",
-				Validators: []validator.String{stringvalidator.OneOf(string(authv1beta1.KeysExchange), string(authv1beta1.TolerateNoHandshake))},
-			},
-			"tenant_condition": schema.StringAttribute{
-				Optional: true, Computed: true,
-				Default: stringdefault.StaticString(string(authv1beta1.TenantConditionActive)),
-				MarkdownDescription: "Administrative state of the tenant: `Active` (default), `Cordoned` (keeps its workloads, " +
-					"no new ResourceSlices) or `Drained` (its workloads are evicted). Updated in place.",
-				Validators: []validator.String{stringvalidator.OneOf(string(authv1beta1.TenantConditionActive),
-					string(authv1beta1.TenantConditionCordoned), string(authv1beta1.TenantConditionDrained))},
-			},
+			"namespace": namespaceAttribute("Tenant namespace of the consumer in the provider cluster " +
+				"(e.g. `liqo_tenant_namespace.x.name`). Changing it replaces the Tenant."),
+			"name": derivedDefaultString("Name of the Tenant; default: the consumer cluster ID. Changing it replaces the Tenant.",
+				dnsLabelValidators()...),
+			"consumer_cluster_id": clusterIDAttribute("Cluster ID of the consumer cluster (`spec.clusterID`). The API makes " +
+				"it immutable: changing it replaces the Tenant."),
+			"authz_policy": enumAttribute(string(authv1beta1.KeysExchange),
+				"How the consumer's ResourceSlices are authorized: `KeysExchange` (default, as in the API: only after a "+
+					"handshake, i.e. with `public_key` and `signature`) or `TolerateNoHandshake` (declarative peering "+
+					"without handshake, as in Liqo's declarative-peering guide). Updated in place.",
+				string(authv1beta1.KeysExchange), string(authv1beta1.TolerateNoHandshake)),
+			"tenant_condition": enumAttribute(string(authv1beta1.TenantConditionActive),
+				"Administrative state of the tenant: `Active` (default), `Cordoned` (keeps its workloads, no new "+
+					"ResourceSlices) or `Drained` (its workloads are evicted). Updated in place.",
+				string(authv1beta1.TenantConditionActive), string(authv1beta1.TenantConditionCordoned),
+				string(authv1beta1.TenantConditionDrained)),
 			"public_key": b64("public key"),
 			"csr":        b64("certificate signing request for its control-plane identity"),
 			"signature":  b64("signature of the handshake nonce, made with its private key"),
-			"tenant_namespace": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "The tenant namespace as reported by the controllers in `status.tenantNamespace`; null until they report it.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"tenant_namespace": stableComputedString("The tenant namespace as reported by the controllers in " +
+				"`status.tenantNamespace`; null until they report it."),
 		})
 }
 

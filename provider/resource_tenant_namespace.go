@@ -11,8 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
@@ -56,18 +54,9 @@ func (r *tenantNamespaceResource) Schema(ctx context.Context, _ resource.SchemaR
 			"with the remote cluster `remote_cluster_id`, and carries the labels `liqo.io/remote-cluster-id` and "+
 			"`liqo.io/tenant-namespace=true`. Destroying it waits until the namespace is gone.",
 		map[string]schema.Attribute{
-			"name": schema.StringAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Name of the namespace; default: `liqo-tenant-<remote_cluster_id>`. Changing it replaces the namespace.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace(), stringplanmodifier.UseStateForUnknown()},
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(clusterIDPattern, "must be a DNS label")},
-			},
-			"remote_cluster_id": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Cluster ID of the peer this namespace is for. Changing it replaces the namespace.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{clusterIDValidator()},
-			},
+			"name": derivedDefaultString("Name of the namespace; default: `liqo-tenant-<remote_cluster_id>`. Changing it "+
+				"replaces the namespace.", dnsLabelValidators()...),
+			"remote_cluster_id": clusterIDAttribute("Cluster ID of the peer this namespace is for. Changing it replaces the namespace."),
 			"labels": schema.MapAttribute{
 				Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "More labels for the namespace. The resource sets `liqo.io/remote-cluster-id`, `liqo.io/tenant-namespace=true` and, unless given here, " +
