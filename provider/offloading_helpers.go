@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -16,31 +15,12 @@ import (
 // offloadingDataSource is embedded by the data sources: it receives the provider's cluster set
 // and resolves the `cluster` attribute, like clusterResource does for resources.
 type offloadingDataSource struct {
-	clusters *clusterSet
+	clusterUser
 }
 
 // Configure receives the cluster set made by the provider's Configure.
 func (d *offloadingDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	set, ok := req.ProviderData.(*clusterSet)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("got %T, want *clusterSet", req.ProviderData))
-		return
-	}
-	d.clusters = set
-}
-
-// client returns the client of the cluster named by the `cluster` attribute.
-func (d *offloadingDataSource) client(ctx context.Context, cluster types.String, needLiqo bool) (*clusterClient, error) {
-	if d.clusters == nil {
-		return nil, fmt.Errorf("the liqo provider is not configured")
-	}
-	if needLiqo {
-		return d.clusters.getWithLiqo(ctx, cluster.ValueString())
-	}
-	return d.clusters.get(ctx, cluster.ValueString())
+	d.configure(req.ProviderData, &resp.Diagnostics)
 }
 
 // offloadingDataSourceClusterAttribute is the `cluster` attribute of the data sources.

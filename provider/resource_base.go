@@ -16,35 +16,47 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// clusterUser is embedded by the resources and data sources: it holds the provider's cluster
+// set, which the provider's Configure makes, and gives the client of a cluster of it.
+type clusterUser struct {
+	clusters *clusterSet
+}
+
+// configure receives the cluster set from a Configure request's provider data (nil during
+// validation, before the provider is configured).
+func (u *clusterUser) configure(providerData any, diags *diag.Diagnostics) {
+	if providerData == nil {
+		return
+	}
+	set, ok := providerData.(*clusterSet)
+	if !ok {
+		diags.AddError("Unexpected provider data", fmt.Sprintf("got %T, want *clusterSet", providerData))
+		return
+	}
+	u.clusters = set
+}
+
+// client returns the client of the cluster named by a `cluster` attribute; needLiqo also checks
+// that our API is installed there.
+func (u *clusterUser) client(ctx context.Context, cluster types.String, needLiqo bool) (*clusterClient, error) {
+	if u.clusters == nil {
+		return nil, fmt.Errorf("the liqo provider is not configured")
+	}
+	if needLiqo {
+		return u.clusters.getWithLiqo(ctx, cluster.ValueString())
+	}
+	return u.clusters.get(ctx, cluster.ValueString())
+}
+
 // clusterResource is embedded by the resources that live in one cluster: it receives the
 // provider's cluster set and resolves the `cluster` attribute.
 type clusterResource struct {
-	clusters *clusterSet
+	clusterUser
 }
 
 // Configure receives the cluster set made by the provider's Configure.
 func (r *clusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return // validation, before the provider is configured
-	}
-	set, ok := req.ProviderData.(*clusterSet)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("got %T, want *clusterSet", req.ProviderData))
-		return
-	}
-	r.clusters = set
-}
-
-// client returns the client of the cluster named by the `cluster` attribute; needLiqo also
-// checks that our API is installed there.
-func (r *clusterResource) client(ctx context.Context, cluster types.String, needLiqo bool) (*clusterClient, error) {
-	if r.clusters == nil {
-		return nil, fmt.Errorf("the liqo provider is not configured")
-	}
-	if needLiqo {
-		return r.clusters.getWithLiqo(ctx, cluster.ValueString())
-	}
-	return r.clusters.get(ctx, cluster.ValueString())
+	r.configure(req.ProviderData, &resp.Diagnostics)
 }
 
 // ModifyPlan checks at plan time, without contacting any cluster, that the `cluster`
@@ -63,6 +75,39 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.AddAttributeError(path.Root("cluster"), "Unknown cluster", err.Error())
 	}
 }
+
+// plannedModel runs clusterResource's ModifyPlan checks and reads the plan; ok is false when
+// there is nothing more to plan: a destroy, or an error (in resp).
+func plannedModel[M any](ctx context.Context, r *clusterResource, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) (plan M, ok bool) {
+	r.ModifyPlan(ctx, req, resp)
+	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
+		return plan, false
+	}
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	return plan, !resp.Diagnostics.HasError()
+}
+
+// priorModel reads the state of a ModifyPlan request; ok is false on create (no state) or an
+// error (in resp).
+func priorModel[M any](ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) (state M, ok bool) {
+	if req.State.Raw.IsNull() {
+		return state, false
+	}
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	return state, !resp.Diagnostics.HasError()
+}
+
+// planDerivedDefault shows in the plan the default of the attribute attr, derived from the
+// attribute it follows: when attr is not configured (unknown in the plan) and from is known.
+func planDerivedDefault(ctx context.Context, resp *resource.ModifyPlanResponse, attr string, current, from types.String, derive func(string) string) {
+	if !current.IsUnknown() || from.IsUnknown() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(attr), derive(from.ValueString()))...)
+}
+
+// sameValue derives a default equal to the attribute it follows.
+func sameValue(s string) string { return s }
 
 // objectID builds the ID `[cluster/][namespace/]name`.
 func objectID(cluster, namespace, name string) string {

@@ -165,27 +165,14 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 // when the API server URL does, and plans a re-issue when the certificate expires within
 // renew_before.
 func (r *consumerIdentityResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	r.clusterResource.ModifyPlan(ctx, req, resp)
-	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
+	plan, ok := plannedModel[consumerIdentityModel](ctx, &r.clusterResource, req, resp)
+	if !ok {
 		return
 	}
-	var plan consumerIdentityModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if plan.Name.IsUnknown() && !plan.ConsumerClusterID.IsUnknown() {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("name"), "liqo-consumer-"+plan.ConsumerClusterID.ValueString())...)
-	}
-	if plan.UserName.IsUnknown() && !plan.ConsumerClusterID.IsUnknown() {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("user_name"), plan.ConsumerClusterID.ValueString())...)
-	}
-	if req.State.Raw.IsNull() {
-		return
-	}
-	var state consumerIdentityModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	planDerivedDefault(ctx, resp, "name", plan.Name, plan.ConsumerClusterID, func(id string) string { return "liqo-consumer-" + id })
+	planDerivedDefault(ctx, resp, "user_name", plan.UserName, plan.ConsumerClusterID, sameValue)
+	state, ok := priorModel[consumerIdentityModel](ctx, req, resp)
+	if !ok {
 		return
 	}
 	if !plan.APIServerURL.Equal(state.APIServerURL) {

@@ -42,12 +42,8 @@ func newGatewayClientResource() resource.Resource {
 	r.objectKind = objectKind[gatewayClientModel, *networkingv1beta1.GatewayClient]{
 		typeName: "_gateway_client",
 		kind:     "GatewayClient", noun: "GatewayClient", needLiqo: true, namespaced: true, timeout: 5 * time.Minute,
-		build: func(ctx context.Context, w objectWrite[gatewayClientModel], gc *networkingv1beta1.GatewayClient) error {
-			return diagsError(w.plan.apply(ctx, gc))
-		},
-		read: func(ctx context.Context, c *clusterClient, state *gatewayClientModel, gc *networkingv1beta1.GatewayClient) error {
-			return diagsError(state.read(ctx, c, gc))
-		},
+		build: fromPlan((*gatewayClientModel).apply),
+		read:  intoState((*gatewayClientModel).read),
 	}
 	return r
 }

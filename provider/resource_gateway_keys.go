@@ -95,14 +95,12 @@ func (r *gatewayKeysResource) Schema(ctx context.Context, _ resource.SchemaReque
 
 // ModifyPlan checks the cluster key and shows the public key as unknown when the key rotates.
 func (r *gatewayKeysResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	r.clusterResource.ModifyPlan(ctx, req, resp)
-	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() || resp.Diagnostics.HasError() {
+	plan, ok := plannedModel[gatewayKeysModel](ctx, &r.clusterResource, req, resp)
+	if !ok {
 		return
 	}
-	var plan, state gatewayKeysModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := priorModel[gatewayKeysModel](ctx, req, resp)
+	if !ok {
 		return
 	}
 	if !plan.PrivateKeyWOVersion.Equal(state.PrivateKeyWOVersion) {

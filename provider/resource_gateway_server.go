@@ -55,12 +55,8 @@ func newGatewayServerResource() resource.Resource {
 	r.objectKind = objectKind[gatewayServerModel, *networkingv1beta1.GatewayServer]{
 		typeName: "_gateway_server",
 		kind:     "GatewayServer", noun: "GatewayServer", needLiqo: true, namespaced: true, timeout: 5 * time.Minute,
-		build: func(ctx context.Context, w objectWrite[gatewayServerModel], gs *networkingv1beta1.GatewayServer) error {
-			return diagsError(w.plan.apply(ctx, gs))
-		},
-		read: func(ctx context.Context, c *clusterClient, state *gatewayServerModel, gs *networkingv1beta1.GatewayServer) error {
-			return diagsError(state.read(ctx, c, gs))
-		},
+		build: fromPlan((*gatewayServerModel).apply),
+		read:  intoState((*gatewayServerModel).read),
 		written: func(ctx context.Context, _ *clusterClient, plan *gatewayServerModel, gs *networkingv1beta1.GatewayServer) error {
 			return diagsError(plan.readEndpoint(ctx, gs))
 		},
@@ -152,14 +148,12 @@ func (r *gatewayServerResource) ValidateConfig(ctx context.Context, req resource
 
 // ModifyPlan keeps the reported endpoint in the plan when nothing that decides it changes.
 func (r *gatewayServerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	r.clusterResource.ModifyPlan(ctx, req, resp)
-	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() || resp.Diagnostics.HasError() {
+	plan, ok := plannedModel[gatewayServerModel](ctx, &r.clusterResource, req, resp)
+	if !ok {
 		return
 	}
-	var plan, state gatewayServerModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := priorModel[gatewayServerModel](ctx, req, resp)
+	if !ok {
 		return
 	}
 	if state.EndpointPort.IsNull() || !plan.exposureEqual(&state) {

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -139,13 +140,8 @@ func (r *identityResource) ConfigValidators(context.Context) []resource.ConfigVa
 
 // ModifyPlan shows the default names in the plan.
 func (r *identityResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	r.clusterResource.ModifyPlan(ctx, req, resp)
-	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
-		return
-	}
-	var plan identityModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := plannedModel[identityModel](ctx, &r.clusterResource, req, resp)
+	if !ok {
 		return
 	}
 	name := plan.Name
@@ -311,34 +307,51 @@ func (r *identityResource) Create(ctx context.Context, req resource.CreateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	kubeconfig, d := identityKubeconfig(ctx, req.Config, &plan)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
+	r.apply(ctx, &plan, req.Config, true, &resp.State, resp.Private, &resp.Diagnostics)
+}
+
+// privateState is a response's private state (resp.Private; the framework's type is internal).
+type privateState interface {
+	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
+}
+
+// apply writes the Identity and its Secret from the plan and the configuration's kubeconfig
+// (create says whether they are new), and saves the state and the kubeconfig's hash. A create
+// that fails after the Identity was made still saves the state, so that it is not orphaned.
+func (r *identityResource) apply(ctx context.Context, plan *identityModel, config tfsdk.Config, create bool, state *tfsdk.State,
+	private privateState, diags *diag.Diagnostics,
+) {
+	summary := "Updating identity"
+	if create {
+		summary = "Creating identity"
+	}
+	kubeconfig, d := identityKubeconfig(ctx, config, plan)
+	diags.Append(d...)
+	if diags.HasError() {
 		return
 	}
 	c, err := r.client(ctx, plan.Cluster, true)
 	if err != nil {
-		resp.Diagnostics.AddError("Creating identity", err.Error())
+		diags.AddError(summary, err.Error())
 		return
 	}
-	if created, err := r.writeObjects(ctx, c, &plan, kubeconfig, true); err != nil {
-		resp.Diagnostics.AddError("Creating identity", err.Error())
+	created, err := r.writeObjects(ctx, c, plan, kubeconfig, create)
+	if err != nil {
+		diags.AddError(summary, err.Error())
 		if !created {
 			return
 		}
 		// The Identity may exist: keep it in the state so that it is not orphaned.
-		plan.ID = types.StringValue(objectID(c.name, plan.Namespace.ValueString(), plan.Name.ValueString()))
-		plan.KubeconfigWO = types.StringNull()
 		if plan.APIServer.IsUnknown() {
 			plan.APIServer = types.StringNull()
 		}
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-		return
 	}
 	plan.ID = types.StringValue(objectID(c.name, plan.Namespace.ValueString(), plan.Name.ValueString()))
 	plan.KubeconfigWO = types.StringNull()
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	resp.Diagnostics.Append(resp.Private.SetKey(ctx, identityKubeconfigHashKey, identityHash(kubeconfig))...)
+	diags.Append(state.Set(ctx, plan)...)
+	if err == nil {
+		diags.Append(private.SetKey(ctx, identityKubeconfigHashKey, identityHash(kubeconfig))...)
+	}
 }
 
 // Read refreshes the state from the cluster. A missing Identity leaves the state (re-created by
@@ -421,24 +434,7 @@ func (r *identityResource) Update(ctx context.Context, req resource.UpdateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	kubeconfig, d := identityKubeconfig(ctx, req.Config, &plan)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c, err := r.client(ctx, plan.Cluster, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Updating identity", err.Error())
-		return
-	}
-	if _, err := r.writeObjects(ctx, c, &plan, kubeconfig, false); err != nil {
-		resp.Diagnostics.AddError("Updating identity", err.Error())
-		return
-	}
-	plan.ID = types.StringValue(objectID(c.name, plan.Namespace.ValueString(), plan.Name.ValueString()))
-	plan.KubeconfigWO = types.StringNull()
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	resp.Diagnostics.Append(resp.Private.SetKey(ctx, identityKubeconfigHashKey, identityHash(kubeconfig))...)
+	r.apply(ctx, &plan, req.Config, false, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 // Delete removes the Secret and the Identity, waiting until both are gone.

@@ -229,17 +229,9 @@ func (r *namespaceOffloadingResource) ValidateConfig(ctx context.Context, req re
 
 // ModifyPlan shows the remote namespace name in the plan when the strategy gives it.
 func (r *namespaceOffloadingResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	r.clusterResource.ModifyPlan(ctx, req, resp)
-	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
-		return
-	}
-	var plan namespaceOffloadingModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.RemoteNamespaceName.IsUnknown() || plan.Namespace.IsUnknown() {
-		return
-	}
-	if plan.NamespaceMappingStrategy.ValueString() == string(offloadingv1beta1.EnforceSameNameMappingStrategyType) {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("remote_namespace_name"), plan.Namespace.ValueString())...)
+	plan, ok := plannedModel[namespaceOffloadingModel](ctx, &r.clusterResource, req, resp)
+	if ok && plan.NamespaceMappingStrategy.ValueString() == string(offloadingv1beta1.EnforceSameNameMappingStrategyType) {
+		planDerivedDefault(ctx, resp, "remote_namespace_name", plan.RemoteNamespaceName, plan.Namespace, sameValue)
 	}
 }
 

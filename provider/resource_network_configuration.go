@@ -43,12 +43,8 @@ func newNetworkConfigurationResource() resource.Resource {
 	r.objectKind = objectKind[networkConfigurationModel, *networkingv1beta1.Configuration]{
 		typeName: "_network_configuration",
 		kind:     "Configuration", noun: "network Configuration", needLiqo: true, namespaced: true, timeout: 5 * time.Minute,
-		build: func(ctx context.Context, w objectWrite[networkConfigurationModel], conf *networkingv1beta1.Configuration) error {
-			return diagsError(w.plan.apply(ctx, conf))
-		},
-		read: func(ctx context.Context, c *clusterClient, state *networkConfigurationModel, conf *networkingv1beta1.Configuration) error {
-			return diagsError(state.read(ctx, c, conf))
-		},
+		build:   fromPlan((*networkConfigurationModel).apply),
+		read:    intoState((*networkConfigurationModel).read),
 		written: networkConfigurationWritten,
 		// An update that did not change the CIDRs kept the reported remapping.
 		kept: func(plan *networkConfigurationModel) bool {
@@ -104,24 +100,13 @@ func (r *networkConfigurationResource) Schema(ctx context.Context, _ resource.Sc
 // ModifyPlan shows the default name and keeps the remapped CIDRs when the CIDRs they come from
 // do not change.
 func (r *networkConfigurationResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	r.clusterResource.ModifyPlan(ctx, req, resp)
-	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
+	plan, ok := plannedModel[networkConfigurationModel](ctx, &r.clusterResource, req, resp)
+	if !ok {
 		return
 	}
-	var plan networkConfigurationModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if plan.Name.IsUnknown() && !plan.RemoteClusterID.IsUnknown() {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("name"), plan.RemoteClusterID)...)
-	}
-	if req.State.Raw.IsNull() {
-		return
-	}
-	var state networkConfigurationModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	planDerivedDefault(ctx, resp, "name", plan.Name, plan.RemoteClusterID, sameValue)
+	state, ok := priorModel[networkConfigurationModel](ctx, req, resp)
+	if !ok {
 		return
 	}
 	if plan.RemotePodCIDRs.Equal(state.RemotePodCIDRs) && !state.RemappedPodCIDRs.IsNull() {

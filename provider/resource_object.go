@@ -55,6 +55,16 @@ type objectWrite[M any] struct {
 	config tfsdk.Config
 }
 
+// fromPlan adapts a model's method that writes the plan into the object to a build hook.
+func fromPlan[M any, O client.Object](apply func(*M, context.Context, O) diag.Diagnostics) func(context.Context, objectWrite[M], O) error {
+	return func(ctx context.Context, w objectWrite[M], o O) error { return diagsError(apply(w.plan, ctx, o)) }
+}
+
+// intoState adapts a model's method that reads the object into the state to a read hook.
+func intoState[M any, O client.Object](read func(*M, context.Context, *clusterClient, O) diag.Diagnostics) func(context.Context, *clusterClient, *M, O) error {
+	return func(ctx context.Context, c *clusterClient, m *M, o O) error { return diagsError(read(m, ctx, c, o)) }
+}
+
 // objectKind describes one kind of object to objectResource, with the resource's hooks.
 type objectKind[M any, O client.Object] struct {
 	typeName   string // the resource type's name after the provider's: "_public_key"

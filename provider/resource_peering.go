@@ -41,7 +41,7 @@ const (
 // provider's clusters map, as one resource. It is a thin layer over internal/peering, which does
 // every step idempotently; this file maps the schema to its Options and State.
 type peeringResource struct {
-	clusters *clusterSet
+	clusterUser
 }
 
 type peeringModel struct {
@@ -93,15 +93,7 @@ func (r *peeringResource) Metadata(_ context.Context, req resource.MetadataReque
 
 // Configure receives the cluster set made by the provider's Configure.
 func (r *peeringResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	set, ok := req.ProviderData.(*clusterSet)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("got %T, want *clusterSet", req.ProviderData))
-		return
-	}
-	r.clusters = set
+	r.configure(req.ProviderData, &resp.Diagnostics)
 }
 
 func known(s types.String) bool { return !s.IsNull() && !s.IsUnknown() }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -136,16 +135,9 @@ func (r *resourceSliceResource) Schema(ctx context.Context, _ resource.SchemaReq
 
 // ModifyPlan shows the default namespace in the plan.
 func (r *resourceSliceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	r.clusterResource.ModifyPlan(ctx, req, resp)
-	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
-		return
+	if plan, ok := plannedModel[resourceSliceModel](ctx, &r.clusterResource, req, resp); ok {
+		planDerivedDefault(ctx, resp, "namespace", plan.Namespace, plan.ProviderClusterID, consts.TenantNamespace)
 	}
-	var plan resourceSliceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.Namespace.IsUnknown() || plan.ProviderClusterID.IsUnknown() {
-		return
-	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("namespace"), consts.TenantNamespace(plan.ProviderClusterID.ValueString()))...)
 }
 
 // fill writes the desired spec, labels and annotation into the object.

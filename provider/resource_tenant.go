@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -84,16 +83,9 @@ func (r *tenantResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 
 // ModifyPlan shows the default name in the plan.
 func (r *tenantResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	r.clusterResource.ModifyPlan(ctx, req, resp)
-	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
-		return
+	if plan, ok := plannedModel[tenantModel](ctx, &r.clusterResource, req, resp); ok {
+		planDerivedDefault(ctx, resp, "name", plan.Name, plan.ConsumerClusterID, sameValue)
 	}
-	var plan tenantModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.Name.IsUnknown() || plan.ConsumerClusterID.IsUnknown() {
-		return
-	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("name"), plan.ConsumerClusterID.ValueString())...)
 }
 
 // apply writes the plan into a Tenant object.

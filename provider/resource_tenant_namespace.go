@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -72,16 +71,9 @@ func (r *tenantNamespaceResource) ValidateConfig(context.Context, resource.Valid
 
 // ModifyPlan shows the default name in the plan.
 func (r *tenantNamespaceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	r.clusterResource.ModifyPlan(ctx, req, resp)
-	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
-		return
+	if plan, ok := plannedModel[tenantNamespaceModel](ctx, &r.clusterResource, req, resp); ok {
+		planDerivedDefault(ctx, resp, "name", plan.Name, plan.RemoteClusterID, consts.TenantNamespace)
 	}
-	var plan tenantNamespaceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.Name.IsUnknown() || plan.RemoteClusterID.IsUnknown() {
-		return
-	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("name"), consts.TenantNamespace(plan.RemoteClusterID.ValueString()))...)
 }
 
 func (m *tenantNamespaceModel) labels(ctx context.Context) (map[string]string, error) {
