@@ -243,43 +243,59 @@ func (a *Agent) apply(ctx context.Context, d *desired) error {
 		a.responder = r
 	}
 
-	// WireGuard carries the remote networks as the remote cluster uses them; the local cluster
-	// routes them into the tunnel as it sees them (the rules rewrite between the two).
-	allowed := []net.IPNet{{IP: a.peerAddr.IP, Mask: net.CIDRMask(32, 32)}}
-	var routes []net.IPNet
-	var remaps []nat.Remap
-	for _, r := range d.remote {
-		allowed = append(allowed, r.Real)
-		routes = append(routes, r.Mapped)
-		if r.Remapped() {
-			remaps = append(remaps, r)
-		}
-	}
+	p := a.plan(d)
 	if a.applied == nil || !sameTunnel(a.applied, d) {
-		peer := a.peer(d, allowed)
+		peer := a.peer(d, p.allowed)
 		rotated := a.applied != nil && (a.applied.privateKey != d.privateKey || a.applied.peerKey != d.peerKey)
 		// Taken before: the handshake may complete before Configure returns.
 		a.configuredAt = time.Now()
 		if err := a.dev.Configure(tunnel.Config{PrivateKey: d.privateKey, ListenPort: d.listenPort, Peer: peer}); err != nil {
 			return err
 		}
-		a.allowed = allowed
+		a.allowed = p.allowed
 		a.log.Info("tunnel configured", "listenPort", d.listenPort, "endpoint", fmt.Sprint(d.endpoint),
 			"peerPublicKey", d.peerKey.String(), "keysChanged", rotated)
 	}
-	if err := netcfg.SyncRoutes(a.opts.Interface, 0, routes); err != nil {
+	if err := netcfg.SyncRoutes(a.opts.Interface, 0, p.routes); err != nil {
 		return err
 	}
-	rules := &nat.Rules{Interface: a.opts.Interface, MTU: mtu, Remaps: remaps}
+	rules := &nat.Rules{Interface: a.opts.Interface, MTU: mtu, Remaps: p.remaps}
 	if a.rules == nil || !reflect.DeepEqual(*a.rules, *rules) {
 		if err := rules.Sync(); err != nil {
 			return fmt.Errorf("writing NAT rules: %w", err)
 		}
 		a.rules = rules
-		a.log.Info("NAT rules written", "remaps", len(remaps), "mssClamp", mtu-40)
+		a.log.Info("NAT rules written", "remaps", len(p.remaps), "mssClamp", mtu-40)
 	}
 	a.applied = d
 	return nil
+}
+
+// tunnelPlan is what the agent configures for the remote networks of a desired state.
+type tunnelPlan struct {
+	// allowed are the networks WireGuard accepts from and sends to the peer: the peer's tunnel
+	// address, then the remote networks as the remote cluster uses them.
+	allowed []net.IPNet
+	// routes are the remote networks as the local cluster sees them, routed into the tunnel.
+	routes []net.IPNet
+	// remaps are the remote networks the local cluster sees under other addresses: the NAT
+	// rules rewrite between the two.
+	remaps []nat.Remap
+}
+
+// plan says what to configure for d: WireGuard carries the remote networks as the remote
+// cluster uses them; the local cluster routes them into the tunnel as it sees them (the rules
+// rewrite between the two).
+func (a *Agent) plan(d *desired) tunnelPlan {
+	p := tunnelPlan{allowed: []net.IPNet{{IP: a.peerAddr.IP, Mask: net.CIDRMask(32, 32)}}}
+	for _, r := range d.remote {
+		p.allowed = append(p.allowed, r.Real)
+		p.routes = append(p.routes, r.Mapped)
+		if r.Remapped() {
+			p.remaps = append(p.remaps, r)
+		}
+	}
+	return p
 }
 
 func (a *Agent) peer(d *desired, allowed []net.IPNet) tunnel.Peer {
