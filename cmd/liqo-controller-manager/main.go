@@ -151,7 +151,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 func (o *options) restConfig() (*rest.Config, error) {
 	cfg, err := cli.RESTConfig(o.kubeconfig)
 	if err != nil {
-		return nil, err //nolint:wrapcheck // it names the flag
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	return cfg, nil
