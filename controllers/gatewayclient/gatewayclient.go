@@ -56,11 +56,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// SecretName is the key Secret of gw: the one its spec names, or "<name>-keys".
-func SecretName(gw *netv1beta1.GatewayClient) string {
-	return gateways.SecretName(gw.Spec.SecretRef.Name, gw.Name)
-}
-
 // Reconcile renders one GatewayClient's Secret and Deployment and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p, err := clients.Prepare(ctx, r.Client, r.Recorder, req)

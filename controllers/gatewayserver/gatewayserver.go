@@ -20,9 +20,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/gateways"
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
@@ -58,32 +57,17 @@ var servers = gateways.Kind[*netv1beta1.GatewayServer]{
 // SetupWithManager registers the reconciler. Node changes requeue every GatewayServer, as a
 // NodePort endpoint lists the nodes' addresses.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	allServers := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		list := &netv1beta1.GatewayServerList{}
-		if err := r.Client.List(ctx, list); err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		for _, g := range list.Items {
-			if g.Spec.Endpoint.ServiceType == corev1.ServiceTypeNodePort {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&g)})
-			}
-		}
-		return reqs
+	nodePortServers := enqueue.Listed(r.Client, servers.NewList, nil, func(_ client.Object, g *netv1beta1.GatewayServer) bool {
+		return g.Spec.Endpoint.ServiceType == corev1.ServiceTypeNodePort
 	})
 	err := servers.Controller(mgr, r.Client).
 		Owns(&corev1.Service{}).
-		Watches(&corev1.Node{}, allServers).
+		Watches(&corev1.Node{}, nodePortServers).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the gatewayserver controller: %w", err)
 	}
 	return nil
-}
-
-// SecretName is the key Secret of gw: the one its spec names, or "<name>-keys".
-func SecretName(gw *netv1beta1.GatewayServer) string {
-	return gateways.SecretName(gw.Spec.SecretRef.Name, gw.Name)
 }
 
 // Reconcile renders one GatewayServer's Secret, Deployment and Service and writes its status.

@@ -47,6 +47,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/finalizers"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -94,9 +96,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if deleting && !controllerutil.ContainsFinalizer(nm, Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	if !deleting && controllerutil.AddFinalizer(nm, Finalizer) {
-		if err := r.Client.Update(ctx, nm); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer to NamespaceMap %s: %w", req, err)
+	if !deleting {
+		if err := finalizers.Add(ctx, r.Client, nm, Finalizer, "NamespaceMap"); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
 
@@ -142,11 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if len(ours.Items) > 0 {
 			return reconcile.Result{}, nil // the namespaces' watch brings it back
 		}
-		controllerutil.RemoveFinalizer(nm, Finalizer)
-		if err := r.Client.Update(ctx, nm); err != nil {
-			return reconcile.Result{}, fmt.Errorf("releasing NamespaceMap %s: %w", req, err)
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, finalizers.Remove(ctx, r.Client, nm, Finalizer, "NamespaceMap")
 	}
 
 	locals := make([]string, 0, len(desired))
@@ -363,17 +361,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ofBinding := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return mapsFor(ctx, "", o.GetNamespace())
 	})
-	ofTenant := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		maps := &offv1beta1.NamespaceMapList{}
-		if err := mgr.GetClient().List(ctx, maps, client.InNamespace(o.GetNamespace()), client.HasLabels{consts.ReplicationOriginLabel}); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(maps.Items))
-		for i := range maps.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&maps.Items[i])})
-		}
-		return out
-	})
+	ofTenant := enqueue.Listed[*offv1beta1.NamespaceMap](mgr.GetClient(),
+		func() client.ObjectList { return &offv1beta1.NamespaceMapList{} },
+		enqueue.InNamespaceOf(client.HasLabels{consts.ReplicationOriginLabel}), nil)
 	if err := ctrl.NewControllerManagedBy(mgr).Named("namespacemap").
 		For(&offv1beta1.NamespaceMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(isCopy))).
 		Watches(&corev1.Namespace{}, ofNamespace).

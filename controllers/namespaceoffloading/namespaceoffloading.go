@@ -30,6 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/finalizers"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -190,16 +192,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			log.FromContext(ctx).V(1).Info("waiting for the remote namespaces to go", "clusters", len(status.RemoteNamespacesConditions))
 			return reconcile.Result{}, nil // the maps' watch brings it back
 		}
-		controllerutil.RemoveFinalizer(nsoff, Finalizer)
-		if err := r.Client.Update(ctx, nsoff); err != nil {
-			return reconcile.Result{}, fmt.Errorf("releasing NamespaceOffloading %s: %w", req, err)
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, finalizers.Remove(ctx, r.Client, nsoff, Finalizer, "NamespaceOffloading")
 	}
-	if controllerutil.AddFinalizer(nsoff, Finalizer) {
-		if err := r.Client.Update(ctx, nsoff); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer to NamespaceOffloading %s: %w", req, err)
-		}
+	if err := finalizers.Add(ctx, r.Client, nsoff, Finalizer, "NamespaceOffloading"); err != nil {
+		return reconcile.Result{}, err
 	}
 
 	if err := r.setSchedulingEnabled(ctx, local, true); err != nil {
@@ -402,17 +398,8 @@ func sortedIDs(set map[corev1beta1.ClusterID]bool) []corev1beta1.ClusterID {
 // labels), tenant namespaces, the NamespaceMaps (their status) and ForeignClusters (a peer
 // declared gone).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		list := &offv1beta1.NamespaceOffloadingList{}
-		if err := mgr.GetClient().List(ctx, list); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(list.Items))
-		for _, o := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&o)})
-		}
-		return out
-	})
+	all := enqueue.Listed[*offv1beta1.NamespaceOffloading](mgr.GetClient(),
+		func() client.ObjectList { return &offv1beta1.NamespaceOffloadingList{} }, nil, nil)
 	ofMap := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		m, ok := o.(*offv1beta1.NamespaceMap)
 		if !ok {

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
@@ -241,17 +241,8 @@ func merge(old []authv1beta1.ResourceSliceCondition, conds ...authv1beta1.Resour
 // SetupWithManager watches slices, and Tenants (a change of condition re-decides the slices
 // of their namespace).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	slicesOfNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		slices := &authv1beta1.ResourceSliceList{}
-		if err := mgr.GetClient().List(ctx, slices, client.InNamespace(o.GetNamespace())); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(slices.Items))
-		for _, s := range slices.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
-		}
-		return out
-	})
+	slicesOfNamespace := enqueue.Listed[*authv1beta1.ResourceSlice](mgr.GetClient(),
+		func() client.ObjectList { return &authv1beta1.ResourceSliceList{} }, enqueue.InNamespaceOf(), nil)
 	err := ctrl.NewControllerManagedBy(mgr).Named("negotiation").
 		For(&authv1beta1.ResourceSlice{}).
 		Watches(&authv1beta1.Tenant{}, slicesOfNamespace).

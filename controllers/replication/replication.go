@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/finalizers"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
@@ -287,11 +288,7 @@ func (r *Reconciler[T]) syncStatusBack(ctx context.Context, local, remote T) err
 
 // release removes the finalizer of a local object being deleted.
 func (r *Reconciler[T]) release(ctx context.Context, local T) error {
-	controllerutil.RemoveFinalizer(local, finalizer)
-	if err := r.Client.Update(ctx, local); err != nil {
-		return fmt.Errorf("releasing %s %s/%s: %w", r.Kind.Name, local.GetNamespace(), local.GetName(), err)
-	}
-	return nil
+	return finalizers.Remove(ctx, r.Client, local, finalizer, r.Kind.Name)
 }
 
 // assign copies *src into *dst; both are pointers to the same struct type (a Kind's Spec or

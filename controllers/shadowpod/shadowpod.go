@@ -234,15 +234,26 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, req reconcile.Request) er
 
 // refused says why a pod spec may not run here, or "".
 func refused(spec *corev1.PodSpec) string {
-	switch {
-	case spec.HostNetwork:
-		return "spec.hostNetwork is true: offloaded pods may not use the provider node's network namespace; set it to false"
-	case spec.HostPID:
-		return "spec.hostPID is true: offloaded pods may not use the provider node's PID namespace; set it to false"
-	case spec.HostIPC:
-		return "spec.hostIPC is true: offloaded pods may not use the provider node's IPC namespace; set it to false"
+	if field, namespace := SharedHostNamespace(spec); field != "" {
+		return fmt.Sprintf("spec.%s is true: offloaded pods may not use the provider node's %s namespace; set it to false", field, namespace)
 	}
 	return ""
+}
+
+// SharedHostNamespace names the first namespace of its node (network, PID, IPC) that spec asks
+// to share: the spec field that asks for it (e.g. "hostNetwork") and the namespace (e.g.
+// "network"); both "" when it asks for none. An offloaded pod may share none: the provider
+// refuses such a ShadowPod, and the virtual kubelet does not offload such a pod.
+func SharedHostNamespace(spec *corev1.PodSpec) (field, namespace string) {
+	switch {
+	case spec.HostNetwork:
+		return "hostNetwork", "network"
+	case spec.HostPID:
+		return "hostPID", "PID"
+	case spec.HostIPC:
+		return "hostIPC", "IPC"
+	}
+	return "", ""
 }
 
 func (r *Reconciler) warn(sp *offv1beta1.ShadowPod, reason, format string, args ...any) {

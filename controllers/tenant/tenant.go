@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/finalizers"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -162,10 +163,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if t.DeletionTimestamp != nil {
 		return reconcile.Result{}, r.revoke(ctx, t)
 	}
-	if controllerutil.AddFinalizer(t, finalizer) {
-		if err := r.Client.Update(ctx, t); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer to tenant %s: %w", req, err)
-		}
+	if err := finalizers.Add(ctx, r.Client, t, finalizer, "tenant"); err != nil {
+		return reconcile.Result{}, err
 	}
 
 	v, err := check(ctx, r.Client, t)
@@ -358,11 +357,7 @@ func (r *Reconciler) revoke(ctx context.Context, t *authv1beta1.Tenant) error {
 		client.MatchingLabels{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}); err != nil {
 		return fmt.Errorf("deleting CSRs of %s: %w", t.Spec.ClusterID, err)
 	}
-	controllerutil.RemoveFinalizer(t, finalizer)
-	if err := r.Client.Update(ctx, t); err != nil {
-		return fmt.Errorf("removing finalizer of tenant %s/%s: %w", t.Namespace, t.Name, err)
-	}
-	return nil
+	return finalizers.Remove(ctx, r.Client, t, finalizer, "tenant")
 }
 
 // SetupWithManager watches Tenants, and the nonce Secrets and CSRs they depend on.

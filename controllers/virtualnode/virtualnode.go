@@ -11,9 +11,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/finalizers"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
@@ -54,17 +54,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if stopped, err := r.stopKubelet(ctx, vn); err != nil || !stopped {
 			return reconcile.Result{RequeueAfter: time.Second}, err
 		}
-		if controllerutil.RemoveFinalizer(vn, finalizer) {
-			if err := r.Client.Update(ctx, vn); err != nil {
-				return reconcile.Result{}, fmt.Errorf("releasing virtual node %s: %w", req, err)
-			}
-		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, finalizers.Remove(ctx, r.Client, vn, finalizer, "virtual node")
 	}
-	if controllerutil.AddFinalizer(vn, finalizer) {
-		if err := r.Client.Update(ctx, vn); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer to virtual node %s: %w", req, err)
-		}
+	if err := finalizers.Add(ctx, r.Client, vn, finalizer, "virtual node"); err != nil {
+		return reconcile.Result{}, err
 	}
 	if vn.Spec.KubeconfigSecretRef == nil {
 		return reconcile.Result{}, r.setStatus(ctx, vn, offv1beta1.NoneConditionStatusType, "no kubeconfigSecretRef")

@@ -114,14 +114,10 @@ func (r Rules) Sync() error {
 	if err != nil {
 		return fmt.Errorf("nftables table %s: %w", r.Table(), err)
 	}
-	conn, err := nftables.New()
+	conn, t, err := r.deleteTable()
 	if err != nil {
-		return fmt.Errorf("opening nftables: %w", err)
+		return err
 	}
-	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: r.Table()}
-	// Adding first makes the deletion valid when the table does not exist yet.
-	conn.AddTable(t)
-	conn.DelTable(t)
 	conn.AddTable(t)
 	cs := chains(t)
 	for _, name := range chainOrder {
@@ -138,17 +134,28 @@ func (r Rules) Sync() error {
 
 // Remove deletes the gateway's table. A missing one is not an error.
 func (r Rules) Remove() error {
-	conn, err := nftables.New()
+	conn, _, err := r.deleteTable()
 	if err != nil {
-		return fmt.Errorf("opening nftables: %w", err)
+		return err
 	}
-	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: r.Table()}
-	conn.AddTable(t)
-	conn.DelTable(t)
 	if err := conn.Flush(); err != nil {
 		return fmt.Errorf("removing nftables table %s: %w", r.Table(), err)
 	}
 	return nil
+}
+
+// deleteTable opens nftables and starts a batch that deletes the gateway's table, existing or
+// not; it returns the connection, to add to the batch and flush it, and the table.
+func (r Rules) deleteTable() (*nftables.Conn, *nftables.Table, error) {
+	conn, err := nftables.New()
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening nftables: %w", err)
+	}
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: r.Table()}
+	// Adding first makes the deletion valid when the table does not exist yet.
+	conn.AddTable(t)
+	conn.DelTable(t)
+	return conn, t, nil
 }
 
 // Header offsets of IPv4 addresses.

@@ -1,5 +1,5 @@
-// Package netcfg sets a gateway's addresses, MTU, routes and policy-routing rules through
-// netlink, in the network namespace of the calling process.
+// Package netcfg sets a gateway's addresses, MTU and routes through netlink, and removes the
+// policy-routing rule of older gateways, in the network namespace of the calling process.
 package netcfg
 
 import (
@@ -87,28 +87,8 @@ func SyncRoutes(link string, table int, dsts []net.IPNet) error {
 	return nil
 }
 
-// EnsureRule sends packets carrying fwmark mark to routing table table.
-func EnsureRule(mark, table int) error {
-	rules, err := netlink.RuleList(netlink.FAMILY_V4)
-	if err != nil {
-		return fmt.Errorf("listing rules: %w", err)
-	}
-	for _, r := range rules {
-		if r.Mark == uint32(mark) && r.Table == table { //nolint:gosec // marks are small positive numbers
-			return nil
-		}
-	}
-	r := netlink.NewRule()
-	r.Mark = uint32(mark) //nolint:gosec // marks are small positive numbers
-	r.Table = table
-	r.Priority = 100
-	if err := netlink.RuleAdd(r); err != nil {
-		return fmt.Errorf("adding rule fwmark %d lookup %d: %w", mark, table, err)
-	}
-	return nil
-}
-
-// DeleteRule removes the rules EnsureRule added for mark and table, if any.
+// DeleteRule removes the rules sending packets carrying fwmark mark to routing table table, if
+// any (gateways before the stateless remap added one).
 func DeleteRule(mark, table int) error {
 	rules, err := netlink.RuleList(netlink.FAMILY_V4)
 	if err != nil {

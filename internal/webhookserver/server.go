@@ -99,13 +99,90 @@ type Server struct {
 	cert       atomic.Pointer[tls.Certificate]
 	mu         sync.Mutex
 	caBundle   []byte
-	mutating   map[string][]hook[admissionregistrationv1.MutatingWebhook]
-	validating map[string][]hook[admissionregistrationv1.ValidatingWebhook]
+	mutating   webhooksOfKind[admissionregistrationv1.MutatingWebhook, *admissionregistrationv1.MutatingWebhook]
+	validating webhooksOfKind[admissionregistrationv1.ValidatingWebhook, *admissionregistrationv1.ValidatingWebhook]
 }
 
-type hook[T any] struct {
+// hook is a webhook and the path it is served at on this server.
+type hook[W any] struct {
 	path    string
-	webhook T
+	webhook W
+}
+
+// webhooksOfKind are the webhooks of one kind (W is a MutatingWebhook or a ValidatingWebhook),
+// by the name of the configuration that holds them, and how a configuration of that kind is
+// written.
+type webhooksOfKind[W any, PW interface {
+	*W
+	DeepCopy() *W
+}] struct {
+	byConfiguration map[string][]hook[W]
+	// clientConfig returns where w says how the API server reaches it.
+	clientConfig func(w PW) *admissionregistrationv1.WebhookClientConfig
+	// emptyConfiguration returns a configuration of this kind named name, and its webhooks.
+	emptyConfiguration func(name string) (client.Object, *[]W)
+}
+
+// mutatingWebhooks is the kind of the MutatingWebhookConfigurations (without webhooks yet).
+var mutatingWebhooks = webhooksOfKind[admissionregistrationv1.MutatingWebhook, *admissionregistrationv1.MutatingWebhook]{
+	clientConfig: func(w *admissionregistrationv1.MutatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+		return &w.ClientConfig
+	},
+	emptyConfiguration: func(name string) (client.Object, *[]admissionregistrationv1.MutatingWebhook) {
+		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		return cfg, &cfg.Webhooks
+	},
+}
+
+// validatingWebhooks is the kind of the ValidatingWebhookConfigurations (without webhooks yet).
+var validatingWebhooks = webhooksOfKind[admissionregistrationv1.ValidatingWebhook, *admissionregistrationv1.ValidatingWebhook]{
+	clientConfig: func(w *admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+		return &w.ClientConfig
+	},
+	emptyConfiguration: func(name string) (client.Object, *[]admissionregistrationv1.ValidatingWebhook) {
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		return cfg, &cfg.Webhooks
+	},
+}
+
+// add adds wh, served at path, to the configuration named configuration.
+func (k *webhooksOfKind[W, PW]) add(configuration, path string, wh W) {
+	if k.byConfiguration == nil {
+		k.byConfiguration = map[string][]hook[W]{}
+	}
+	k.byConfiguration[configuration] = append(k.byConfiguration[configuration], hook[W]{path, wh})
+}
+
+// desired returns, by configuration name, copies of the webhooks, each reached through the
+// client configuration clientConfig gives for its path.
+func (k *webhooksOfKind[W, PW]) desired(clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) map[string][]W {
+	desired := map[string][]W{}
+	for name, hooks := range k.byConfiguration {
+		for i := range hooks {
+			wh := PW(&hooks[i].webhook).DeepCopy()
+			*k.clientConfig(wh) = clientConfig(hooks[i].path)
+			desired[name] = append(desired[name], *wh)
+		}
+	}
+	return desired
+}
+
+// write creates or updates each configuration of desired so that it holds exactly its webhooks.
+func (k *webhooksOfKind[W, PW]) write(ctx context.Context, s *Server, desired map[string][]W) error {
+	for name, hooks := range desired {
+		cfg, webhooks := k.emptyConfiguration(name)
+		err := s.apply(ctx, cfg, func() bool {
+			if equality.Semantic.DeepEqual(*webhooks, hooks) {
+				return false
+			}
+			*webhooks = hooks
+			return true
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // New returns a server for opts. c must read without a cache (it reads one Secret and the
@@ -138,9 +215,7 @@ func New(c client.Client, opts Options) (*Server, error) {
 	if err != nil || port <= 0 || port > 65535 {
 		return nil, fmt.Errorf("webhook bind address %q: port %q is not a number between 1 and 65535", opts.BindAddress, portStr)
 	}
-	s := &Server{opts: opts, client: c,
-		mutating:   map[string][]hook[admissionregistrationv1.MutatingWebhook]{},
-		validating: map[string][]hook[admissionregistrationv1.ValidatingWebhook]{}}
+	s := &Server{opts: opts, client: c, mutating: mutatingWebhooks, validating: validatingWebhooks}
 	if opts.Service != nil {
 		svc := opts.Service
 		s.hosts = []string{svc.Name + "." + svc.Namespace + ".svc", svc.Name + "." + svc.Namespace + ".svc.cluster.local",
@@ -169,7 +244,7 @@ func (s *Server) Register(path string, handler admission.Handler) {
 func (s *Server) AddMutating(configuration, path string, wh admissionregistrationv1.MutatingWebhook) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mutating[configuration] = append(s.mutating[configuration], hook[admissionregistrationv1.MutatingWebhook]{path, wh})
+	s.mutating.add(configuration, path, wh)
 }
 
 // AddValidating adds a webhook, served at path, to the ValidatingWebhookConfiguration named
@@ -177,7 +252,7 @@ func (s *Server) AddMutating(configuration, path string, wh admissionregistratio
 func (s *Server) AddValidating(configuration, path string, wh admissionregistrationv1.ValidatingWebhook) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.validating[configuration] = append(s.validating[configuration], hook[admissionregistrationv1.ValidatingWebhook]{path, wh})
+	s.validating.add(configuration, path, wh)
 }
 
 // NeedLeaderElection is false: every replica serves webhooks.
@@ -313,54 +388,18 @@ func (s *Server) clientConfig(path string, ca []byte) admissionregistrationv1.We
 func (s *Server) ensureConfigurations(ctx context.Context) error {
 	s.mu.Lock()
 	ca := append([]byte(nil), s.caBundle...)
-	mutating := map[string][]admissionregistrationv1.MutatingWebhook{}
-	for name, hooks := range s.mutating {
-		for _, h := range hooks {
-			wh := *h.webhook.DeepCopy()
-			wh.ClientConfig = s.clientConfig(h.path, ca)
-			mutating[name] = append(mutating[name], wh)
-		}
-	}
-	validating := map[string][]admissionregistrationv1.ValidatingWebhook{}
-	for name, hooks := range s.validating {
-		for _, h := range hooks {
-			wh := *h.webhook.DeepCopy()
-			wh.ClientConfig = s.clientConfig(h.path, ca)
-			validating[name] = append(validating[name], wh)
-		}
-	}
+	clientConfig := func(path string) admissionregistrationv1.WebhookClientConfig { return s.clientConfig(path, ca) }
+	mutating := s.mutating.desired(clientConfig)
+	validating := s.validating.desired(clientConfig)
 	s.mu.Unlock()
-	for name, hooks := range mutating {
-		err := s.apply(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}, func(o client.Object) bool {
-			cfg := o.(*admissionregistrationv1.MutatingWebhookConfiguration)
-			if equality.Semantic.DeepEqual(cfg.Webhooks, hooks) {
-				return false
-			}
-			cfg.Webhooks = hooks
-			return true
-		})
-		if err != nil {
-			return err
-		}
+	if err := s.mutating.write(ctx, s, mutating); err != nil {
+		return err
 	}
-	for name, hooks := range validating {
-		err := s.apply(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}, func(o client.Object) bool {
-			cfg := o.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-			if equality.Semantic.DeepEqual(cfg.Webhooks, hooks) {
-				return false
-			}
-			cfg.Webhooks = hooks
-			return true
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.validating.write(ctx, s, validating)
 }
 
-// apply creates obj, or updates it when set says it changed it.
-func (s *Server) apply(ctx context.Context, obj client.Object, set func(client.Object) bool) error {
+// apply creates obj, or updates it when set says it changed it (set changes obj as read).
+func (s *Server) apply(ctx context.Context, obj client.Object, set func() bool) error {
 	kind := "ValidatingWebhookConfiguration"
 	if _, ok := obj.(*admissionregistrationv1.MutatingWebhookConfiguration); ok {
 		kind = "MutatingWebhookConfiguration"
@@ -369,10 +408,10 @@ func (s *Server) apply(ctx context.Context, obj client.Object, set func(client.O
 		err := s.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		switch {
 		case apierrors.IsNotFound(err):
-			set(obj)
+			set()
 			err = s.client.Create(ctx, obj)
 		case err == nil:
-			if !set(obj) {
+			if !set() {
 				return nil
 			}
 			err = s.client.Update(ctx, obj)

@@ -15,7 +15,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -74,12 +73,9 @@ type run struct {
 
 // Run mirrors Events until ctx ends.
 func (r *Reflector) Run(ctx context.Context, env *vnode.Env) error {
-	if env == nil {
-		return errors.New("events reflector: no virtual node Env")
-	}
-	env, err := reflection.Tuned(env, r.QPS, r.Burst)
+	env, err := reflection.Tuned(r.Name(), env, r.QPS, r.Burst)
 	if err != nil {
-		return fmt.Errorf("events reflector: %w", err)
+		return err
 	}
 	rn := &run{env: env, log: env.Log.WithValues("reflector", r.Name())}
 	workers := r.Workers

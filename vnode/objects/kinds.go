@@ -37,25 +37,26 @@ const serviceIndex = "service"
 // a local liqo-kube-root-ca.crt or liqo-reflected-secrets is not reflected (""), as its name is
 // taken.
 func RemoteConfigMapName(local string) string {
-	switch local {
-	case consts.RootCAConfigMap:
-		return consts.ReflectedRootCAConfigMap
-	case consts.ReflectedRootCAConfigMap, SecretLedgerConfigMap:
-		return ""
-	}
-	return local
+	return otherSideConfigMapName(local, consts.RootCAConfigMap, consts.ReflectedRootCAConfigMap)
 }
 
 // LocalConfigMapName is RemoteConfigMapName's inverse ("" for the provider's own root CA and
 // the Secrets' ledger).
 func LocalConfigMapName(remote string) string {
-	switch remote {
-	case consts.ReflectedRootCAConfigMap:
-		return consts.RootCAConfigMap
-	case consts.RootCAConfigMap, SecretLedgerConfigMap:
+	return otherSideConfigMapName(remote, consts.ReflectedRootCAConfigMap, consts.RootCAConfigMap)
+}
+
+// otherSideConfigMapName is the name, in the other cluster, of the ConfigMap named name: the
+// root CA's (rootCA on this side) is renamed otherRootCA; every other name stays, but
+// otherRootCA and the Secrets' ledger, taken on the other side, are not reflected ("").
+func otherSideConfigMapName(name, rootCA, otherRootCA string) string {
+	switch name {
+	case rootCA:
+		return otherRootCA
+	case otherRootCA, SecretLedgerConfigMap:
 		return ""
 	}
-	return remote
+	return name
 }
 
 func configMaps() handler {

@@ -19,7 +19,6 @@ package objects
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -73,12 +72,9 @@ type run struct {
 
 // Run reflects until ctx ends.
 func (r *Reflector) Run(ctx context.Context, env *vnode.Env) error {
-	if env == nil {
-		return errors.New("objects reflector: no virtual node Env")
-	}
-	env, err := reflection.Tuned(env, r.QPS, r.Burst)
+	env, err := reflection.Tuned(r.Name(), env, r.QPS, r.Burst)
 	if err != nil {
-		return fmt.Errorf("objects reflector: %w", err)
+		return err
 	}
 	rn := &run{env: env, kinds: []handler{configMaps(), secrets(), services(), endpointSlices()},
 		log: env.Log.WithValues("reflector", r.Name()), refresh: r.SecretRefresh}

@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
@@ -22,13 +24,9 @@ func reflectionLabels(consumer, node string) map[string]string {
 
 // refused says why a pod may not be offloaded, or "".
 func refused(spec *corev1.PodSpec) string {
-	switch {
-	case spec.HostNetwork:
-		return "spec.hostNetwork is true: an offloaded pod cannot share a node's network namespace (its node is a virtual node standing for another cluster); set hostNetwork to false or keep the pod off virtual nodes"
-	case spec.HostPID:
-		return "spec.hostPID is true: an offloaded pod cannot share a node's PID namespace (its node is a virtual node standing for another cluster); set hostPID to false or keep the pod off virtual nodes"
-	case spec.HostIPC:
-		return "spec.hostIPC is true: an offloaded pod cannot share a node's IPC namespace (its node is a virtual node standing for another cluster); set hostIPC to false or keep the pod off virtual nodes"
+	if field, namespace := shadowpod.SharedHostNamespace(spec); field != "" {
+		return fmt.Sprintf("spec.%s is true: an offloaded pod cannot share a node's %s namespace (its node is a virtual node "+
+			"standing for another cluster); set %s to false or keep the pod off virtual nodes", field, namespace, field)
 	}
 	return ""
 }

@@ -307,10 +307,15 @@ const (
 	DefaultBurst = 400
 )
 
-// Tuned returns a copy of env whose Local and Remote clients are the reflector's own, built
-// from LocalConfig and RemoteConfig with the given request limits (defaults when zero), so that
-// reflectors do not share one client's rate limit. Without the configs, env's clients stay.
-func Tuned(env *vnode.Env, qps float32, burst int) (*vnode.Env, error) {
+// Tuned returns a copy of env whose Local and Remote clients are the own of the reflector
+// named reflector, built from LocalConfig and RemoteConfig with the given request limits
+// (defaults when zero), so that reflectors do not share one client's rate limit. Without the
+// configs, env's clients stay. Its errors (a nil env, a client it cannot build) name the
+// reflector.
+func Tuned(reflector string, env *vnode.Env, qps float32, burst int) (*vnode.Env, error) {
+	if env == nil {
+		return nil, errors.New(reflector + " reflector: no virtual node Env")
+	}
 	if qps <= 0 {
 		qps = DefaultQPS
 	}
@@ -330,7 +335,7 @@ func Tuned(env *vnode.Env, qps float32, burst int) (*vnode.Env, error) {
 		cfg.QPS, cfg.Burst = qps, burst
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			return nil, fmt.Errorf("client of the %s cluster: %w", c.side, err)
+			return nil, fmt.Errorf("%s reflector: client of the %s cluster: %w", reflector, c.side, err)
 		}
 		*c.client = cs
 	}

@@ -15,8 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -76,7 +75,7 @@ func (k Kind[T]) Controller(mgr ctrl.Manager, c client.Client) *builder.Builder 
 			}
 			return nil
 		})).
-		Watches(k.NewTemplate(), handler.EnqueueRequestsFromMapFunc(k.usersOfTemplate(c)))
+		Watches(k.NewTemplate(), k.usersOfTemplate(c))
 }
 
 // Gateway is one gateway to render, with what the shared part prepared for it.
@@ -161,29 +160,14 @@ func (k Kind[T]) template(ctx context.Context, c client.Client, rec events.Event
 	return base, nil
 }
 
-// usersOfTemplate requeues the gateways whose template reference names tmpl.
-func (k Kind[T]) usersOfTemplate(c client.Client) handler.MapFunc {
-	return func(ctx context.Context, tmpl client.Object) []reconcile.Request {
-		list := k.NewList()
-		if err := c.List(ctx, list); err != nil {
-			return nil
+// usersOfTemplate requeues the gateways whose template reference names the template.
+func (k Kind[T]) usersOfTemplate(c client.Client) handler.EventHandler {
+	return enqueue.Listed(c, k.NewList, nil, func(tmpl client.Object, g T) bool {
+		ref := k.TemplateRef(g)
+		ns := ref.Namespace
+		if ns == "" {
+			ns = g.GetNamespace()
 		}
-		var reqs []reconcile.Request
-		_ = meta.EachListItem(list, func(o runtime.Object) error {
-			g, ok := o.(T)
-			if !ok {
-				return nil
-			}
-			ref := k.TemplateRef(g)
-			ns := ref.Namespace
-			if ns == "" {
-				ns = g.GetNamespace()
-			}
-			if ref.Kind == k.TemplateKind && ref.Name == tmpl.GetName() && ns == tmpl.GetNamespace() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(g)})
-			}
-			return nil
-		})
-		return reqs
-	}
+		return ref.Kind == k.TemplateKind && ref.Name == tmpl.GetName() && ns == tmpl.GetNamespace()
+	})
 }
