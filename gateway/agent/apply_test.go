@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
-	"github.com/peerkit/terraform-provider-liqo/gateway/netcfg"
 	"github.com/peerkit/terraform-provider-liqo/gateway/probe"
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
@@ -36,7 +35,7 @@ func TestApplyServer(t *testing.T) {
 		if err := (nat.Rules{Interface: a.opts.Interface, MTU: 1000}).Sync(); err != nil {
 			return err
 		}
-		return netcfg.EnsureRule(a.opts.RouteTable, a.opts.RouteTable)
+		return addOldGatewayRule(a.opts.RouteTable)
 	})
 	if st := readHost(t, host, a); st.rulesErr != nil || !st.fwmarkRule {
 		t.Fatalf("leftovers not in place: rules %v, fwmark rule %t", st.rulesErr, st.fwmarkRule)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -150,4 +151,17 @@ func shutdownAtEnd(t *testing.T, host string, a *Agent) {
 		_ = netns.Do(netns.Named(host), a.shutdown)
 		_ = os.Remove(tunnel.SocketPath(a.opts.Interface))
 	})
+}
+
+// addOldGatewayRule adds the policy-routing rule gateways before the stateless remap kept:
+// packets marked mark go to the routing table of the same number.
+func addOldGatewayRule(mark int) error {
+	r := netlink.NewRule()
+	r.Mark = uint32(mark)
+	r.Table = mark
+	r.Priority = 100
+	if err := netlink.RuleAdd(r); err != nil {
+		return fmt.Errorf("adding the fwmark %d rule: %w", mark, err)
+	}
+	return nil
 }
