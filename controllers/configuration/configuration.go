@@ -19,11 +19,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/cidr"
@@ -60,17 +59,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Reader == nil {
 		r.Reader = mgr.GetAPIReader()
 	}
-	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		list := &netv1beta1.ConfigurationList{}
-		if err := r.Client.List(ctx, list); err != nil {
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, c := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
-		}
-		return reqs
-	})
+	all := enqueue.Listed[*netv1beta1.Configuration](r.Client, func() client.ObjectList { return &netv1beta1.ConfigurationList{} }, nil, nil)
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("configuration").
 		For(&netv1beta1.Configuration{}).

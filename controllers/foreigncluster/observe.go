@@ -118,27 +118,17 @@ func (o *observation) observeSlices(ctx context.Context, c client.Client, id cor
 
 // observeNetworking lists the network objects labelled with id.
 func (o *observation) observeNetworking(ctx context.Context, c client.Client, id corev1beta1.ClusterID) error {
-	byLabel := client.MatchingLabels{consts.RemoteClusterIDLabel: string(id)}
-	confs := &netv1beta1.ConfigurationList{}
-	if err := c.List(ctx, confs, byLabel); err != nil {
-		return fmt.Errorf("listing configurations: %w", err)
+	confs, servers := &netv1beta1.ConfigurationList{}, &netv1beta1.GatewayServerList{}
+	clients, conns := &netv1beta1.GatewayClientList{}, &netv1beta1.ConnectionList{}
+	for _, l := range []struct {
+		list client.ObjectList
+		what string
+	}{{confs, "configurations"}, {servers, "gateway servers"}, {clients, "gateway clients"}, {conns, "connections"}} {
+		if err := c.List(ctx, l.list, client.MatchingLabels{consts.RemoteClusterIDLabel: string(id)}); err != nil {
+			return fmt.Errorf("listing %s: %w", l.what, err)
+		}
 	}
-	o.configurations = confs.Items
-	servers := &netv1beta1.GatewayServerList{}
-	if err := c.List(ctx, servers, byLabel); err != nil {
-		return fmt.Errorf("listing gateway servers: %w", err)
-	}
-	o.gatewayServers = servers.Items
-	clients := &netv1beta1.GatewayClientList{}
-	if err := c.List(ctx, clients, byLabel); err != nil {
-		return fmt.Errorf("listing gateway clients: %w", err)
-	}
-	o.gatewayClients = clients.Items
-	conns := &netv1beta1.ConnectionList{}
-	if err := c.List(ctx, conns, byLabel); err != nil {
-		return fmt.Errorf("listing connections: %w", err)
-	}
-	o.connections = conns.Items
+	o.configurations, o.gatewayServers, o.gatewayClients, o.connections = confs.Items, servers.Items, clients.Items, conns.Items
 	return nil
 }
 

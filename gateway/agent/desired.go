@@ -10,6 +10,7 @@ import (
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
@@ -98,39 +99,42 @@ func (a *Agent) readDesired(ctx context.Context) (*desired, error) {
 }
 
 func (a *Agent) peerPublicKey(ctx context.Context) (*netv1beta1.PublicKey, error) {
-	if a.opts.PublicKeyName != "" {
-		pk := &netv1beta1.PublicKey{}
-		if err := a.reader.Get(ctx, client.ObjectKey{Namespace: a.opts.Namespace, Name: a.opts.PublicKeyName}, pk); err != nil {
-			return nil, fmt.Errorf("%w for PublicKey %s: %w", errWaiting, a.opts.PublicKeyName, err)
-		}
-		return pk, nil
-	}
-	list := &netv1beta1.PublicKeyList{}
-	if err := a.reader.List(ctx, list, client.InNamespace(a.opts.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing PublicKeys: %w", err)
-	}
-	if len(list.Items) != 1 {
-		return nil, fmt.Errorf("%w for exactly one PublicKey in %s (found %d; name one with --public-key)", errWaiting, a.opts.Namespace, len(list.Items))
-	}
-	return &list.Items[0], nil
+	return namedOrOnly[netv1beta1.PublicKey](ctx, a, a.opts.PublicKeyName, &netv1beta1.PublicKeyList{}, "PublicKey", "--public-key")
 }
 
 func (a *Agent) configuration(ctx context.Context) (*netv1beta1.Configuration, error) {
-	if a.opts.ConfigurationName != "" {
-		c := &netv1beta1.Configuration{}
-		if err := a.reader.Get(ctx, client.ObjectKey{Namespace: a.opts.Namespace, Name: a.opts.ConfigurationName}, c); err != nil {
-			return nil, fmt.Errorf("%w for Configuration %s: %w", errWaiting, a.opts.ConfigurationName, err)
+	return namedOrOnly[netv1beta1.Configuration](ctx, a, a.opts.ConfigurationName, &netv1beta1.ConfigurationList{}, "Configuration", "--configuration")
+}
+
+// namedOrOnly reads the object of kind kind in the tenant namespace: the one named name, or,
+// when name is empty, the only one there (listed into list); until there is one, an error
+// wrapping errWaiting that names flag, the option that picks one among several.
+func namedOrOnly[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, a *Agent, name string, list client.ObjectList, kind, flag string) (PT, error) {
+	if name != "" {
+		obj := PT(new(T))
+		if err := a.reader.Get(ctx, client.ObjectKey{Namespace: a.opts.Namespace, Name: name}, obj); err != nil {
+			return nil, fmt.Errorf("%w for %s %s: %w", errWaiting, kind, name, err)
 		}
-		return c, nil
+		return obj, nil
 	}
-	list := &netv1beta1.ConfigurationList{}
 	if err := a.reader.List(ctx, list, client.InNamespace(a.opts.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing Configurations: %w", err)
+		return nil, fmt.Errorf("listing %ss: %w", kind, err)
 	}
-	if len(list.Items) != 1 {
-		return nil, fmt.Errorf("%w for exactly one Configuration in %s (found %d; name one with --configuration)", errWaiting, a.opts.Namespace, len(list.Items))
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, fmt.Errorf("reading the %ss: %w", kind, err)
 	}
-	return &list.Items[0], nil
+	if len(items) != 1 {
+		return nil, fmt.Errorf("%w for exactly one %s in %s (found %d; name one with %s)", errWaiting, kind, a.opts.Namespace, len(items), flag)
+	}
+	obj, ok := items[0].(PT)
+	if !ok {
+		return nil, fmt.Errorf("listing %ss gave a %T", kind, items[0])
+	}
+	return obj, nil
 }
 
 // remoteNetworks pairs the remote cluster's networks (spec) with how the local cluster sees them
