@@ -55,28 +55,24 @@ var controllerOptions config.Controller
 
 // options are the command's flags.
 type options struct {
-	kubeconfig   string
+	cli.ManagerFlags
 	identity     clusteridentity.Config
 	apiServerURL string
 	caData       []byte
 	gatewayImage string
 	share        negotiation.Policy
 	defaults     corev1.ResourceList
-	metricsAddr  string
-	probeAddr    string
-	leaderElect  bool
 	qps          float64
 	burst        int
 	webhooks     webhookOptions
 	vk           virtualKubeletOptions
-	zap          zap.Options
 }
 
 func parse(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("liqo-controller-manager", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run in (default: in-cluster configuration)")
+	o.Bind(fs, "the cluster to run in")
 	var clusterID string
 	fs.StringVar(&clusterID, "cluster-id", "", "this cluster's ID, a DNS label (required the first time; it cannot change later)")
 	fs.StringVar(&o.identity.PodCIDR, "pod-cidr", "", "the cluster's pod CIDR, e.g. 10.244.0.0/16")
@@ -87,9 +83,6 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.apiServerURL, "api-server-url", "", "the API server URL peers should use (default: the one this manager connects to)")
 	fs.StringVar(&o.apiServerURL, "api-server-address-override", "", "upstream Liqo's name of --api-server-url (an address without scheme means https)")
 	fs.StringVar(&o.gatewayImage, "gateway-image", "", "image of the gateway Deployments (default: the built-in one)")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
-	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
-	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, for running several replicas")
 	manageCRDs := fs.Bool("manage-crds", true, "install and upgrade our CRDs; false: only check that they exist (someone else installs them)")
 	// client-go's own default (5 requests/s) would pace the ShadowPod controller's pod creations
 	// and status writes to a crawl when a consumer scales a Deployment up.
@@ -103,12 +96,8 @@ func parse(args []string, out io.Writer) (*options, error) {
 		"granted to a slice for each resource it does not ask for (or what is left, if less); upstream Liqo's flag and defaults")
 	o.webhooks.bindFlags(fs)
 	o.vk.bindFlags(fs)
-	o.zap.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("parsing flags: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, err
 	}
 	o.identity.ClusterID = corev1beta1.ClusterID(clusterID)
 	o.identity.CRDsInstalledElsewhere = !*manageCRDs
@@ -149,7 +138,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 }
 
 func (o *options) restConfig() (*rest.Config, error) {
-	cfg, err := cli.RESTConfig(o.kubeconfig)
+	cfg, err := cli.RESTConfig(o.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +156,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(out))
+	log := zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(out))
 	ctrl.SetLogger(log)
 	cfg, err := o.restConfig()
 	if err != nil {
@@ -189,9 +178,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  direct.Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "liqo-controller-manager",
 		LeaderElectionNamespace: consts.LiqoNamespace,
 		// A stopping leader gives the Lease up, so that another replica takes over at once

@@ -34,6 +34,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
+	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/webhookserver"
 )
@@ -82,11 +83,8 @@ func parseUninstall(args []string, out io.Writer) (*uninstallOptions, error) {
 	fs.BoolVar(&o.manageCRDs, "manage-crds", true, "the CRDs are the manager's (as its own --manage-crds): delete them; false: keep them and delete only the manager's objects of our kinds")
 	fs.BoolVar(&o.deleteNamespace, "delete-namespace", true, "delete the "+consts.LiqoNamespace+" namespace itself; false (when it is the chart's release namespace): only the manager's objects in it")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the manager to stop and for everything to be gone")
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("parsing flags: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, err
 	}
 	if o.manager != "" {
 		if _, err := webhookserver.ParseService(o.manager); err != nil {
@@ -105,7 +103,7 @@ func runUninstall(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := (&options{kubeconfig: o.kubeconfig, qps: 100, burst: 200}).restConfig()
+	cfg, err := (&options{ManagerFlags: cli.ManagerFlags{Kubeconfig: o.kubeconfig}, qps: 100, burst: 200}).restConfig()
 	if err != nil {
 		return err
 	}

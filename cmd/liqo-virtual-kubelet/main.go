@@ -55,24 +55,20 @@ var controllerOptions config.Controller
 
 // options are the command's flags.
 type options struct {
-	kubeconfig    string
+	cli.ManagerFlags
 	virtualNode   types.NamespacedName
 	consumerID    corev1beta1.ClusterID
 	listen        string
 	nodeIP        string
 	probeInterval time.Duration
 	resync        time.Duration
-	metricsAddr   string
-	probeAddr     string
-	leaderElect   bool
-	zap           zap.Options
 }
 
 func parse(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("liqo-virtual-kubelet", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the consumer cluster (default: in-cluster configuration)")
+	o.Bind(fs, "the consumer cluster")
 	var vn, consumer string
 	fs.StringVar(&vn, "virtual-node", "", "the VirtualNode to run, namespace/name (required)")
 	fs.StringVar(&consumer, "consumer-cluster-id", "", "this cluster's ID (default: read from the liqo/"+consts.ClusterIDConfigMap+" ConfigMap)")
@@ -80,15 +76,8 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.nodeIP, "node-ip", "", "the IP the Node advertises for its kubelet endpoint (default: $POD_IP, else --listen's host)")
 	fs.DurationVar(&o.probeInterval, "probe-interval", 5*time.Second, "how often the provider's API server is checked")
 	fs.DurationVar(&o.resync, "resync", time.Minute, "how often the VirtualNode and its identity Secret are read again")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
-	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
-	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, for running several replicas")
-	o.zap.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("parsing flags: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %v", fs.Args())
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, err
 	}
 	ns, name, ok := strings.Cut(vn, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
@@ -108,9 +97,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := zap.New(zap.UseFlagOptions(&o.zap), zap.WriteTo(out)).WithValues("virtualNode", o.virtualNode.String())
+	log := zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(out)).WithValues("virtualNode", o.virtualNode.String())
 	ctrl.SetLogger(log)
-	cfg, err := cli.RESTConfig(o.kubeconfig)
+	cfg, err := cli.RESTConfig(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -131,9 +120,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "liqo-vk-" + o.virtualNode.Name,
 		LeaderElectionNamespace: o.virtualNode.Namespace,
 		Logger:                  log,

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,5 +45,29 @@ current-context: x
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	if _, err := RESTConfig(""); err == nil || !strings.Contains(err.Error(), "no --kubeconfig and not in a cluster") {
 		t.Errorf("RESTConfig(\"\") outside a pod = %v, want an error saying neither is there", err)
+	}
+}
+
+func TestManagerFlags(t *testing.T) {
+	var m ManagerFlags
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	m.Bind(fs, "the cluster to run in")
+	if err := Parse(fs, []string{"--kubeconfig", "/k", "--metrics-bind-address", "0", "--leader-elect", "--zap-log-level", "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	if m.Kubeconfig != "/k" || m.MetricsAddr != "0" || m.ProbeAddr != ":8081" || !m.LeaderElect {
+		t.Errorf("flags %+v", m)
+	}
+	if !strings.Contains(fs.Lookup("kubeconfig").Usage, "the cluster to run in") {
+		t.Errorf("--kubeconfig's usage %q does not say which cluster", fs.Lookup("kubeconfig").Usage)
+	}
+	fs2 := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs2.SetOutput(io.Discard)
+	new(ManagerFlags).Bind(fs2, "c")
+	if err := Parse(fs2, []string{"stray"}); err == nil || !strings.Contains(err.Error(), "unexpected arguments [stray]") {
+		t.Errorf("Parse with a stray argument: %v", err)
+	}
+	if err := Parse(fs2, []string{"--no-such-flag"}); err == nil || !strings.Contains(err.Error(), "parsing flags") {
+		t.Errorf("Parse with an unknown flag: %v", err)
 	}
 }

@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// ManagerFlags are the flags of every command that runs a controller-runtime manager: the
+// cluster it works in, its metrics and health endpoints, leader election and logging.
+type ManagerFlags struct {
+	// Kubeconfig is --kubeconfig: the cluster's credentials; empty: in-cluster (RESTConfig).
+	Kubeconfig string
+	// MetricsAddr is --metrics-bind-address: the Prometheus endpoint ("0" turns it off).
+	MetricsAddr string
+	// ProbeAddr is --health-probe-bind-address: the /healthz and /readyz endpoints.
+	ProbeAddr string
+	// LeaderElect is --leader-elect: elect a leader among replicas.
+	LeaderElect bool
+	// Zap are the logging flags (--zap-log-level, ...).
+	Zap zap.Options
+}
+
+// Bind adds the flags to fs; cluster says which cluster --kubeconfig reaches ("the cluster to
+// run in").
+func (m *ManagerFlags) Bind(fs *flag.FlagSet, cluster string) {
+	fs.StringVar(&m.Kubeconfig, "kubeconfig", "", "kubeconfig of "+cluster+" (default: in-cluster configuration)")
+	fs.StringVar(&m.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.StringVar(&m.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.BoolVar(&m.LeaderElect, "leader-elect", false, "elect a leader, for running several replicas")
+	m.Zap.BindFlags(fs)
+}
+
+// Parse parses args with fs and refuses arguments that are not flags.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("parsing flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	return nil
+}
