@@ -15,6 +15,7 @@ import (
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peerstatus"
 )
 
 // observation is what the local cluster holds about one remote cluster.
@@ -345,7 +346,7 @@ func module(conds, old []corev1beta1.Condition, now metav1.Time) corev1beta1.Mod
 			merged[c.Type] = c
 			continue
 		}
-		if severity(c.Status) > severity(prev.Status) {
+		if peerstatus.Severity(c.Status) > peerstatus.Severity(prev.Status) {
 			merged[c.Type] = c
 		}
 	}
@@ -361,21 +362,4 @@ func module(conds, old []corev1beta1.Condition, now metav1.Time) corev1beta1.Mod
 		m.Conditions = append(m.Conditions, c)
 	}
 	return m
-}
-
-// severity orders condition states from good to bad, to report the worst of several objects.
-func severity(s corev1beta1.ConditionStatusType) int {
-	switch s {
-	case corev1beta1.ConditionStatusEstablished, corev1beta1.ConditionStatusReady:
-		return 0
-	case corev1beta1.ConditionStatusNone:
-		return 1
-	case corev1beta1.ConditionStatusPending:
-		return 2
-	case corev1beta1.ConditionStatusSomeNotReady:
-		return 3
-	case corev1beta1.ConditionStatusNotReady:
-		return 4
-	}
-	return 5
 }

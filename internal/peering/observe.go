@@ -9,13 +9,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peerstatus"
 )
 
-// Module states: the ForeignCluster's own words (foreigncluster.Summary), as `liqoctl info
+// Module states: the ForeignCluster's own words (peerstatus.Summary), as `liqoctl info
 // peer` shows them, and Disabled for networking left out of the peering.
 const (
 	StatusDisabled    = "Disabled"
@@ -45,7 +45,7 @@ func (s *State) Down() string {
 }
 
 // observe reads the state of the peering. The state of each module is what the ForeignClusters
-// report, as the controllers compute them (package controllers/foreigncluster): the consumer's
+// report (the foreigncluster controller computes them; peerstatus sums them up): the consumer's
 // for the provider gives networking, the consumer's identity and offloading (its virtual
 // nodes); the provider's for the consumer tells whether it refuses the consumer's Tenant (a
 // Tenant cordoned or drained on purpose is an administrative state, not a broken peering).
@@ -64,16 +64,16 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 		return nil, err
 	}
 	if p.opts.Networking {
-		st.Networking = string(foreigncluster.Summary(consumerView.Modules.Networking.Conditions))
+		st.Networking = string(peerstatus.Summary(consumerView.Modules.Networking.Conditions))
 	}
-	auth := foreigncluster.ConditionsOf(consumerView.Modules.Authentication, corev1beta1.AuthIdentityControlPlaneStatusCondition)
-	for _, c := range foreigncluster.ConditionsOf(providerView.Modules.Authentication, corev1beta1.AuthTenantStatusCondition) {
+	auth := peerstatus.ConditionsOf(consumerView.Modules.Authentication, corev1beta1.AuthIdentityControlPlaneStatusCondition)
+	for _, c := range peerstatus.ConditionsOf(providerView.Modules.Authentication, corev1beta1.AuthTenantStatusCondition) {
 		if c.Status == corev1beta1.ConditionStatusError {
 			auth = append(auth, c)
 		}
 	}
-	st.Authentication = string(foreigncluster.Summary(auth))
-	st.Offloading = string(foreigncluster.Summary(consumerView.Modules.Offloading.Conditions))
+	st.Authentication = string(peerstatus.Summary(auth))
+	st.Offloading = string(peerstatus.Summary(consumerView.Modules.Offloading.Conditions))
 	if err := p.observeSlice(ctx, st); err != nil {
 		return nil, err
 	}

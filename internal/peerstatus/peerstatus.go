@@ -1,4 +1,8 @@
-package foreigncluster
+// Package peerstatus words the state of a peering's modules as the ForeignCluster does: each
+// module's conditions (networking, authentication, offloading), as the foreigncluster
+// controller computes them, summed up in one state. liqo_peering reports these states, and the
+// controller uses the same order of states to merge the conditions of several objects.
+package peerstatus
 
 import (
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
@@ -15,12 +19,12 @@ func Summary(conds []corev1beta1.Condition) corev1beta1.ConditionStatusType {
 	worst := conds[0].Status
 	established := false
 	for _, c := range conds {
-		if severity(c.Status) > severity(worst) {
+		if Severity(c.Status) > Severity(worst) {
 			worst = c.Status
 		}
 		established = established || c.Status == corev1beta1.ConditionStatusEstablished
 	}
-	if severity(worst) > 0 {
+	if Severity(worst) > 0 {
 		return worst
 	}
 	if established {
@@ -40,4 +44,22 @@ func ConditionsOf(module corev1beta1.Module, types ...corev1beta1.ConditionType)
 		}
 	}
 	return out
+}
+
+// Severity orders condition states from good (0: Established, Ready) to bad (Error), to report
+// the worst of several.
+func Severity(s corev1beta1.ConditionStatusType) int {
+	switch s {
+	case corev1beta1.ConditionStatusEstablished, corev1beta1.ConditionStatusReady:
+		return 0
+	case corev1beta1.ConditionStatusNone:
+		return 1
+	case corev1beta1.ConditionStatusPending:
+		return 2
+	case corev1beta1.ConditionStatusSomeNotReady:
+		return 3
+	case corev1beta1.ConditionStatusNotReady:
+		return 4
+	}
+	return 5
 }

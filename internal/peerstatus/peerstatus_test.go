@@ -1,10 +1,10 @@
-package foreigncluster_test
+package peerstatus_test
 
 import (
 	"testing"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/peerstatus"
 )
 
 func TestSummary(t *testing.T) {
@@ -30,7 +30,7 @@ func TestSummary(t *testing.T) {
 		{"not ready over some", []corev1beta1.Condition{c(conf, "SomeNotReady"), c(conn, "NotReady")}, corev1beta1.ConditionStatusNotReady},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := foreigncluster.Summary(tc.conds); got != tc.want {
+			if got := peerstatus.Summary(tc.conds); got != tc.want {
 				t.Errorf("Summary(%v) = %s, want %s", tc.conds, got, tc.want)
 			}
 		})
@@ -42,11 +42,11 @@ func TestConditionsOf(t *testing.T) {
 		{Type: corev1beta1.AuthTenantStatusCondition, Status: "Error"},
 		{Type: corev1beta1.AuthIdentityControlPlaneStatusCondition, Status: "Established"},
 	}}
-	got := foreigncluster.ConditionsOf(m, corev1beta1.AuthIdentityControlPlaneStatusCondition)
+	got := peerstatus.ConditionsOf(m, corev1beta1.AuthIdentityControlPlaneStatusCondition)
 	if len(got) != 1 || got[0].Status != "Established" {
 		t.Errorf("ConditionsOf(identity) = %v", got)
 	}
-	if got := foreigncluster.ConditionsOf(m, corev1beta1.OffloadingNodeStatusCondition); got != nil {
+	if got := peerstatus.ConditionsOf(m, corev1beta1.OffloadingNodeStatusCondition); got != nil {
 		t.Errorf("ConditionsOf(a type not there) = %v, want none", got)
 	}
 }
