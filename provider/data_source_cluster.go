@@ -72,9 +72,8 @@ func (d *clusterDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 
 // Read fills in the cluster's facts.
 func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	var cfg clusterDataSourceModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
-	if resp.Diagnostics.HasError() {
+	cfg, ok := modelOf[clusterDataSourceModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	c, err := d.client(ctx, cfg.Cluster, false)

@@ -140,9 +140,8 @@ func fcModule(m corev1beta1.Module) (types.Object, diag.Diagnostics) {
 
 // Read finds the ForeignCluster and reports its status.
 func (d *foreignClusterDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	var cfg foreignClusterModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
-	if resp.Diagnostics.HasError() {
+	cfg, ok := modelOf[foreignClusterModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	c, err := d.client(ctx, cfg.Cluster, true)

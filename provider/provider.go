@@ -70,9 +70,8 @@ func (p *liqoProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp 
 
 // ValidateConfig reports contradictory connection attributes at validate and plan time.
 func (p *liqoProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
-	var cfg providerModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
-	if resp.Diagnostics.HasError() {
+	cfg, ok := modelOf[providerModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	for _, c := range cfg.conflicts() {
@@ -105,9 +104,8 @@ func clusterMap(ctx context.Context, m types.Map) (map[string]connectionModel, d
 // (a cluster created in the same apply) is kept as is: planning works with unknown values, and
 // an operation that needs that cluster says so.
 func (p *liqoProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
-	var cfg providerModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
-	if resp.Diagnostics.HasError() {
+	cfg, ok := modelOf[providerModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	named := map[string]connectionModel{}

@@ -76,6 +76,16 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 }
 
+// modelOf reads a request's plan, state or configuration (from) into a model; ok is false on an
+// error (in diags).
+func modelOf[M any](ctx context.Context, from interface {
+	Get(ctx context.Context, target any) diag.Diagnostics
+}, diags *diag.Diagnostics,
+) (m M, ok bool) {
+	diags.Append(from.Get(ctx, &m)...)
+	return m, !diags.HasError()
+}
+
 // plannedModel runs clusterResource's ModifyPlan checks and reads the plan; ok is false when
 // there is nothing more to plan: a destroy, or an error (in resp).
 func plannedModel[M any](ctx context.Context, r *clusterResource, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) (plan M, ok bool) {
@@ -83,8 +93,7 @@ func plannedModel[M any](ctx context.Context, r *clusterResource, req resource.M
 	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
 		return plan, false
 	}
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	return plan, !resp.Diagnostics.HasError()
+	return modelOf[M](ctx, req.Plan, &resp.Diagnostics)
 }
 
 // priorModel reads the state of a ModifyPlan request; ok is false on create (no state) or an
@@ -93,8 +102,7 @@ func priorModel[M any](ctx context.Context, req resource.ModifyPlanRequest, resp
 	if req.State.Raw.IsNull() {
 		return state, false
 	}
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	return state, !resp.Diagnostics.HasError()
+	return modelOf[M](ctx, req.State, &resp.Diagnostics)
 }
 
 // planDerivedDefault shows in the plan the default of the attribute attr, derived from the

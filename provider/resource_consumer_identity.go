@@ -280,9 +280,8 @@ func (r *consumerIdentityResource) ensureRBAC(ctx context.Context, c *clusterCli
 // Create issues the certificate and binds it.
 func (r *consumerIdentityResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	const summary = "Creating consumer identity"
-	var plan consumerIdentityModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := modelOf[consumerIdentityModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	timeout, d := plan.Timeouts.Create(ctx, 2*time.Minute)
@@ -351,9 +350,8 @@ func (r *consumerIdentityResource) savePartial(ctx context.Context, c *clusterCl
 // certificate is due for renewal. The CSR is not checked: the controller manager deletes signed
 // CSRs after an hour.
 func (r *consumerIdentityResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state consumerIdentityModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := modelOf[consumerIdentityModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	c, err := r.client(ctx, state.Cluster, false)
@@ -468,9 +466,8 @@ func (r *consumerIdentityResource) Update(ctx context.Context, req resource.Upda
 // Delete removes the RoleBinding, the managed Role and the CSR, so the certificate grants
 // nothing any more.
 func (r *consumerIdentityResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state consumerIdentityModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := modelOf[consumerIdentityModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	timeout, d := state.Timeouts.Delete(ctx, 2*time.Minute)

@@ -302,9 +302,8 @@ func writeIdentitySecret(ctx context.Context, c *clusterClient, id *authv1beta1.
 
 // Create makes the Identity and its kubeconfig Secret.
 func (r *identityResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan identityModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := modelOf[identityModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.apply(ctx, &plan, req.Config, true, &resp.State, resp.Private, &resp.Diagnostics)
@@ -358,9 +357,8 @@ func (r *identityResource) apply(ctx context.Context, plan *identityModel, confi
 // the next plan); a missing or changed kubeconfig Secret shows as an in-place update that
 // writes it again.
 func (r *identityResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state identityModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := modelOf[identityModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	c, err := r.client(ctx, state.Cluster, true)
@@ -429,9 +427,8 @@ func (r *identityResource) Read(ctx context.Context, req resource.ReadRequest, r
 // Update writes the Identity and the Secret again: the namespace annotation, and the kubeconfig
 // from the configuration (a new one when kubeconfig_wo_version or kubeconfig changed).
 func (r *identityResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan identityModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := modelOf[identityModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.apply(ctx, &plan, req.Config, false, &resp.State, resp.Private, &resp.Diagnostics)
@@ -439,9 +436,8 @@ func (r *identityResource) Update(ctx context.Context, req resource.UpdateReques
 
 // Delete removes the Secret and the Identity, waiting until both are gone.
 func (r *identityResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state identityModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := modelOf[identityModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	timeout, d := state.Timeouts.Delete(ctx, 5*time.Minute)

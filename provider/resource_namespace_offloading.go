@@ -162,9 +162,8 @@ func (r *namespaceOffloadingResource) Schema(ctx context.Context, _ resource.Sch
 // ValidateConfig checks at plan time what the API checks at apply time: remote_namespace_name
 // with SelectedName and only then, and the values each selector operator needs.
 func (r *namespaceOffloadingResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var cfg namespaceOffloadingModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
-	if resp.Diagnostics.HasError() {
+	cfg, ok := modelOf[namespaceOffloadingModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if !cfg.NamespaceMappingStrategy.IsUnknown() && !cfg.RemoteNamespaceName.IsUnknown() {

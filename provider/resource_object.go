@@ -126,26 +126,29 @@ func (r *objectResource[M, P, O]) newObject(key client.ObjectKey) O {
 	return obj
 }
 
-// connect returns the client of the model's cluster and the object's key.
-func (r *objectResource[M, P, O]) connect(ctx context.Context, m P) (*clusterClient, client.ObjectKey, error) {
+// connect returns the client of the model's cluster and the object's key; on failure it
+// reports the error under summary and ok is false.
+func (r *objectResource[M, P, O]) connect(ctx context.Context, m P, summary string, diags *diag.Diagnostics) (*clusterClient, client.ObjectKey, bool) {
 	cluster, key := m.target()
 	c, err := r.client(ctx, cluster, r.needLiqo)
-	return c, key, err
+	if err != nil {
+		diags.AddError(summary, err.Error())
+		return nil, key, false
+	}
+	return c, key, true
 }
 
 // Create makes the object, saves the state, then waits when the plan asks to.
 func (r *objectResource[M, P, O]) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan M
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := modelOf[M](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	summary := "Creating " + r.noun
 	timeout, d := P(&plan).timeoutsValue().Create(ctx, r.timeout)
 	resp.Diagnostics.Append(d...)
-	c, key, err := r.connect(ctx, &plan)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
+	c, key, ok := r.connect(ctx, &plan, summary, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	obj := r.newObject(key)
@@ -207,15 +210,13 @@ func isNil[O client.Object](obj O) bool {
 // Read refreshes the state from the object; an object deleted out of band leaves the state,
 // and the next plan creates it again.
 func (r *objectResource[M, P, O]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state M
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := modelOf[M](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	summary := "Reading " + r.noun
-	c, key, err := r.connect(ctx, &state)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
+	c, key, ok := r.connect(ctx, &state, summary, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	obj := r.newObject(client.ObjectKey{})
@@ -248,9 +249,8 @@ func (r *objectResource[M, P, O]) Update(ctx context.Context, req resource.Updat
 	summary := "Updating " + r.noun
 	timeout, d := P(&plan).timeoutsValue().Update(ctx, r.timeout)
 	resp.Diagnostics.Append(d...)
-	c, key, err := r.connect(ctx, &plan)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
+	c, key, ok := r.connect(ctx, &plan, summary, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	obj := r.newObject(client.ObjectKey{})
@@ -269,17 +269,15 @@ func (r *objectResource[M, P, O]) Update(ctx context.Context, req resource.Updat
 
 // Delete removes the object and waits until it is gone.
 func (r *objectResource[M, P, O]) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state M
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := modelOf[M](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	summary := "Deleting " + r.noun
 	timeout, d := P(&state).timeoutsValue().Delete(ctx, r.timeout)
 	resp.Diagnostics.Append(d...)
-	c, key, err := r.connect(ctx, &state)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
+	c, key, ok := r.connect(ctx, &state, summary, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if err := deleteAndWait(ctx, c, r.newObject(key), timeout); err != nil {

@@ -106,9 +106,8 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if req.Plan.Raw.IsNull() || r.clusters == nil {
 		return // destroy, or the provider is not configured yet
 	}
-	var plan peeringModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := modelOf[peeringModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	for _, c := range []struct {
@@ -129,9 +128,8 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() || req.State.Raw.IsNull() {
 		return
 	}
-	var state peeringModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := modelOf[peeringModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	want, err1 := plan.requested(ctx)
@@ -282,9 +280,8 @@ func (m *peeringModel) describe() string {
 // Unpeer in the failed create could not promise; the library being idempotent, nothing is lost
 // either. Only when nothing was made (the cluster IDs cannot be read) is no state saved.
 func (r *peeringResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan peeringModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := modelOf[peeringModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	timeout, d := plan.Timeouts.Create(ctx, peeringDefaultTimeout)
@@ -389,9 +386,8 @@ func (r *peeringResource) observe(ctx context.Context, m *peeringModel) *peering
 // Read refreshes the peering; a peering whose Tenant or ResourceSlice is gone leaves the
 // state, so the next plan peers again.
 func (r *peeringResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state peeringModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := modelOf[peeringModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	summary := "Reading the peering of " + state.ConsumerCluster.ValueString() + " with " + state.ProviderCluster.ValueString()
@@ -448,9 +444,8 @@ func peeringHasNetwork(ctx context.Context, consumer, provider peering.Cluster) 
 // Delete unpeers: slice and virtual node, identity and tenant, then the network and the tenant
 // namespaces unless the peering in the other direction still uses them.
 func (r *peeringResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state peeringModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := modelOf[peeringModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	summary := "Unpeering " + state.ConsumerCluster.ValueString() + " from " + state.ProviderCluster.ValueString()

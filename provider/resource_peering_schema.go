@@ -159,9 +159,8 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 // ValidateConfig rejects a peering of a cluster with itself and gateway settings that cannot
 // apply, before any cluster is contacted.
 func (r *peeringResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var cfg peeringModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
-	if resp.Diagnostics.HasError() {
+	cfg, ok := modelOf[peeringModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if known(cfg.ConsumerCluster) && known(cfg.ProviderCluster) && cfg.ConsumerCluster.ValueString() == cfg.ProviderCluster.ValueString() {

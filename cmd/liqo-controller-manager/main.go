@@ -18,10 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
@@ -48,10 +46,6 @@ import (
 func main() {
 	cli.Exit("liqo-controller-manager", run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr))
 }
-
-// controllerOptions are the manager's controller options; tests that start the manager more
-// than once in one process turn off the process-wide check of unique controller names.
-var controllerOptions config.Controller
 
 // options are the command's flags.
 type options struct {
@@ -176,19 +170,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	log.Info("cluster identity in place", "clusterID", id, "apiServer", cfg.Host)
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  direct.Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:  o.ProbeAddr,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "liqo-controller-manager",
-		LeaderElectionNamespace: consts.LiqoNamespace,
-		// A stopping leader gives the Lease up, so that another replica takes over at once
-		// rather than when the Lease expires; safe because the process ends when run returns.
-		LeaderElectionReleaseOnCancel: true,
-		Logger:                        log,
-		Controller:                    controllerOptions,
-	})
+	mopts := o.ManagerOptions("liqo-controller-manager", consts.LiqoNamespace)
+	mopts.Scheme, mopts.Logger = direct.Scheme(), log
+	// A stopping leader gives the Lease up, so that another replica takes over at once rather
+	// than when the Lease expires; safe because the process ends when run returns.
+	mopts.LeaderElectionReleaseOnCancel = true
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

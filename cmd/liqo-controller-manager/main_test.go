@@ -17,12 +17,13 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
 // The tests start the manager several times in this process.
-func init() { controllerOptions.SkipNameValidation = ptr.To(true) }
+func init() { cli.ControllerOptions.SkipNameValidation = ptr.To(true) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

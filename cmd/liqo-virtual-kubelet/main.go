@@ -29,10 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -48,10 +46,6 @@ import (
 func main() {
 	cli.Exit("liqo-virtual-kubelet", run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr))
 }
-
-// controllerOptions are the manager's controller options; tests that run the command more
-// than once in one process turn off the process-wide check of unique controller names.
-var controllerOptions config.Controller
 
 // options are the command's flags.
 type options struct {
@@ -118,23 +112,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		o.consumerID = corev1beta1.ClusterID(cm.Data[consts.ClusterIDKey])
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:  o.ProbeAddr,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "liqo-vk-" + o.virtualNode.Name,
-		LeaderElectionNamespace: o.virtualNode.Namespace,
-		Logger:                  log,
-		Controller:              controllerOptions,
-		// Only its VirtualNode is cached: Secrets are read directly (no cluster-wide watch).
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&offv1beta1.VirtualNode{}: {
-				Namespaces: map[string]cache.Config{o.virtualNode.Namespace: {}},
-				Field:      fields.OneTermEqualSelector("metadata.name", o.virtualNode.Name),
-			},
-		}},
-	})
+	mopts := o.ManagerOptions("liqo-vk-"+o.virtualNode.Name, o.virtualNode.Namespace)
+	mopts.Scheme, mopts.Logger = scheme, log
+	// Only its VirtualNode is cached: Secrets are read directly (no cluster-wide watch).
+	mopts.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&offv1beta1.VirtualNode{}: {
+			Namespaces: map[string]cache.Config{o.virtualNode.Namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", o.virtualNode.Name),
+		},
+	}}
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

@@ -4,7 +4,10 @@ import (
 	"flag"
 	"fmt"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // ManagerFlags are the flags of every command that runs a controller-runtime manager: the
@@ -41,4 +44,22 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
 	return nil
+}
+
+// ControllerOptions are the managers' controller options; tests that start a manager more than
+// once in one process turn off the process-wide check of unique controller names.
+var ControllerOptions config.Controller
+
+// ManagerOptions are the options of a manager that these flags decide: its metrics and health
+// endpoints and leader election, with the Lease leaderID in namespace, and ControllerOptions;
+// the caller adds the rest (scheme, logger, cache).
+func (m *ManagerFlags) ManagerOptions(leaderID, namespace string) ctrl.Options {
+	return ctrl.Options{
+		Controller:              ControllerOptions,
+		Metrics:                 metricsserver.Options{BindAddress: m.MetricsAddr},
+		HealthProbeBindAddress:  m.ProbeAddr,
+		LeaderElection:          m.LeaderElect,
+		LeaderElectionID:        leaderID,
+		LeaderElectionNamespace: namespace,
+	}
 }
