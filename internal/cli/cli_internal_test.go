@@ -71,3 +71,12 @@ func TestManagerFlags(t *testing.T) {
 		t.Errorf("Parse with an unknown flag: %v", err)
 	}
 }
+
+// TestNoGlobalKubeconfigFlag: nothing this package imports defines a global --kubeconfig flag
+// (controller-runtime's pkg/client/config does, in its init): the gateway defines its own on
+// the global flag set, and the second definition panics at start.
+func TestNoGlobalKubeconfigFlag(t *testing.T) {
+	if f := flag.Lookup("kubeconfig"); f != nil {
+		t.Errorf("a package imported by internal/cli defines the global flag --kubeconfig (%q): liqo-gateway would panic at start", f.Usage)
+	}
+}

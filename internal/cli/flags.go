@@ -4,11 +4,15 @@ import (
 	"flag"
 	"fmt"
 
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
+
+// This package is imported by every command, the gateway's too: it must not import
+// controller-runtime's root package or pkg/client/config, whose init defines a global
+// --kubeconfig flag that the gateway's own flag would then redefine (a panic at start).
 
 // ManagerFlags are the flags of every command that runs a controller-runtime manager: the
 // cluster it works in, its metrics and health endpoints, leader election and logging.
@@ -53,8 +57,8 @@ var ControllerOptions config.Controller
 // ManagerOptions are the options of a manager that these flags decide: its metrics and health
 // endpoints and leader election, with the Lease leaderID in namespace, and ControllerOptions;
 // the caller adds the rest (scheme, logger, cache).
-func (m *ManagerFlags) ManagerOptions(leaderID, namespace string) ctrl.Options {
-	return ctrl.Options{
+func (m *ManagerFlags) ManagerOptions(leaderID, namespace string) manager.Options {
+	return manager.Options{
 		Controller:              ControllerOptions,
 		Metrics:                 metricsserver.Options{BindAddress: m.MetricsAddr},
 		HealthProbeBindAddress:  m.ProbeAddr,
