@@ -9,7 +9,7 @@
 # Terraform: the `terraform` on PATH when it is recent enough, otherwise one built from source
 # into $TERRAFORM_DIR (the make file puts that folder first on PATH).
 #
-# Environment: TERRAFORM_DIR (default <repo>/bin/terraform-cli), TERRAFORM_MIN (default 1.11.0),
+# Environment: TERRAFORM_DIR (default <repo>/bin/terraform-cli), TERRAFORM_MIN (default 1.14.0: list resources and actions),
 # TERRAFORM_BUILD (default tools/terraform/build.sh; tests stub it), DEPS_SKIP_TERRAFORM=1 to check
 # only the packages, DEPS_CNI_DIR (default /usr/lib/cni, where Debian puts the CNI plugins; tests
 # point it elsewhere).
@@ -104,9 +104,9 @@ fi
 
 [[ ${DEPS_SKIP_TERRAFORM:-} == 1 ]] && exit 0
 
-# terraform: version "1.11.4" from "Terraform v1.11.4" (first line of `terraform version`).
+# terraform: version "1.14.9" from "Terraform v1.14.9" (first line of `terraform version`).
 terraform_dir=${TERRAFORM_DIR:-$repo/bin/terraform-cli}
-min=${TERRAFORM_MIN:-1.11.0}
+min=${TERRAFORM_MIN:-1.14.0}
 version_at_least() { # version_at_least HAVE WANT: both x.y.z
   local IFS=.
   local -a have=($1) want=($2)
@@ -127,6 +127,6 @@ if command -v terraform >/dev/null 2>&1; then
   fi
   echo "deps: the terraform on PATH ($(command -v terraform)) is '${line:-unknown}', older than $min: building one from source into $terraform_dir"
 else
-  echo "deps: terraform is not on PATH: building it from source into $terraform_dir (about 3 min, once; install Terraform >= $min on PATH to skip this)"
+  echo "deps: terraform is not on PATH: building it from source into $terraform_dir (about 6 min, once; install Terraform >= $min on PATH to skip this)"
 fi
 "$BASH" "${TERRAFORM_BUILD:-$repo/tools/terraform/build.sh}" "$terraform_dir/terraform"

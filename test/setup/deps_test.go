@@ -295,11 +295,12 @@ func TestTerraform(t *testing.T) {
 	}{
 		{"missing", "", true},
 		{"older", "Terraform v1.5.7", true},
-		{"older minor with a larger patch", "Terraform v1.10.12", true},
-		{"the minimum", "Terraform v1.11.0", false},
-		{"newer", "Terraform v1.14.2", false},
+		{"older minor with a larger patch", "Terraform v1.13.12", true},
+		{"the one these machines have", "Terraform v1.11.4", true},
+		{"the minimum", "Terraform v1.14.0", false},
+		{"newer", "Terraform v1.16.0", false},
 		{"a newer major", "Terraform v2.0.0", false},
-		{"a pre-release of the minimum's next", "Terraform v1.12.0-alpha20250101", false},
+		{"a pre-release of the minimum's next", "Terraform v1.15.0-alpha20260101", false},
 		{"unreadable", "something else", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
