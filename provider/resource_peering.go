@@ -110,6 +110,9 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if !ok {
 		return
 	}
+	if resp.Deferred = r.clusters.deferral(req.ClientCapabilities.DeferralAllowed, plan.ConsumerCluster, plan.ProviderCluster).resource(); resp.Deferred != nil {
+		return // a cluster created in the same run: planned once it can be reached
+	}
 	for _, c := range []struct {
 		attr string
 		key  types.String
