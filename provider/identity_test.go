@@ -294,11 +294,11 @@ func TestAccResourceIdentity(t *testing.T) {
 	notFound := regexp.MustCompile(`Cannot import non-existent remote object`)
 	steps = append(steps,
 		findCase(t, cases, "liqo_public_key.consumer").wrongImportStep(updatedConfig, "namespace", "liqo-tenant-nowhere",
-			regexp.MustCompile(`(?s)Importing PublicKey.*reading PublicKey liqo-tenant-nowhere/gw-publickey in cluster\s+"consumer".*not found`)),
+			regexp.MustCompile(`(?s)Importing PublicKey.*reading PublicKey liqo-tenant-nowhere/gw-publickey in cluster\s+"consumer".*not\s+found`)),
 		findCase(t, cases, "liqo_tenant_namespace.provider").wrongImportStep(updatedConfig, "name", "liqo-tenant-nowhere",
-			regexp.MustCompile(`(?s)reading Namespace liqo-tenant-nowhere in cluster\s+"provider".*not found`)),
+			regexp.MustCompile(`(?s)reading Namespace liqo-tenant-nowhere in cluster\s+"provider".*not\s+found`)),
 		findCase(t, cases, "liqo_gateway_server.provider").wrongImportStep(updatedConfig, "cluster", "consumer",
-			regexp.MustCompile(`(?s)reading GatewayServer liqo-tenant-idn-consumer/server in cluster\s+"consumer".*not found`)),
+			regexp.MustCompile(`(?s)reading GatewayServer liqo-tenant-idn-consumer/server in cluster\s+"consumer".*not\s+found`)),
 		findCase(t, cases, "liqo_tenant.provider").wrongImportStep(updatedConfig, "cluster", "nowhere",
 			regexp.MustCompile(`(?s)cluster "nowhere" is not a key of the provider's .clusters. map`)),
 		findCase(t, cases, "liqo_namespace_offloading.consumer").wrongImportStep(updatedConfig, "namespace", "nowhere", notFound),
@@ -322,9 +322,9 @@ func TestAccIdentityGenerateConfig(t *testing.T) {
 	const prefix = "gen"
 	offCreateNamespace(t, "consumer", prefix+"-offloaded")
 	config, cases := identityFleet(prefix, false)
-	checkGenerateConfig(t, ownConnectionProviderBlock(), config, cases, map[string]string{
+	checkGenerateConfig(t, ownConnectionProviderBlock(), config, cases, map[string]map[string]string{
 		// The kubeconfig is write-only: the one thing to write into the generated configuration.
-		"liqo_identity.consumer": "kubeconfig_wo = liqo_consumer_identity.provider.kubeconfig\n  kubeconfig_wo_version = 1",
+		"liqo_identity.consumer": {"kubeconfig_wo": "liqo_consumer_identity.provider.kubeconfig", "kubeconfig_wo_version": "1"},
 	})
 }
 
@@ -334,8 +334,10 @@ func TestAccIdentityGenerateConfig(t *testing.T) {
 // practitioner must write: values that cannot be imported); checks that the plan imports every
 // resource, changing nothing but what the cases' afterImport say; applies it; checks that the
 // next plan is empty; and destroys what it imported.
-func checkGenerateConfig(t *testing.T, providerBlock, config string, cases []identityCase, fill map[string]string) {
+func checkGenerateConfig(t *testing.T, providerBlock, config string, cases []identityCase, fill map[string]map[string]string) {
 	t.Helper()
+	// The provider's source, for the CLI (resource.Test writes its own).
+	providerBlock = "terraform {\n  required_providers {\n    liqo = { source = \"peerkit/liqo\" }\n  }\n}\n" + providerBlock
 	created := newTerraformDir(t, tfSource(t, providerBlock+config))
 	args := []string{"-input=false", "-no-color"}
 	created.run(t, append([]string{"apply", "-auto-approve"}, args...)...)
@@ -365,13 +367,24 @@ func checkGenerateConfig(t *testing.T, providerBlock, config string, cases []ide
 			t.Errorf("generated.tf has no configuration of %s", c.addr)
 		}
 	}
-	for addr, more := range fill {
+	for addr, values := range fill {
 		typ, name, _ := strings.Cut(addr, ".")
 		open := fmt.Sprintf("resource %q %q {\n", typ, name)
-		if !strings.Contains(generated, open) {
+		start := strings.Index(generated, open)
+		if start < 0 {
 			t.Fatalf("generated.tf has no configuration of %s to fill in", addr)
 		}
-		generated = strings.Replace(generated, open, open+"  "+more+"\n", 1)
+		end := start + strings.Index(generated[start:], "\n}\n")
+		block := generated[start:end]
+		for attr, value := range values {
+			// Terraform writes a value it cannot import as null: replace it.
+			line := regexp.MustCompile(`(?m)^(\s*)` + attr + `\s*=.*$`)
+			if !line.MatchString(block) {
+				t.Fatalf("generated.tf's %s has no %s to fill in:\n%s", addr, attr, block)
+			}
+			block = line.ReplaceAllString(block, "${1}"+attr+" = "+value)
+		}
+		generated = generated[:start] + block + generated[end:]
 	}
 	if err := os.WriteFile(generatedPath, []byte(generated), 0o600); err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ resource "liqo_peering" "this" {
 			c.importStep(),
 			{
 				// The other direction: no such peering.
-				Config: block + peering + importBlock(c.addr, map[string]string{"consumer_cluster": "provider", "provider_cluster": "consumer"}),
+				Config:       block + peering + importBlock(c.addr, map[string]string{"consumer_cluster": "provider", "provider_cluster": "consumer"}),
 				ResourceName: c.addr, ImportState: true, ImportStateKind: resource.ImportBlockWithResourceIdentity,
 				ImportStateConfigExact: true, ExpectError: regexp.MustCompile(`Cannot import non-existent remote object`),
 			},
