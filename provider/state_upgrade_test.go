@@ -41,15 +41,6 @@ resource "liqo_tenant" "provider" {
 }
 `
 
-// tfState is the part of a terraform.tfstate the test rewrites: each resource's instances, as
-// raw JSON objects.
-type tfState struct {
-	Resources []struct {
-		Type      string           `json:"type"`
-		Instances []map[string]any `json:"instances"`
-	} `json:"resources"`
-}
-
 // rewriteState rewrites the state file of a folder with edit on each instance of the
 // provider's resources, and returns how many it edited.
 func rewriteState(t *testing.T, dir string, edit func(instance map[string]any)) int {
@@ -108,6 +99,9 @@ func TestStateOfVersion0(t *testing.T) {
 	rewriteState(t, d.dir, func(inst map[string]any) {
 		if v, _ := inst["schema_version"].(float64); v != 1 {
 			t.Errorf("after a refresh: schema_version %v, want 1", inst["schema_version"])
+		}
+		if inst["identity"] == nil {
+			t.Errorf("after a refresh: no identity in %v", inst["attributes"])
 		}
 	})
 }
