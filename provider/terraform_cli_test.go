@@ -41,6 +41,10 @@ func providerBinary(t *testing.T) string {
 	return providerBinDir
 }
 
+// requiredProvidersBlock names the provider's source for the terraform CLI (resource.Test
+// writes its own).
+const requiredProvidersBlock = "terraform {\n  required_providers {\n    liqo = { source = \"peerkit/liqo\" }\n  }\n}\n"
+
 // terraformDir is a working folder for the real terraform CLI with the built provider
 // installed through dev_overrides.
 type terraformDir struct {
