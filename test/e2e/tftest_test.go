@@ -97,7 +97,7 @@ func copyExamples(t *testing.T, root string) string {
 		if d.IsDir() && d.Name() == ".terraform" {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !(strings.HasSuffix(path, ".tf") || strings.HasSuffix(path, testFileSuffix)) {
+		if d.IsDir() || (!strings.HasSuffix(path, ".tf") && !strings.HasSuffix(path, testFileSuffix)) {
 			return nil
 		}
 		rel, err := filepath.Rel(src, path)
