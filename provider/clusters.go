@@ -15,6 +15,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 )
 
@@ -106,6 +110,20 @@ func (s *clusterSet) lookup(name string) (*clusterEntry, error) {
 	return e, nil
 }
 
+// pending tells whether the cluster named by a key ("" for the provider block's own
+// connection) cannot be reached yet: its connection, or the clusters map holding it, depends on
+// values known only after apply (a cluster created in the same run).
+func (s *clusterSet) pending(name string) bool {
+	if name == "" {
+		return s.own != nil && s.own.conn.unknown()
+	}
+	e, ok := s.named[name]
+	if !ok {
+		return s.unknownMap
+	}
+	return e.conn.unknown()
+}
+
 // get returns the client of a cluster key, checking on first use that the API server answers.
 func (s *clusterSet) get(ctx context.Context, name string) (*clusterClient, error) {
 	e, err := s.lookup(name)
@@ -189,4 +207,54 @@ func newClusterSet(own connectionModel, named map[string]connectionModel) (*clus
 		s.named[name] = &clusterEntry{name: name, conn: conn}
 	}
 	return s, nil
+}
+
+// deferral says why a change that needs the given clusters (keys, as attributes) must wait for
+// a later plan: Terraform allows deferred changes (allowed) and one of them cannot be reached
+// before apply, its key not known yet or its connection not known yet. None (the zero value):
+// the change is planned now, with unknown values where the cluster is needed.
+type deferral int
+
+const (
+	deferNone           deferral = iota
+	deferConfigUnknown           // a cluster key is not known yet
+	deferClusterUnknown          // a cluster's connection (or the clusters map) is not known yet
+)
+
+// deferral decides the deferral of a change that needs clusters.
+func (s *clusterSet) deferral(allowed bool, clusters ...types.String) deferral {
+	if !allowed {
+		return deferNone
+	}
+	for _, c := range clusters {
+		switch {
+		case c.IsUnknown():
+			return deferConfigUnknown
+		case s.pending(c.ValueString()):
+			return deferClusterUnknown
+		}
+	}
+	return deferNone
+}
+
+// resource is the deferral of a managed resource's change; nil for none.
+func (d deferral) resource() *resource.Deferred {
+	switch d {
+	case deferConfigUnknown:
+		return &resource.Deferred{Reason: resource.DeferredReasonResourceConfigUnknown}
+	case deferClusterUnknown:
+		return &resource.Deferred{Reason: resource.DeferredReasonProviderConfigUnknown}
+	}
+	return nil
+}
+
+// dataSource is the deferral of a data source's read; nil for none.
+func (d deferral) dataSource() *datasource.Deferred {
+	switch d {
+	case deferConfigUnknown:
+		return &datasource.Deferred{Reason: datasource.DeferredReasonDataSourceConfigUnknown}
+	case deferClusterUnknown:
+		return &datasource.Deferred{Reason: datasource.DeferredReasonProviderConfigUnknown}
+	}
+	return nil
 }

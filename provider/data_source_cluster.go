@@ -76,6 +76,9 @@ func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	if !ok {
 		return
 	}
+	if d.deferred(req, resp, cfg.Cluster) {
+		return
+	}
 	c, err := d.client(ctx, cfg.Cluster, false)
 	if err != nil {
 		resp.Diagnostics.AddError("Reading cluster", err.Error())

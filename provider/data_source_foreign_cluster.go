@@ -144,6 +144,9 @@ func (d *foreignClusterDataSource) Read(ctx context.Context, req datasource.Read
 	if !ok {
 		return
 	}
+	if d.deferred(req, resp, cfg.Cluster) {
+		return
+	}
 	c, err := d.client(ctx, cfg.Cluster, true)
 	if err != nil {
 		resp.Diagnostics.AddError("Reading foreign cluster", err.Error())

@@ -23,6 +23,17 @@ func (d *offloadingDataSource) Configure(_ context.Context, req datasource.Confi
 	d.configure(req.ProviderData, &resp.Diagnostics)
 }
 
+// deferred defers the read, and says so, when Terraform allows deferred reads and the cluster
+// named by the `cluster` attribute cannot be reached before apply (a cluster created in the same
+// run): it is read in a later plan.
+func (d *offloadingDataSource) deferred(req datasource.ReadRequest, resp *datasource.ReadResponse, cluster types.String) bool {
+	if d.clusters == nil {
+		return false
+	}
+	resp.Deferred = d.clusters.deferral(req.ClientCapabilities.DeferralAllowed, cluster).dataSource()
+	return resp.Deferred != nil
+}
+
 // offloadingDataSourceClusterAttribute is the `cluster` attribute of the data sources.
 func offloadingDataSourceClusterAttribute() dsschema.StringAttribute {
 	return dsschema.StringAttribute{

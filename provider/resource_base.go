@@ -61,14 +61,19 @@ func (r *clusterResource) Configure(_ context.Context, req resource.ConfigureReq
 
 // ModifyPlan checks at plan time, without contacting any cluster, that the `cluster`
 // attribute names a key of the provider's clusters map (or that the provider block has a
-// connection of its own when it is not set). Resources with their own ModifyPlan call it first.
+// connection of its own when it is not set). When that cluster cannot be reached before apply
+// (its connection depends on a resource not created yet) and Terraform allows deferred changes,
+// it defers the resource to a later plan. Resources with their own ModifyPlan call it first.
 func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() || r.clusters == nil {
 		return // destroy, or the provider is not configured yet
 	}
 	var cluster types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("cluster"), &cluster)...)
-	if resp.Diagnostics.HasError() || cluster.IsUnknown() {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if resp.Deferred = r.clusters.deferral(req.ClientCapabilities.DeferralAllowed, cluster).resource(); resp.Deferred != nil || cluster.IsUnknown() {
 		return
 	}
 	if _, err := r.clusters.lookup(cluster.ValueString()); err != nil {
@@ -90,7 +95,7 @@ func modelOf[M any](ctx context.Context, from interface {
 // there is nothing more to plan: a destroy, or an error (in resp).
 func plannedModel[M any](ctx context.Context, r *clusterResource, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) (plan M, ok bool) {
 	r.ModifyPlan(ctx, req, resp)
-	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() {
+	if req.Plan.Raw.IsNull() || resp.Diagnostics.HasError() || resp.Deferred != nil {
 		return plan, false
 	}
 	return modelOf[M](ctx, req.Plan, &resp.Diagnostics)

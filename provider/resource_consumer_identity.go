@@ -81,6 +81,11 @@ func (r *consumerIdentityResource) Metadata(_ context.Context, req resource.Meta
 	resp.TypeName = req.ProviderTypeName + "_consumer_identity"
 }
 
+// IdentitySchema describes the resource identity: cluster, namespace and name of the RoleBinding.
+func (r *consumerIdentityResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = namedObjectIdentity.schema()
+}
+
 // Schema describes liqo_consumer_identity.
 func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = objectSchema(ctx, "[cluster/]namespace/name", timeouts.Opts{Create: true, Delete: true},
@@ -287,6 +292,7 @@ func (r *consumerIdentityResource) ensureRBAC(ctx context.Context, c *clusterCli
 // Create issues the certificate and binds it.
 func (r *consumerIdentityResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	const summary = "Creating consumer identity"
+	defer namedObjectIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	plan, ok := modelOf[consumerIdentityModel](ctx, req.Plan, &resp.Diagnostics)
 	if !ok {
 		return
@@ -343,6 +349,7 @@ func (r *consumerIdentityResource) savePartial(ctx context.Context, c *clusterCl
 // certificate is due for renewal. The CSR is not checked: the controller manager deletes signed
 // CSRs after an hour.
 func (r *consumerIdentityResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	namedObjectIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics) // Read keeps what names the RoleBinding
 	state, ok := modelOf[consumerIdentityModel](ctx, req.State, &resp.Diagnostics)
 	if !ok {
 		return
@@ -409,6 +416,7 @@ func (r *consumerIdentityResource) Read(ctx context.Context, req resource.ReadRe
 // Update changes the bound role and the kubeconfig's server in place.
 func (r *consumerIdentityResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	const summary = "Updating consumer identity"
+	defer namedObjectIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state consumerIdentityModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -481,16 +489,8 @@ func (r *consumerIdentityResource) Delete(ctx context.Context, req resource.Dele
 	}
 }
 
-// ImportState takes `[cluster/]namespace/name` of the RoleBinding. The private key cannot be
-// imported, so the next apply issues new credentials.
+// ImportState takes `[cluster/]namespace/name` of the RoleBinding, or the identity. The private
+// key cannot be imported, so the next apply issues new credentials.
 func (r *consumerIdentityResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	cluster, namespace, name, err := parseObjectID(req.ID, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Importing consumer identity", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	namedObjectIdentity.importState(ctx, req, resp, "Importing consumer identity", objectIDParts(true))
 }

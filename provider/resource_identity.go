@@ -71,6 +71,11 @@ func (r *identityResource) Metadata(_ context.Context, req resource.MetadataRequ
 	resp.TypeName = req.ProviderTypeName + "_identity"
 }
 
+// IdentitySchema describes the resource identity: cluster, namespace and name of the Identity.
+func (r *identityResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = namedObjectIdentity.schema()
+}
+
 // Schema describes liqo_identity.
 func (r *identityResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = objectSchema(ctx, "[cluster/]namespace/name", timeouts.Opts{Delete: true},
@@ -302,6 +307,7 @@ func writeIdentitySecret(ctx context.Context, c *clusterClient, id *authv1beta1.
 
 // Create makes the Identity and its kubeconfig Secret.
 func (r *identityResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer namedObjectIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	plan, ok := modelOf[identityModel](ctx, req.Plan, &resp.Diagnostics)
 	if !ok {
 		return
@@ -357,6 +363,7 @@ func (r *identityResource) apply(ctx context.Context, plan *identityModel, confi
 // the next plan); a missing or changed kubeconfig Secret shows as an in-place update that
 // writes it again.
 func (r *identityResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	namedObjectIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics) // Read keeps what names the Identity
 	state, ok := modelOf[identityModel](ctx, req.State, &resp.Diagnostics)
 	if !ok {
 		return
@@ -427,6 +434,7 @@ func (r *identityResource) Read(ctx context.Context, req resource.ReadRequest, r
 // Update writes the Identity and the Secret again: the namespace annotation, and the kubeconfig
 // from the configuration (a new one when kubeconfig_wo_version or kubeconfig changed).
 func (r *identityResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer namedObjectIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	plan, ok := modelOf[identityModel](ctx, req.Plan, &resp.Diagnostics)
 	if !ok {
 		return
@@ -459,16 +467,8 @@ func (r *identityResource) Delete(ctx context.Context, req resource.DeleteReques
 	}
 }
 
-// ImportState takes `[cluster/]namespace/name` of the Identity. The kubeconfig is not imported:
-// the first plan after the import writes the configured one (an in-place update).
+// ImportState takes `[cluster/]namespace/name` of the Identity, or the identity. The kubeconfig
+// is not imported: the first plan after the import writes the configured one (an in-place update).
 func (r *identityResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	cluster, namespace, name, err := parseObjectID(req.ID, true)
-	if err != nil {
-		resp.Diagnostics.AddError("Importing identity", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	namedObjectIdentity.importState(ctx, req, resp, "Importing identity", objectIDParts(true))
 }

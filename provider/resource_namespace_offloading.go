@@ -81,6 +81,7 @@ func newNamespaceOffloadingResource() resource.Resource {
 		read:        nsoffRefresh,
 		written:     nsoffRefresh,
 		createError: nsoffCreateError,
+		identity:    objectIdentity("namespace"),
 	}
 	return r
 }
@@ -372,18 +373,18 @@ func (m *namespaceOffloadingModel) refresh(ctx context.Context, clusterName stri
 	return nil
 }
 
-// ImportState takes `[cluster/]namespace`: the object's name is always offloading.
+// ImportState takes `[cluster/]namespace` or the identity: the object's name is always
+// offloading.
 func (r *namespaceOffloadingResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	cluster, _, namespace, err := parseObjectID(req.ID, false)
+	// The ID has the form of a cluster-scoped object's: its name part is the namespace.
+	t, err := r.identityOf().target(ctx, req, objectIDParts(false))
 	if err != nil {
 		resp.Diagnostics.AddError("Importing namespace offloading",
 			fmt.Sprintf("%v: the ID of a namespace offloading is `[cluster/]namespace` (the object is always named %s)",
 				err, consts.NamespaceOffloadingName))
 		return
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
+	r.identityOf().save(ctx, t, resp)
 }
 
 func (m *namespaceOffloadingModel) target() (types.String, client.ObjectKey) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -97,6 +96,20 @@ type objectKind[M any, O client.Object] struct {
 	deleted func(ctx context.Context, c *clusterClient, state *M, timeout time.Duration) error
 	// imported (optional) checks the object an import names.
 	imported func(c *clusterClient, obj O) error
+	// identity (optional) is the resource identity, when the import ID is not
+	// `[cluster/]namespace/name` (namespaced) or `[cluster/]name`.
+	identity stateIdentity
+}
+
+// identityOf is the resource identity: the parts of the import ID.
+func (k *objectKind[M, O]) identityOf() stateIdentity {
+	switch {
+	case k.identity != nil:
+		return k.identity
+	case k.namespaced:
+		return namedObjectIdentity
+	}
+	return objectIdentity("name")
 }
 
 // objectResource is the create/read/update/delete/import of a resource that manages one
@@ -112,6 +125,11 @@ type objectResource[M any, P interface {
 // Metadata names the resource type.
 func (r *objectResource[M, P, O]) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + r.typeName
+}
+
+// IdentitySchema describes the resource identity: `cluster` and the parts that name the object.
+func (r *objectResource[M, P, O]) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = r.identityOf().schema()
 }
 
 // newObject is an empty object of the kind, named by key.
@@ -140,6 +158,7 @@ func (r *objectResource[M, P, O]) connect(ctx context.Context, m P, summary stri
 
 // Create makes the object, saves the state, then waits when the plan asks to.
 func (r *objectResource[M, P, O]) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer r.identityOf().record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	plan, ok := modelOf[M](ctx, req.Plan, &resp.Diagnostics)
 	if !ok {
 		return
@@ -210,6 +229,7 @@ func isNil[O client.Object](obj O) bool {
 // Read refreshes the state from the object; an object deleted out of band leaves the state,
 // and the next plan creates it again.
 func (r *objectResource[M, P, O]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	r.identityOf().record(ctx, &req.State, resp.Identity, &resp.Diagnostics) // Read keeps what names the object
 	state, ok := modelOf[M](ctx, req.State, &resp.Diagnostics)
 	if !ok {
 		return
@@ -240,6 +260,7 @@ func (r *objectResource[M, P, O]) Read(ctx context.Context, req resource.ReadReq
 // Update patches the object in place, then records and waits as Create does, unless the plan
 // kept the computed attributes.
 func (r *objectResource[M, P, O]) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer r.identityOf().record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state M
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -292,20 +313,21 @@ func (r *objectResource[M, P, O]) Delete(ctx context.Context, req resource.Delet
 }
 
 // ImportState takes `[cluster/]namespace/name` (`[cluster/]name` for a cluster-scoped
-// object), checks that the object exists, and sets the attributes that name it; Read does
-// the rest.
+// object) or the identity, checks that the object exists, and sets the attributes that name it
+// and the identity; Read does the rest.
 func (r *objectResource[M, P, O]) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	summary := "Importing " + r.noun
-	cluster, namespace, name, err := parseObjectID(req.ID, r.namespaced)
+	t, err := r.identityOf().target(ctx, req, objectIDParts(r.namespaced))
 	if err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	c, err := r.client(ctx, types.StringValue(cluster), r.needLiqo)
+	c, err := r.client(ctx, t.value("cluster"), r.needLiqo)
 	if err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
+	namespace, name := t.value("namespace").ValueString(), t.value("name").ValueString()
 	obj := r.newObject(client.ObjectKey{})
 	if err := c.ctrl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		resp.Diagnostics.AddError(summary, fmt.Sprintf("reading %s %s in %s: %v", r.kind, objectID("", namespace, name), c.describe(), err))
@@ -317,12 +339,7 @@ func (r *objectResource[M, P, O]) ImportState(ctx context.Context, req resource.
 			return
 		}
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster"), stringOrNull(cluster))...)
-	if r.namespaced {
-		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), namespace)...)
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	r.identityOf().save(ctx, t, resp)
 }
 
 // createError explains a failed create: the object exists (import it), its namespace is

@@ -86,6 +86,17 @@ func peeringDefaultGateway() types.Object {
 
 func newPeeringResource() resource.Resource { return &peeringResource{} }
 
+// peeringIdentity is the resource identity of liqo_peering: its two clusters, as in its import ID.
+var peeringIdentity = stateIdentity{
+	{name: "consumer_cluster", description: "Key of the provider's `clusters` map naming the consumer cluster."},
+	{name: "provider_cluster", description: "Key of the provider's `clusters` map naming the provider cluster."},
+}
+
+// IdentitySchema describes the resource identity: the consumer and provider clusters.
+func (r *peeringResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = peeringIdentity.schema()
+}
+
 // Metadata names the resource liqo_peering.
 func (r *peeringResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_peering"
@@ -109,6 +120,9 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	plan, ok := modelOf[peeringModel](ctx, req.Plan, &resp.Diagnostics)
 	if !ok {
 		return
+	}
+	if resp.Deferred = r.clusters.deferral(req.ClientCapabilities.DeferralAllowed, plan.ConsumerCluster, plan.ProviderCluster).resource(); resp.Deferred != nil {
+		return // a cluster created in the same run: planned once it can be reached
 	}
 	for _, c := range []struct {
 		attr string
@@ -280,6 +294,7 @@ func (m *peeringModel) describe() string {
 // Unpeer in the failed create could not promise; the library being idempotent, nothing is lost
 // either. Only when nothing was made (the cluster IDs cannot be read) is no state saved.
 func (r *peeringResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer peeringIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	plan, ok := modelOf[peeringModel](ctx, req.Plan, &resp.Diagnostics)
 	if !ok {
 		return
@@ -292,6 +307,7 @@ func (r *peeringResource) Create(ctx context.Context, req resource.CreateRequest
 // Update brings the peering in line with the plan: new resources are re-negotiated and the
 // virtual node awaited with the new grant; new gateway parameters are written to the gateways.
 func (r *peeringResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer peeringIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, prior peeringModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
@@ -386,6 +402,7 @@ func (r *peeringResource) observe(ctx context.Context, m *peeringModel) *peering
 // Read refreshes the peering; a peering whose Tenant or ResourceSlice is gone leaves the
 // state, so the next plan peers again.
 func (r *peeringResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	peeringIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics) // Read keeps the two clusters
 	state, ok := modelOf[peeringModel](ctx, req.State, &resp.Diagnostics)
 	if !ok {
 		return
@@ -473,29 +490,34 @@ func (r *peeringResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 }
 
-// ImportState takes `<consumer_cluster>/<provider_cluster>` (keys of the provider's clusters map).
+// ImportState takes `<consumer_cluster>/<provider_cluster>` (keys of the provider's clusters map),
+// or the identity.
 func (r *peeringResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	parts := strings.Split(req.ID, "/")
-	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-		resp.Diagnostics.AddError("Importing peering",
-			fmt.Sprintf("import ID %q is not `<consumer_cluster>/<provider_cluster>` (two keys of the provider's clusters map)", req.ID))
+	t, err := peeringIdentity.target(ctx, req, func(id string) ([]string, error) {
+		parts := strings.Split(id, "/")
+		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+			return nil, fmt.Errorf("import ID %q is not `<consumer_cluster>/<provider_cluster>` (two keys of the provider's clusters map)", id)
+		}
+		return parts, nil
+	})
+	if err != nil {
+		resp.Diagnostics.AddError("Importing peering", err.Error())
 		return
 	}
-	if parts[0] == parts[1] {
-		resp.Diagnostics.AddError("Importing peering", fmt.Sprintf("import ID %q names the same cluster twice", req.ID))
+	keys := []string{t.value("consumer_cluster").ValueString(), t.value("provider_cluster").ValueString()}
+	if keys[0] == keys[1] {
+		resp.Diagnostics.AddError("Importing peering", fmt.Sprintf("import ID %q names the same cluster twice", t.id))
 		return
 	}
 	if r.clusters != nil {
-		for _, k := range parts {
+		for _, k := range keys {
 			if _, err := r.clusters.lookup(k); err != nil {
 				resp.Diagnostics.AddError("Importing peering", err.Error())
 				return
 			}
 		}
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("consumer_cluster"), parts[0])...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("provider_cluster"), parts[1])...)
+	peeringIdentity.save(ctx, t, resp)
 }
 
 // asks says whether the observed slice asks for resource name: it does when it names it, or

@@ -5,7 +5,9 @@
 # requires it and maps each nested module to what the proxy serves: internal/legacy to a
 # pseudo-version, and the remote state backends, which it does not serve at this version, to
 # stand-ins generated here from stub_backend.go.tmpl (they refuse those backends; local state and
-# Terraform's own backends work). Output: $1 (default <repo>/bin/terraform).
+# Terraform's own backends work). Output: $1 (default <repo>/bin/terraform). With
+# TERRAFORM_EXPERIMENTS=1, an experimental build (Terraform's `experimentsAllowed`, as its alpha
+# releases are): it takes flags such as -allow-deferral, for the deferred-changes tests.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -14,11 +16,18 @@ TERRAFORM_VERSION=v1.14.9
 # The remote state backends replaced by stand-ins in go.mod.
 STUBBED_BACKENDS="azure consul cos gcs kubernetes oci oss pg s3"
 
-if [[ -x "$out" ]] && TF_CLI_CONFIG_FILE=/dev/null "$out" version 2>/dev/null | head -1 | grep -q "Terraform ${TERRAFORM_VERSION}$"; then
-  echo "terraform: $out is ${TERRAFORM_VERSION}"
+ldflags="-s -w -X github.com/hashicorp/terraform/version.dev=no"
+what="Terraform ${TERRAFORM_VERSION}"
+if [[ ${TERRAFORM_EXPERIMENTS:-} == 1 ]]; then
+  ldflags+=" -X main.experimentsAllowed=yes"
+  what+=" (experiments allowed)"
+fi
+stamp="$out.stamp"
+if [[ -x "$out" && -f "$stamp" && $(cat "$stamp") == "$what" ]]; then
+  echo "terraform: $out is $what"
   exit 0
 fi
-echo "terraform: building Terraform ${TERRAFORM_VERSION} from source into $out (about 6 min)"
+echo "terraform: building $what from source into $out (about 6 min; a minute when the other build is done)"
 cd "$here"
 for b in $STUBBED_BACKENDS; do
   mkdir -p "stubs/$b"
@@ -26,5 +35,6 @@ for b in $STUBBED_BACKENDS; do
   printf 'module github.com/hashicorp/terraform/internal/backend/remote-state/%s\n\ngo 1.25\n\nrequire (\n\tgithub.com/hashicorp/terraform %s\n\tgithub.com/zclconf/go-cty v1.16.2\n)\n' \
     "$b" "$TERRAFORM_VERSION" > "stubs/$b/go.mod"
 done
-CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w -X github.com/hashicorp/terraform/version.dev=no" -o "$out" github.com/hashicorp/terraform
+CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out" github.com/hashicorp/terraform
 TF_CLI_CONFIG_FILE=/dev/null "$out" version | head -1
+echo "$what" > "$stamp"
