@@ -298,7 +298,7 @@ action "liqo_consumer_identity_renew" "now" {
 		"done: new certificate for renewcli, valid until",
 		"the next plan updates liqo_consumer_identity provider/liqo-tenant-renewcli/liqo-consumer-renewcli in place",
 	} {
-		if !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+		if !strings.Contains(oneLine(out), want) {
 			t.Errorf("the invocation's output lacks %q:\n%s", want, out)
 		}
 	}

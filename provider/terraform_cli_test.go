@@ -41,6 +41,9 @@ func providerBinary(t *testing.T) string {
 	return providerBinDir
 }
 
+// oneLine folds every run of white space into one space: terraform wraps its messages.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
 // terraformDir is a working folder for the real terraform CLI with the built provider
 // installed through dev_overrides.
 type terraformDir struct {
