@@ -337,7 +337,7 @@ func TestAccIdentityGenerateConfig(t *testing.T) {
 func checkGenerateConfig(t *testing.T, providerBlock, config string, cases []identityCase, fill map[string]map[string]string) {
 	t.Helper()
 	// The provider's source, for the CLI (resource.Test writes its own).
-	providerBlock = "terraform {\n  required_providers {\n    liqo = { source = \"peerkit/liqo\" }\n  }\n}\n" + providerBlock
+	providerBlock = requiredProvidersBlock + providerBlock
 	created := newTerraformDir(t, tfSource(t, providerBlock+config))
 	args := []string{"-input=false", "-no-color"}
 	created.run(t, append([]string{"apply", "-auto-approve"}, args...)...)

@@ -219,6 +219,7 @@ func objectSchema(ctx context.Context, idForm string, opts timeouts.Opts, descri
 	attributes["id"] = idAttribute(idForm)
 	attributes["cluster"] = clusterAttribute()
 	return schema.Schema{
+		Version:             resourceSchemaVersion,
 		MarkdownDescription: description,
 		Attributes:          attributes,
 		Blocks:              map[string]schema.Block{"timeouts": timeouts.Block(ctx, opts)},

@@ -69,6 +69,7 @@ func (peeringKeepKnownState) PlanModifyString(_ context.Context, req planmodifie
 // Schema describes liqo_peering.
 func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
+		Version: resourceSchemaVersion,
 		MarkdownDescription: "A peering of a consumer cluster with a provider cluster, both keys of the provider's `clusters` " +
 			"map: what `liqoctl peer` does, in one resource. It makes the tenant namespaces on both sides; the network " +
 			"(unless `networking = false`): each side's Configuration of the other, the gateway server on the provider " +

@@ -44,6 +44,10 @@ func providerBinary(t *testing.T) string {
 // oneLine folds every run of white space into one space: terraform wraps its messages.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// requiredProvidersBlock names the provider's source for the terraform CLI (resource.Test
+// writes its own).
+const requiredProvidersBlock = "terraform {\n  required_providers {\n    liqo = { source = \"peerkit/liqo\" }\n  }\n}\n"
+
 // terraformDir is a working folder for the real terraform CLI with the built provider
 // installed through dev_overrides.
 type terraformDir struct {
