@@ -397,15 +397,23 @@ func (a *Agent) putStatus(ctx context.Context, value netv1beta1.ConnectionStatus
 	return nil
 }
 
-// connectionMeta gives conn what upstream Liqo's tools find it by, once the gateway object is
-// known: the gateway's liqo.io/remote-cluster-id label (upstream liqoctl waits for the Connection
-// of a peer by it) and the gateway as controlling owner, so that the Connection goes with its
-// gateway. It tells whether it changed conn.
+// connectionMeta gives conn the time of the last handshake seen (LastHandshakeAnnotation) and
+// what upstream Liqo's tools find it by, once the gateway object is known: the gateway's
+// liqo.io/remote-cluster-id label (upstream liqoctl waits for the Connection of a peer by it) and
+// the gateway as controlling owner, so that the Connection goes with its gateway. It tells
+// whether it changed conn.
 func (a *Agent) connectionMeta(conn *netv1beta1.Connection) bool {
-	if a.gateway == nil {
-		return false
-	}
 	changed := false
+	if !a.handshakeSeen.IsZero() {
+		at := a.handshakeSeen.UTC().Format(time.RFC3339)
+		if conn.Annotations[consts.LastHandshakeAnnotation] != at {
+			metav1.SetMetaDataAnnotation(&conn.ObjectMeta, consts.LastHandshakeAnnotation, at)
+			changed = true
+		}
+	}
+	if a.gateway == nil {
+		return changed
+	}
 	if id := a.gateway.GetLabels()[consts.RemoteClusterIDLabel]; id != "" && conn.Labels[consts.RemoteClusterIDLabel] != id {
 		if conn.Labels == nil {
 			conn.Labels = map[string]string{}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -35,6 +36,20 @@ func TestConnectionMeta(t *testing.T) {
 	if a.connectionMeta(conn) {
 		t.Error("connectionMeta changed a Connection that had everything already")
 	}
+
+	// The last handshake seen, once there is one, and again when a new one completes.
+	a.handshakeSeen = time.Date(2026, 11, 26, 17, 0, 0, 0, time.UTC)
+	if !a.connectionMeta(conn) || conn.Annotations[consts.LastHandshakeAnnotation] != "2026-11-26T17:00:00Z" {
+		t.Errorf("after a handshake: annotations %v, want %s=2026-11-26T17:00:00Z", conn.Annotations, consts.LastHandshakeAnnotation)
+	}
+	if a.connectionMeta(conn) {
+		t.Error("connectionMeta changed a Connection that had the last handshake already")
+	}
+	a.handshakeSeen = a.handshakeSeen.Add(2 * time.Minute)
+	if !a.connectionMeta(conn) || conn.Annotations[consts.LastHandshakeAnnotation] != "2026-11-26T17:02:00Z" {
+		t.Errorf("after a new handshake: annotations %v", conn.Annotations)
+	}
+
 	a.opts.Mode = ModeServer
 	srv := a.newConnection()
 	a.connectionMeta(srv)

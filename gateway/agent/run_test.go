@@ -16,6 +16,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -169,6 +170,17 @@ func TestRunPeering(t *testing.T) {
 	// reconfigures it: the session outlives a reconfiguration).
 	for _, l := range []*logLines{srvLog, cliLog} {
 		testenv.Eventually(t, "a handshake report", 5*time.Second, func(context.Context) bool { return l.has(`"msg"="handshake completed"`) })
+	}
+	// Both Connections say when the last handshake completed: a moment ago.
+	for _, e := range []struct{ ns, name string }{{srv.ns, srv.name}, {cli.ns, cli.name}} {
+		conn := &netv1beta1.Connection{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: e.name}, conn); err != nil {
+			t.Fatal(err)
+		}
+		at, err := time.Parse(time.RFC3339, conn.Annotations[consts.LastHandshakeAnnotation])
+		if err != nil || time.Since(at) > time.Minute || time.Since(at) < -time.Second {
+			t.Errorf("Connection %s/%s: last handshake %q (%v), want a moment ago", e.ns, e.name, conn.Annotations[consts.LastHandshakeAnnotation], err)
+		}
 	}
 
 	// A remote network added to the server's Configuration is routed into the tunnel.

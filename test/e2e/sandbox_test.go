@@ -40,11 +40,15 @@ type sandboxRun struct {
 	tfEnv             []string
 }
 
-// build compiles the binaries the sandbox and terraform use into one folder.
-func build(t *testing.T, root string) string {
+// sandboxBinaries are the packages of the binaries the sandbox and terraform use.
+var sandboxBinaries = []string{".", "./cmd/liqo-sandbox", "./cmd/liqo-controller-manager", "./cmd/liqo-gateway"}
+
+// build compiles the binaries of the given packages of the repository (the provider is ".")
+// into one folder.
+func build(t *testing.T, root string, pkgs ...string) string {
 	t.Helper()
 	bins := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", bins+"/", ".", "./cmd/liqo-sandbox", "./cmd/liqo-controller-manager", "./cmd/liqo-gateway")
+	cmd := exec.Command("go", append([]string{"build", "-o", bins + "/"}, pkgs...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the binaries: %v\n%s", err, out)
@@ -52,18 +56,24 @@ func build(t *testing.T, root string) string {
 	return bins
 }
 
-// startSandbox runs `liqo-sandbox up` with n clusters and stops it (`down`) when the test ends,
-// checking that nothing is left.
-func startSandbox(t *testing.T, n int) *sandboxRun {
+// requireTerraform skips the test when no terraform is on PATH.
+func requireTerraform(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("terraform"); err != nil {
 		t.Skip("terraform is not on PATH")
 	}
+}
+
+// startSandbox runs `liqo-sandbox up` with n clusters and stops it (`down`) when the test ends,
+// checking that nothing is left.
+func startSandbox(t *testing.T, n int) *sandboxRun {
+	t.Helper()
+	requireTerraform(t)
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bins := build(t, root)
+	bins := build(t, root, sandboxBinaries...)
 	state := filepath.Join(t.TempDir(), "sandbox")
 	sb := func(args ...string) (string, error) {
 		out, err := exec.Command(filepath.Join(bins, "liqo-sandbox"), append([]string{"-state", state, "-provider-bin", bins,
@@ -117,8 +127,15 @@ func startSandbox(t *testing.T, n int) *sandboxRun {
 // duration and exit code.
 func (r *sandboxRun) tf(t *testing.T, example string, args ...string) (string, time.Duration, int) {
 	t.Helper()
-	cmd := exec.Command("terraform", append([]string{"-chdir=" + filepath.Join(r.root, "examples", example)}, args...)...)
-	cmd.Env = r.tfEnv
+	return terraformIn(t, filepath.Join(r.root, "examples", example), r.tfEnv, args...)
+}
+
+// terraformIn runs terraform in a folder with the given environment, returning its output,
+// duration and exit code; it fails the test when terraform cannot run.
+func terraformIn(t *testing.T, dir string, env []string, args ...string) (string, time.Duration, int) {
+	t.Helper()
+	cmd := exec.Command("terraform", append([]string{"-chdir=" + dir}, args...)...)
+	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

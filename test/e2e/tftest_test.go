@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// The examples' own tests, written for `terraform test` (Terraform >= 1.7 for mock providers),
+// live in three folders of an example:
+//
+//   - tests/: tests that reach no cluster (a mocked provider, or the real one planning); plain
+//     `terraform test` runs them, and each must pass;
+//   - tests/rejected/: one run per file that must fail at plan with the provider's messages,
+//     named by the file's "# expect-error: <message>" lines (terraform test cannot expect a
+//     provider's error, only custom conditions), run file by file;
+//   - tests/sandbox/: tests against the sandbox's two clusters, run with
+//     -test-directory=tests/sandbox and the variables of the two-cluster examples
+//     (consumer_kubeconfig, provider_kubeconfig, networking).
+const (
+	unitTestDir     = "tests"
+	rejectedTestDir = "tests/rejected"
+	sandboxTestDir  = "tests/sandbox"
+	testFileSuffix  = ".tftest.hcl"
+)
+
+// exampleTests are the test files of one example folder, by folder.
+type exampleTests struct {
+	unit, sandbox bool
+	// rejected are the files of tests/rejected, relative to the example's folder.
+	rejected []string
+}
+
+// findExampleTests returns the examples (folders relative to examples) that have test files,
+// sorted, and their tests; it fails the test for a test file in any other folder.
+func findExampleTests(t *testing.T, examples string) ([]string, map[string]*exampleTests) {
+	t.Helper()
+	found := map[string]*exampleTests{}
+	of := func(example string) *exampleTests {
+		if found[example] == nil {
+			found[example] = &exampleTests{}
+		}
+		return found[example]
+	}
+	err := filepath.WalkDir(examples, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, testFileSuffix) {
+			return err
+		}
+		rel, err := filepath.Rel(examples, path)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		switch {
+		case strings.HasSuffix(dir, "/"+rejectedTestDir):
+			example := strings.TrimSuffix(dir, "/"+rejectedTestDir)
+			of(example).rejected = append(of(example).rejected, rejectedTestDir+"/"+filepath.Base(rel))
+		case strings.HasSuffix(dir, "/"+sandboxTestDir):
+			of(strings.TrimSuffix(dir, "/"+sandboxTestDir)).sandbox = true
+		case strings.HasSuffix(dir, "/"+unitTestDir):
+			of(strings.TrimSuffix(dir, "/"+unitTestDir)).unit = true
+		default:
+			t.Errorf("examples/%s: a test file outside an example's %s/, %s/ or %s/ folder", rel, unitTestDir, rejectedTestDir, sandboxTestDir)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(found))
+	for name := range found {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, found
+}
+
+// copyExamples copies the configuration and test files of the repository's examples into a new
+// folder, so that terraform's files (.terraform, lock files) stay out of the tree, and returns
+// the copy's examples folder.
+func copyExamples(t *testing.T, root string) string {
+	t.Helper()
+	src := filepath.Join(root, "examples")
+	dst := filepath.Join(t.TempDir(), "examples")
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".terraform" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !(strings.HasSuffix(path, ".tf") || strings.HasSuffix(path, testFileSuffix)) {
+			return nil
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o600)
+	})
+	if err != nil {
+		t.Fatalf("copying the examples: %v", err)
+	}
+	return dst
+}
+
+// devOverridesEnv is the environment of a terraform that installs the provider of the bins
+// folder through dev_overrides (no registry).
+func devOverridesEnv(t *testing.T, bins string) []string {
+	t.Helper()
+	rc := filepath.Join(t.TempDir(), "terraformrc")
+	cfg := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"peerkit/liqo\" = %q\n  }\n  direct {}\n}\n", bins)
+	if err := os.WriteFile(rc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+}
+
+// expectErrorLine is a rejected test file's line naming a message its run must fail with.
+var expectErrorLine = regexp.MustCompile(`(?m)^#\s*expect-error:\s*(.+?)\s*$`)
+
+// oneLine folds every run of white space into one space: terraform wraps its messages.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// TestExampleTests runs the examples' tests that need no cluster with the provider built from
+// the tree: in every example with tests/, `terraform test` must pass; each file of
+// tests/rejected/ must fail with the messages of its expect-error lines.
+func TestExampleTests(t *testing.T) {
+	requireTerraform(t)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := copyExamples(t, root)
+	names, tests := findExampleTests(t, examples)
+	if len(names) == 0 {
+		t.Fatal("no example has terraform test files")
+	}
+	env := devOverridesEnv(t, build(t, root, "."))
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(examples, name)
+			// Installs the local modules the example calls (init would also look the provider up in
+			// the registry).
+			if out, _, code := terraformIn(t, dir, env, "get", "-no-color"); code != 0 {
+				t.Fatalf("terraform get: exit %d\n%s", code, out)
+			}
+			if tests[name].unit {
+				out, _, code := terraformIn(t, dir, env, "test", "-no-color")
+				if code != 0 {
+					t.Errorf("terraform test in examples/%s: exit %d\n%s", name, code, out)
+				} else {
+					t.Logf("terraform test in examples/%s:\n%s", name, out)
+				}
+			}
+			for _, file := range tests[name].rejected {
+				t.Run(filepath.Base(file), func(t *testing.T) { expectRejected(t, dir, env, file) })
+			}
+		})
+	}
+}
+
+// expectRejected runs one file of an example's tests/rejected/ and checks that it fails with the
+// messages of its expect-error lines.
+func expectRejected(t *testing.T, dir string, env []string, file string) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := expectErrorLine.FindAllStringSubmatch(string(src), -1)
+	if len(want) == 0 {
+		t.Fatalf("%s has no \"# expect-error: <message>\" line", file)
+	}
+	out, _, code := terraformIn(t, dir, env, "test", "-no-color", "-test-directory="+rejectedTestDir, "-filter="+file)
+	if code == 0 {
+		t.Fatalf("terraform test %s passed, want a failure at plan\n%s", file, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(oneLine(out), oneLine(w[1])) {
+			t.Errorf("terraform test %s: exit %d without the message %q\n%s", file, code, w[1], out)
+		}
+	}
+}
+
+// TestExampleTestsOnSandbox runs the examples' tests/sandbox/ against a fresh two-cluster
+// sandbox, with its kubeconfigs and networking; terraform test destroys what each file made, so
+// the clusters must then hold nothing of a peering.
+func TestExampleTestsOnSandbox(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, tests := findExampleTests(t, filepath.Join(root, "examples"))
+	names = slices.DeleteFunc(names, func(name string) bool { return !tests[name].sandbox })
+	if len(names) == 0 {
+		t.Skip("no example has tests for the sandbox")
+	}
+	r := startSandbox(t, 2)
+	examples := copyExamples(t, root)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			out, took, code := terraformIn(t, filepath.Join(examples, name), r.tfEnv, "test", "-no-color",
+				"-test-directory="+sandboxTestDir,
+				"-var", "consumer_kubeconfig="+filepath.Join(r.state, "consumer.kubeconfig"),
+				"-var", "provider_kubeconfig="+filepath.Join(r.state, "provider.kubeconfig"),
+				"-var", fmt.Sprintf("networking=%t", r.networking))
+			if code != 0 {
+				t.Errorf("terraform test -test-directory=%s in examples/%s (networking %t): exit %d\n%s",
+					sandboxTestDir, name, r.networking, code, out)
+			} else {
+				t.Logf("terraform test -test-directory=%s in examples/%s (networking %t), %s:\n%s",
+					sandboxTestDir, name, r.networking, took.Round(100*time.Millisecond), out)
+			}
+			r.expectNothingLeft(t)
+		})
+	}
+}
