@@ -29,8 +29,7 @@ const peeringTestDefaultTimeout = time.Minute
 const peeringTestProbe = "a UDP echo between the two tunnel addresses, port 51899, through the WireGuard tunnel"
 
 // peeringTestUnchecked says what the action cannot check, for the results.
-const peeringTestUnchecked = "Not checked: the age of the last WireGuard handshake (the Connection API does not report it; " +
-	"the gateway only logs it), and traffic between pods (a probe from a pod's network namespace, which the provider, " +
+const peeringTestUnchecked = "Not checked: traffic between pods (a probe from a pod's network namespace, which the provider, " +
 	"running outside the clusters, cannot enter)"
 
 // peeringTestAction is liqo_peering_test: it tests the tunnel of a peering between two clusters
@@ -77,7 +76,9 @@ func (a *peeringTestAction) Schema(ctx context.Context, _ action.SchemaRequest, 
 			"`Connected` with a latency measured after the invocation began. That measurement is the gateways' own "+
 			"probe, "+peeringTestProbe+": the provider itself cannot send a packet into the tunnel, whose addresses "+
 			"exist only in the gateways' network namespaces, so a fresh measurement by both gateways is the probe. "+
-			"Progress messages show each side's state; the result gives the latencies and the gateway server's endpoint.\n\n"+
+			"Progress messages show each side's state; the result gives the latencies, the age of each gateway's last "+
+			"WireGuard handshake (from the Connection's `networking.liqo.io/last-handshake` annotation, which this "+
+			"project's gateways write; upstream Liqo's do not, and the result says so) and the gateway server's endpoint.\n\n"+
 			peeringTestUnchecked+".\n\n"+
 			"It fails, naming the Connection, its cluster and what to check, when a side is not `Connected` or has "+
 			"not re-measured the tunnel within `timeouts.invoke`, when a latency exceeds `max_latency`, and at once "+
@@ -181,7 +182,7 @@ func (a *peeringTestAction) Invoke(ctx context.Context, req action.InvokeRequest
 				"the gateways, or raise max_latency", s.role, s.conn.Namespace, s.conn.Name, s.c.describe(), rtt, maxLatency))
 			return
 		}
-		latencies = append(latencies, fmt.Sprintf("%s on the %s's side", rtt, s.role))
+		latencies = append(latencies, fmt.Sprintf("%s on the %s's side (%s)", rtt, s.role, s.handshake()))
 	}
 	progress(resp, "done: the tunnel between %s (%s) and %s (%s) works: both gateways report it Connected and measured it "+
 		"after the invocation began (%s): %s%s. %s.", m.ConsumerCluster.ValueString(), sides[1].remote, m.ProviderCluster.ValueString(),
@@ -270,6 +271,20 @@ func (s *tunnelSide) describe(start time.Time) string {
 		}
 	}
 	return out
+}
+
+// handshake says when the side's gateway last completed a WireGuard handshake, as its Connection
+// reports it (LastHandshakeAnnotation: our gateways write it, upstream Liqo's do not).
+func (s *tunnelSide) handshake() string {
+	at, ok := s.conn.Annotations[consts.LastHandshakeAnnotation]
+	if !ok {
+		return "last handshake not reported: the gateway does not write " + consts.LastHandshakeAnnotation
+	}
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return fmt.Sprintf("last handshake %q, not a time", at)
+	}
+	return fmt.Sprintf("last handshake %s ago", time.Since(t).Round(time.Second))
 }
 
 // valueOr is s, or def when s is empty.

@@ -26,8 +26,9 @@ func (r *sandboxRun) expectDay2(t *testing.T) {
 
 	out, tunnel, code := invoke("liqo_peering_test.tunnel")
 	switch {
-	case r.networking && (code != 0 || !strings.Contains(out, "done: the tunnel between consumer")):
-		t.Errorf("liqo_peering_test with networking: exit %d, want the tunnel tested:\n%s", code, out)
+	case r.networking && (code != 0 || !strings.Contains(out, "done: the tunnel between consumer") ||
+		strings.Count(out, "s ago)") != 2 || !strings.Contains(out, "last handshake")):
+		t.Errorf("liqo_peering_test with networking: exit %d, want the tunnel tested, with both sides' last handshake:\n%s", code, out)
 	case !r.networking && (code == 0 || !strings.Contains(out, "the peering has no tunnel to test")):
 		t.Errorf("liqo_peering_test without networking: exit %d, want a failure saying there is no tunnel:\n%s", code, out)
 	}
