@@ -260,7 +260,7 @@ func TestAccActionConsumerIdentityRenew(t *testing.T) {
 				// A name that is no liqo_consumer_identity's: the apply fails, naming the RoleBinding.
 				Config: renewed + strings.Replace(renewAction("nobody", "renew_nobody", ""),
 					"name           = liqo_consumer_identity.ci.name", `name           = "nobody"`, 1),
-				ExpectError: regexp.MustCompile(`(?s)no RoleBinding liqo-tenant-renewacc/nobody in cluster "provider".*namespace and\s+name\s+must\s+be\s+those\s+of\s+an\s+applied\s+liqo_consumer_identity`),
+				ExpectError: regexp.MustCompile(`(?s)no RoleBinding liqo-tenant-renewacc/nobody in\s+cluster\s+"provider".*namespace and\s+name\s+must\s+be\s+those\s+of\s+an\s+applied\s+liqo_consumer_identity`),
 			},
 		},
 	})
@@ -272,7 +272,7 @@ func TestAccActionConsumerIdentityRenew(t *testing.T) {
 // plan updates liqo_consumer_identity in place, and after that apply a plan has no changes.
 func TestActionConsumerIdentityRenewCLI(t *testing.T) {
 	src := t.TempDir()
-	main := renewConfig("renewcli", `
+	main := requiredProvidersBlock + renewConfig("renewcli", `
 action "liqo_consumer_identity_renew" "now" {
   config {
     cluster        = liqo_consumer_identity.ci.cluster

@@ -112,9 +112,9 @@ func TestActionTenantCordon(t *testing.T) {
 			t.Errorf("plan after %s: exit %d, want no changes (an invocation changes no resource):\n%s", after, code, plan)
 		}
 	}
-	tenant := "Tenant liqo-tenant-" + cid + "/" + cid + ` in cluster "provider"`
+	tenant := "Tenant liqo-tenant-" + cid + "/" + cid + ` in cluster "provider" (` // then the API server's URL
 
-	invoke("cordon", tenant+": tenantCondition Active → Cordoned", "done: "+tenant+" is Cordoned", "1 (")
+	invoke("cordon", tenant, "): tenantCondition Active → Cordoned", "done: "+tenant, ") is Cordoned;", "1 (cl-cordon-provider ({cpu=2, memory=4Gi, pods=20})) granted")
 	if c := tenantCondition(); c != authv1beta1.TenantConditionCordoned {
 		t.Errorf("after cordon: tenantCondition %q", c)
 	}
@@ -123,7 +123,8 @@ func TestActionTenantCordon(t *testing.T) {
 	}
 	quietPlan("cordon")
 
-	invoke("drain", tenant+": tenantCondition Cordoned → Drained", "done: "+tenant+" is Drained", "offloaded pods of "+cid+" left on the cluster: none")
+	invoke("drain", "): tenantCondition Cordoned → Drained", ") is Drained;", "Authentication=Denied (TenantDrained",
+		"offloaded pods of "+cid+" left on the cluster: none")
 	if c := tenantCondition(); c != authv1beta1.TenantConditionDrained {
 		t.Errorf("after drain: tenantCondition %q", c)
 	}
@@ -133,7 +134,7 @@ func TestActionTenantCordon(t *testing.T) {
 		t.Errorf("after drain: %d virtual nodes, want none (the denied slice's node goes)", virtualNodes())
 	}
 
-	invoke("uncordon", tenant+": tenantCondition Drained → Active", "done: "+tenant+" is Active")
+	invoke("uncordon", "): tenantCondition Drained → Active", ") is Active;")
 	if c := tenantCondition(); c != authv1beta1.TenantConditionActive {
 		t.Errorf("after uncordon: tenantCondition %q", c)
 	}
