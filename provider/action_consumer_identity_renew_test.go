@@ -164,6 +164,9 @@ func TestAccActionConsumerIdentityRenew(t *testing.T) {
 			{
 				// The action runs: the state keeps the previous credentials, the Secret holds new
 				// ones, and the next plan takes them.
+				// A renewal within the second of the first certificate would expire at the same
+				// time, which liqo_identity's kubeconfig_wo_version follows.
+				PreConfig:          func() { time.Sleep(1100 * time.Millisecond) },
 				Config:             renewed,
 				ExpectNonEmptyPlan: true,
 				Check: func(s *terraform.State) error {
@@ -240,7 +243,7 @@ func TestAccActionConsumerIdentityRenew(t *testing.T) {
 			},
 			{
 				// A renewal for another organization is not the identity's: it is not taken.
-				Config: renewed + renewAction("other_org", "renew_other", `    organization = "other.example"`),
+				Config:           renewed + renewAction("other_org", "renew_other", `    organization = "other.example"`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 				Check: func(s *terraform.State) error {
 					_, cert, err := renewalSecret(ctx, ns, name)
@@ -291,6 +294,9 @@ action "liqo_consumer_identity_renew" "now" {
 	d.run(t, "apply", "-auto-approve", "-no-color", "-input=false")
 	t.Cleanup(func() { d.run(t, "destroy", "-auto-approve", "-no-color", "-input=false") })
 	before := d.run(t, "state", "show", "-no-color", "liqo_consumer_identity.ci")
+	// liqo_identity's kubeconfig_wo_version follows the expiry, to the second: a renewal within
+	// the second of the first certificate would expire at the same time.
+	time.Sleep(1100 * time.Millisecond)
 	out := d.run(t, "apply", "-auto-approve", "-no-color", "-input=false", "-invoke=action.liqo_consumer_identity_renew.now")
 	for _, want := range []string{
 		"issuing a certificate for user renewcli (organization liqo.io)",
