@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -62,7 +63,7 @@ func consumerIdentitySubmit(ctx context.Context, c *clusterClient, plan *consume
 // consumerIdentityApproveAndWait approves the request and waits until the signer issued the
 // certificate; it returns the PEM certificate.
 func consumerIdentityApproveAndWait(ctx context.Context, c *clusterClient, plan *consumerIdentityModel,
-	csr *certificatesv1.CertificateSigningRequest, timeout time.Duration,
+	csr *certificatesv1.CertificateSigningRequest, timeout time.Duration, timeoutName string,
 ) ([]byte, error) {
 	csrs := c.kube.CertificatesV1().CertificateSigningRequests()
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
@@ -99,8 +100,8 @@ func consumerIdentityApproveAndWait(ctx context.Context, c *clusterClient, plan 
 	if err != nil {
 		return nil, fmt.Errorf("%s: waiting for CertificateSigningRequest %s in %s to be signed "+
 			"(last seen: %s): %w; check that the cluster's kube-controller-manager signs for %s "+
-			"(--cluster-signing-cert-file and --cluster-signing-key-file), or raise timeouts.create",
-			consumerIdentityTypeName, csr.Name, c.describe(), last, err, certificatesv1.KubeAPIServerClientSignerName)
+			"(--cluster-signing-cert-file and --cluster-signing-key-file), or raise timeouts.%s",
+			consumerIdentityTypeName, csr.Name, c.describe(), last, err, certificatesv1.KubeAPIServerClientSignerName, timeoutName)
 	}
 	return certPEM, nil
 }
@@ -118,29 +119,59 @@ func csrProgress(csr *certificatesv1.CertificateSigningRequest) (seen string, fa
 	return "no certificate yet, conditions: " + strings.Join(conds, ", "), nil
 }
 
+// consumerIdentityIssue issues new credentials for m in cluster c: a private key made in this
+// process, a CertificateSigningRequest for m's user and organization, approved, and the
+// certificate the signer issues, with which it sets m's csr_name, certificate, its expiry and
+// kubeconfig. submitted is called once the request exists (m.CSRName set), before the wait for
+// the signer: when it returns false, consumerIdentityIssue stops there, with no error.
+// timeoutName names the `timeouts` attribute that bounds the wait, for the error.
+func consumerIdentityIssue(ctx context.Context, c *clusterClient, m *consumerIdentityModel, timeout time.Duration,
+	timeoutName string, submitted func() bool,
+) error {
+	ca, insecure, err := consumerIdentityCA(c)
+	if err != nil {
+		return err
+	}
+	key, csrPEM, err := consumerIdentityRequest(m.ConsumerClusterID.ValueString(), m.Organization.ValueString())
+	if err != nil {
+		return err
+	}
+	csr, err := consumerIdentitySubmit(ctx, c, m, csrPEM)
+	if err != nil {
+		return err
+	}
+	m.CSRName = types.StringValue(csr.Name)
+	if !submitted() {
+		return nil
+	}
+	certPEM, err := consumerIdentityApproveAndWait(ctx, c, m, csr, timeout, timeoutName)
+	if err != nil {
+		return err
+	}
+	return m.issue(c, ca, insecure, key, certPEM)
+}
+
 // issue sets the certificate, its expiry and the kubeconfig (for the plan's API server URL, or
 // the cluster's) from the signed certificate and the private key.
 func (m *consumerIdentityModel) issue(c *clusterClient, ca []byte, insecure bool, key *ecdsa.PrivateKey, certPEM []byte) error {
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return fmt.Errorf("CertificateSigningRequest %s in %s holds no PEM certificate", m.CSRName.ValueString(), c.describe())
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return fmt.Errorf("parsing the certificate of CertificateSigningRequest %s: %w", m.CSRName.ValueString(), err)
-	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		return fmt.Errorf("encoding the private key: %w", err)
 	}
-	server := c.host
-	if !m.APIServerURL.IsNull() {
-		server = m.APIServerURL.ValueString()
-	}
-	kubeconfig, err := consumerIdentityKubeconfig(server, ca, insecure, m.ConsumerClusterID.ValueString(), certPEM,
+	kubeconfig, err := consumerIdentityKubeconfig(m.server(c), ca, insecure, m.ConsumerClusterID.ValueString(), certPEM,
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
 	if err != nil {
 		return err
+	}
+	return m.setCredentials(c, certPEM, kubeconfig)
+}
+
+// setCredentials sets the certificate (PEM, from m's CSR in cluster c), its expiry and the
+// kubeconfig that holds it.
+func (m *consumerIdentityModel) setCredentials(c *clusterClient, certPEM, kubeconfig []byte) error {
+	cert, err := consumerIdentityParseCertificate(certPEM)
+	if err != nil {
+		return fmt.Errorf("CertificateSigningRequest %s in %s: %w", m.CSRName.ValueString(), c.describe(), err)
 	}
 	m.Certificate = types.StringValue(string(certPEM))
 	m.CertificateExpiresAt = types.StringValue(cert.NotAfter.UTC().Format(time.RFC3339))
@@ -148,6 +179,44 @@ func (m *consumerIdentityModel) issue(c *clusterClient, ca []byte, insecure bool
 	// Just issued: not due (see consumerIdentityDue).
 	m.ReadyForRenewal = types.BoolValue(false)
 	return nil
+}
+
+// consumerIdentityParseCertificate parses a PEM certificate.
+func consumerIdentityParseCertificate(certPEM []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return nil, errors.New("no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the certificate: %w", err)
+	}
+	return cert, nil
+}
+
+// server is the API server URL the kubeconfig names: api_server_url, or the one the connection
+// to cluster c uses.
+func (m *consumerIdentityModel) server(c *clusterClient) string {
+	if !m.APIServerURL.IsNull() {
+		return m.APIServerURL.ValueString()
+	}
+	return c.host
+}
+
+// consumerIdentityWithServer returns the kubeconfig with its clusters' server set to server.
+func consumerIdentityWithServer(kubeconfig, server string) (string, error) {
+	cfg, err := clientcmd.Load([]byte(kubeconfig))
+	if err != nil {
+		return "", fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	for _, cl := range cfg.Clusters {
+		cl.Server = server
+	}
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return "", fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	return string(b), nil
 }
 
 // consumerIdentityExpirationSeconds converts the validated validity_hours to expirationSeconds.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
@@ -30,6 +31,7 @@ var (
 	_ provider.ProviderWithValidateConfig     = (*liqoProvider)(nil)
 	_ provider.ProviderWithEphemeralResources = (*liqoProvider)(nil)
 	_ provider.ProviderWithFunctions          = (*liqoProvider)(nil)
+	_ provider.ProviderWithActions            = (*liqoProvider)(nil)
 )
 
 // providerModel is the provider block: its own connection and a map of named ones.
@@ -126,6 +128,7 @@ func (p *liqoProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	resp.ResourceData = set
 	resp.DataSourceData = set
 	resp.EphemeralResourceData = set
+	resp.ActionData = set
 }
 
 // Resources lists the provider's resources, by module.
@@ -149,4 +152,9 @@ func (p *liqoProvider) EphemeralResources(_ context.Context) []func() ephemeral.
 // Functions lists the provider's functions.
 func (p *liqoProvider) Functions(_ context.Context) []func() function.Function {
 	return networkingFunctions()
+}
+
+// Actions lists the provider's actions.
+func (p *liqoProvider) Actions(_ context.Context) []func() action.Action {
+	return providerActions()
 }

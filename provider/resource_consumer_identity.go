@@ -25,7 +25,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -35,6 +34,13 @@ import (
 // organizationPattern is what a consumer's group may look like: no colon, so never one of the
 // system: groups Kubernetes reserves.
 var organizationPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// consumerIdentityOrganizationValidators check an organization: never a system: group.
+func consumerIdentityOrganizationValidators() []validator.String {
+	// Kubernetes reserves the system: groups (system:masters is a cluster administrator).
+	return []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.RegexMatches(organizationPattern,
+		"must be a group name without a colon: the system: groups (system:masters, system:nodes, ...) carry cluster-wide rights")}
+}
 
 // consumerIdentityTypeName is the resource type name, for messages.
 const consumerIdentityTypeName = "liqo_consumer_identity"
@@ -98,7 +104,8 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 			"(a new key and certificate); apply it before expiry, e.g. on a schedule. Signers cap the validity "+
 			"(kube-controller-manager's `--cluster-signing-duration`, and never beyond their CA): when "+
 			"`renew_before` is at least half the certificate's lifetime, it is renewed in the last third of its lifetime "+
-			"instead, so that it is not re-issued at every plan.\n\n"+
+			"instead, so that it is not re-issued at every plan. To renew at once, outside a plan, invoke the action "+
+			"`liqo_consumer_identity_renew`: the next plan updates this resource in place with the renewed credentials.\n\n"+
 			"**Permissions of the Terraform user** in the provider cluster: `create`, `get`, `delete` on "+
 			"`certificatesigningrequests` (certificates.k8s.io), `update` on `certificatesigningrequests/approval`, "+
 			"`approve` on `signers` with resourceName `kubernetes.io/kube-apiserver-client`; `create`, `get`, "+
@@ -121,9 +128,7 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 				Default:             stringdefault.StaticString("liqo.io"),
 				MarkdownDescription: "Organization of the certificate (the user's group); default `liqo.io`. Never a `system:` group such as `system:masters`. Changing it re-issues the credentials.",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				// Kubernetes reserves the system: groups (system:masters is a cluster administrator).
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.RegexMatches(organizationPattern,
-					"must be a group name without a colon: the system: groups (system:masters, system:nodes, ...) carry cluster-wide rights")},
+				Validators:          consumerIdentityOrganizationValidators(),
 			},
 			"role_name": optionalString("A ClusterRole to bind instead of the Role this resource manages (e.g. Liqo's "+
 				"`liqo-remote-controlplane`); unset (default): a least-privilege Role named `name`. Updated in place.",
@@ -167,8 +172,9 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 }
 
 // ModifyPlan shows the default name and the user in the plan, marks the kubeconfig as changing
-// when the API server URL does, and plans a re-issue when the certificate expires within
-// renew_before.
+// when the API server URL does, plans a re-issue when the certificate expires within
+// renew_before, and otherwise takes into the plan the credentials of a renewal made out of band
+// by liqo_consumer_identity_renew (planRenewal).
 func (r *consumerIdentityResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	plan, ok := plannedModel[consumerIdentityModel](ctx, &r.clusterResource, req, resp)
 	if !ok {
@@ -194,6 +200,7 @@ func (r *consumerIdentityResource) ModifyPlan(ctx context.Context, req resource.
 	}
 	if !renew {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ready_for_renewal"), false)...)
+		r.planRenewal(ctx, &plan, &state, resp)
 		return
 	}
 	// Terraform replaces only for a path whose value changes: flip the flag.
@@ -297,41 +304,27 @@ func (r *consumerIdentityResource) Create(ctx context.Context, req resource.Crea
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	ca, insecure, err := consumerIdentityCA(c)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	key, csrPEM, err := consumerIdentityRequest(plan.ConsumerClusterID.ValueString(), plan.Organization.ValueString())
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
 	if err := r.ensureRBAC(ctx, c, &plan); err != nil {
 		resp.Diagnostics.AddError(summary, err.Error()+"; the Terraform user needs to manage roles and rolebindings in "+plan.Namespace.ValueString())
 		// Some RBAC objects may exist: keep them in the state (tainted) so that they are cleaned up.
 		r.savePartial(ctx, c, &plan, resp)
 		return
 	}
-	csr, err := consumerIdentitySubmit(ctx, c, &plan, csrPEM)
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
+	saved := false
+	err = consumerIdentityIssue(ctx, c, &plan, timeout, "create", func() bool {
+		// Save the state before waiting, so that a failure leaves nothing orphaned.
 		r.savePartial(ctx, c, &plan, resp)
-		return
-	}
-	plan.CSRName = types.StringValue(csr.Name)
-	// Save the state before waiting, so that a failure leaves nothing orphaned.
-	r.savePartial(ctx, c, &plan, resp)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	certPEM, err := consumerIdentityApproveAndWait(ctx, c, &plan, csr, timeout)
+		saved = true
+		return !resp.Diagnostics.HasError()
+	})
 	if err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())
+		if !saved {
+			r.savePartial(ctx, c, &plan, resp)
+		}
 		return
 	}
-	if err := plan.issue(c, ca, insecure, key, certPEM); err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
@@ -440,24 +433,20 @@ func (r *consumerIdentityResource) Update(ctx context.Context, req resource.Upda
 		return
 	}
 	if plan.Kubeconfig.IsUnknown() {
-		cfg, err := clientcmd.Load([]byte(state.Kubeconfig.ValueString()))
+		kubeconfig, err := consumerIdentityWithServer(state.Kubeconfig.ValueString(), plan.server(c))
 		if err != nil {
-			resp.Diagnostics.AddError(summary, fmt.Sprintf("reading the kubeconfig in the state: %v", err))
+			resp.Diagnostics.AddError(summary, fmt.Sprintf("the kubeconfig in the state: %v", err))
 			return
 		}
-		server := c.host
-		if !plan.APIServerURL.IsNull() {
-			server = plan.APIServerURL.ValueString()
-		}
-		for _, cl := range cfg.Clusters {
-			cl.Server = server
-		}
-		b, err := clientcmd.Write(*cfg)
-		if err != nil {
-			resp.Diagnostics.AddError(summary, fmt.Sprintf("writing the kubeconfig: %v", err))
+		plan.Kubeconfig = types.StringValue(kubeconfig)
+	}
+	if !plan.Certificate.Equal(state.Certificate) {
+		// The plan took the credentials of a renewal (liqo_consumer_identity_renew): they are
+		// in the state now, so their Secret goes.
+		if err := deleteConsumerIdentityRenewal(ctx, c, &plan); err != nil {
+			resp.Diagnostics.AddError(summary, err.Error())
 			return
 		}
-		plan.Kubeconfig = types.StringValue(string(b))
 	}
 	if plan.ReadyForRenewal.IsUnknown() {
 		due, err := consumerIdentityDue(plan.Certificate.ValueString(), plan.RenewBefore.ValueString())

@@ -41,6 +41,9 @@ func providerBinary(t *testing.T) string {
 	return providerBinDir
 }
 
+// oneLine folds every run of white space into one space: terraform wraps its messages.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
 // requiredProvidersBlock names the provider's source for the terraform CLI (resource.Test
 // writes its own).
 const requiredProvidersBlock = "terraform {\n  required_providers {\n    liqo = { source = \"peerkit/liqo\" }\n  }\n}\n"

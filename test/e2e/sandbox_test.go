@@ -392,6 +392,9 @@ func TestMainJob(t *testing.T) {
 		}
 	}
 
+	// Day-2 actions on that peering; it is whole again afterwards.
+	r.expectDay2(t)
+
 	// The demo applied examples/peering with its state in the sandbox folder.
 	args := func(vars ...string) []string {
 		return r.tfArgs("peering", append([]string{"consumer_kubeconfig=" + filepath.Join(r.state, "consumer.kubeconfig"),
