@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/function"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -32,6 +33,7 @@ var (
 	_ provider.ProviderWithEphemeralResources = (*liqoProvider)(nil)
 	_ provider.ProviderWithFunctions          = (*liqoProvider)(nil)
 	_ provider.ProviderWithActions            = (*liqoProvider)(nil)
+	_ provider.ProviderWithListResources      = (*liqoProvider)(nil)
 )
 
 // providerModel is the provider block: its own connection and a map of named ones.
@@ -129,6 +131,7 @@ func (p *liqoProvider) Configure(ctx context.Context, req provider.ConfigureRequ
 	resp.DataSourceData = set
 	resp.EphemeralResourceData = set
 	resp.ActionData = set
+	resp.ListResourceData = set
 }
 
 // Resources lists the provider's resources, by module.
@@ -147,6 +150,11 @@ func (p *liqoProvider) DataSources(_ context.Context) []func() datasource.DataSo
 // EphemeralResources lists the provider's ephemeral resources.
 func (p *liqoProvider) EphemeralResources(_ context.Context) []func() ephemeral.EphemeralResource {
 	return networkingEphemeralResources()
+}
+
+// ListResources lists the provider's list resources (`terraform query`).
+func (p *liqoProvider) ListResources(_ context.Context) []func() list.ListResource {
+	return listResources()
 }
 
 // Functions lists the provider's functions.

@@ -249,12 +249,19 @@ func (r *objectResource[M, P, O]) Read(ctx context.Context, req resource.ReadReq
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	P(&state).setID(c.name, key)
-	if err := r.read(ctx, c, &state, obj); err != nil {
+	if err := r.refresh(ctx, c, &state, obj); err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// refresh sets the state from obj, the object it names in the cluster of c: Read's work once it
+// has the object, which the list resource shares.
+func (r *objectResource[M, P, O]) refresh(ctx context.Context, c *clusterClient, state *M, obj O) error {
+	_, key := P(state).target()
+	P(state).setID(c.name, key)
+	return r.read(ctx, c, state, obj)
 }
 
 // Update patches the object in place, then records and waits as Create does, unless the plan
