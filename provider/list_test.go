@@ -262,8 +262,6 @@ func TestAccListGenerateConfig(t *testing.T) {
 	}), cases)
 }
 
-// requiredProviders names the provider's source, which dev_overrides serves from the built binary.
-const requiredProviders = "terraform {\n  required_providers {\n    liqo = { source = \"peerkit/liqo\" }\n  }\n}\n"
 
 // checkQueryGenerateConfig writes the provider block and the query (list blocks) in a folder,
 // runs `terraform query -generate-config-out`, checks that the generated configuration imports
@@ -272,7 +270,7 @@ const requiredProviders = "terraform {\n  required_providers {\n    liqo = { sou
 // what it imported, which Terraform now manages.
 func checkQueryGenerateConfig(t *testing.T, providerBlock, query string, cases []identityCase) {
 	t.Helper()
-	tf := newTerraformDir(t, tfSource(t, requiredProviders+providerBlock))
+	tf := newTerraformDir(t, tfSource(t, requiredProvidersBlock+providerBlock))
 	if err := os.WriteFile(filepath.Join(tf.dir, "query.tfquery.hcl"), []byte(query), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +384,7 @@ func TestListExamples(t *testing.T) {
 			if !regexp.MustCompile(`(?m)^list "` + typ + `" `).Match(example) {
 				t.Errorf("the example lists no %s:\n%s", typ, example)
 			}
-			tf := newTerraformDir(t, tfSource(t, requiredProviders+block))
+			tf := newTerraformDir(t, tfSource(t, requiredProvidersBlock+block))
 			if err := os.WriteFile(filepath.Join(tf.dir, "example.tfquery.hcl"), example, 0o600); err != nil {
 				t.Fatal(err)
 			}

@@ -34,7 +34,7 @@ run "asks_for_less" {
   }
 
   assert {
-    condition     = output.granted["cpu"] == "7" && output.granted["memory"] == "2Gi"
+    condition     = output.granted["cpu"] == "1" && output.granted["memory"] == "2Gi"
     error_message = "the provider must grant the new request"
   }
   assert {
