@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/action/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -62,7 +65,7 @@ func (a *tenantCordonAction) Schema(ctx context.Context, _ action.SchemaRequest,
 			"with reason `TenantCordoned`.\n"+
 			"* `Drained`: every slice of the consumer is denied (reason `TenantDrained`), so its virtual nodes go and "+
 			"its offloaded pods are evicted. Done when every slice is denied and no offloaded pod of the consumer "+
-			"(ShadowPod labelled `liqo.io/origin-cluster-id=<consumer>`) is left on the provider: the consumer's "+
+			"(ShadowPod, or pod, labelled `liqo.io/origin-cluster-id=<consumer>`) is left on the provider: the consumer's "+
 			"controllers withdraw them, so a consumer that is down keeps the drain waiting.\n"+
 			"* `Active`: the slices are negotiated again. Done when every slice is authenticated again (granted, or "+
 			"denied for lack of resources, which the result names).\n\n"+
@@ -72,7 +75,7 @@ func (a *tenantCordonAction) Schema(ctx context.Context, _ action.SchemaRequest,
 			"next apply: change that attribute instead. `liqo_peering` manages no condition, but a drained peering "+
 			"shows as not Ready and its next apply fails until the Tenant is `Active` again: uncordon it first.\n\n"+
 			"**Permissions of the Terraform user** in the provider cluster: `get`, `list`, `patch` on `tenants`, "+
-			"`list` on `resourceslices` in the tenant namespace, and `list` on `shadowpods` in all namespaces.",
+			"`list` on `resourceslices` in the tenant namespace, and `list` on `shadowpods` and `pods` in all namespaces.",
 		map[string]schema.Attribute{
 			"cluster": actionClusterAttribute(false, "Key of the provider's `clusters` map naming the provider cluster, "+
 				"which holds the Tenant; default: the provider block's own connection."),
@@ -269,20 +272,38 @@ func (w *tenantCordonWait) observe(ctx context.Context) (observation, error) {
 	}
 	done := len(pending) == 0
 	if w.want == authv1beta1.TenantConditionDrained {
-		pods := &offv1beta1.ShadowPodList{}
-		if err := w.c.ctrl.List(ctx, pods, client.MatchingLabels{consts.OriginClusterIDLabel: w.consumer}); err != nil {
-			return observation{}, fmt.Errorf("listing the offloaded pods (ShadowPods) of %s in %s: %w; the Terraform user "+
-				"needs `list` on shadowpods", w.consumer, w.c.describe(), err)
-		}
-		names := make([]string, len(pods.Items))
-		for i, p := range pods.Items {
-			names[i] = p.Namespace + "/" + p.Name
+		names, err := w.offloadedPods(ctx)
+		if err != nil {
+			return observation{}, err
 		}
 		w.pods = len(names)
 		seen += fmt.Sprintf("; offloaded pods of %s left on the cluster: %s", w.consumer, listOrNone(names))
 		done = done && len(names) == 0
 	}
 	return observation{done: done, seen: seen}, nil
+}
+
+// offloadedPods names the consumer's offloaded pods left on the cluster: its ShadowPods, and the
+// pods they made until those are gone too (a pod outlives its ShadowPod by its grace period).
+func (w *tenantCordonWait) offloadedPods(ctx context.Context) ([]string, error) {
+	selector := client.MatchingLabels{consts.OriginClusterIDLabel: w.consumer}
+	shadows, pods := &offv1beta1.ShadowPodList{}, &corev1.PodList{}
+	if err := w.c.ctrl.List(ctx, shadows, selector); err != nil {
+		return nil, fmt.Errorf("listing the offloaded pods (ShadowPods) of %s in %s: %w; the Terraform user "+
+			"needs `list` on shadowpods", w.consumer, w.c.describe(), err)
+	}
+	if err := w.c.ctrl.List(ctx, pods, selector); err != nil {
+		return nil, fmt.Errorf("listing the offloaded pods of %s in %s: %w; the Terraform user needs `list` on pods",
+			w.consumer, w.c.describe(), err)
+	}
+	seen := map[string]bool{}
+	for _, sp := range shadows.Items {
+		seen[sp.Namespace+"/"+sp.Name] = true
+	}
+	for _, p := range pods.Items {
+		seen[p.Namespace+"/"+p.Name] = true
+	}
+	return slices.Collect(maps.Keys(seen)), nil
 }
 
 // hint says where to look when the wait times out.

@@ -262,7 +262,6 @@ func TestAccListGenerateConfig(t *testing.T) {
 	}), cases)
 }
 
-
 // checkQueryGenerateConfig writes the provider block and the query (list blocks) in a folder,
 // runs `terraform query -generate-config-out`, checks that the generated configuration imports
 // exactly the cases (by identity, the resource type of each case's address) and that the plan
