@@ -21,7 +21,7 @@ const (
 	// and only points the Identity's status at it (ours, not upstream Liqo's). On a virtual
 	// kubelet's pod template: the Secret it reads, so that another Secret rolls the Deployment.
 	KubeconfigSecretAnnotation = "liqo.io/kubeconfig-secret" //nolint:gosec // an annotation key, not a credential
-	// LastHandshakeAnnotation, on a Connection, is when its gateway's WireGuard peer last
+	// LastHandshakeAnnotation is, on a Connection, when its gateway's WireGuard peer last
 	// completed a handshake (RFC 3339). Our gateways write it; upstream Liqo's do not.
 	LastHandshakeAnnotation = "networking.liqo.io/last-handshake"
 	// GatewayResourceLabel ("true") marks the network objects a gateway reads (key Secret, PublicKey).
