@@ -2,17 +2,20 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
 // Versions of the resources' state. Every resource's schema has version resourceSchemaVersion,
 // and every resource can read the state of each earlier version (UpgradeState), so that a state
 // written by any release of the provider keeps working:
 //
-//   - 0: the shape of the releases before schema versions (Terraform < 1.12's, no resource
-//     identity); provider/testdata/schema-v0.json records it.
+//   - 0: the shape of the releases before schema versions (no resource identity);
+//     provider/testdata/schema-v0.json records its last form (liqo_peering's status.latency was
+//     dropped before, and the upgrader drops it).
 //   - 1: the same attributes, with a resource identity.
 //
 // A change that renames, removes or retypes an attribute raises resourceSchemaVersion and adds,
@@ -47,15 +50,24 @@ func (r *peeringResource) UpgradeState(context.Context) map[int64]resource.State
 	return stateUpgrades()
 }
 
-// carryOver is the upgrader of a version whose state has the current shape: it passes the state
-// on unchanged. The framework decodes it with the current schema, so an attribute the current
-// schema lacks fails the upgrade with the attribute's name, rather than being dropped.
-func carryOver(_ context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
+// carryOver is the upgrader of a version whose state has the current attributes: it decodes the
+// state with the current schema, dropping what the schema no longer has, as the framework does
+// for a state of the current version. Version 0's states need it: liqo_peering's status.latency
+// was dropped from the schema without a new version, and states of the releases before still
+// hold it.
+func carryOver(ctx context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
 	if req.RawState == nil || req.RawState.JSON == nil {
 		resp.Diagnostics.AddError("Upgrading the resource's state",
 			"the state holds no JSON (a state written by a provider built on the legacy SDK?): this provider never wrote "+
 				"such a state; remove the resource from the state (terraform state rm) and import it")
 		return
 	}
-	resp.DynamicValue = &tfprotov6.DynamicValue{JSON: req.RawState.JSON}
+	state, err := req.RawState.UnmarshalWithOpts(resp.State.Schema.Type().TerraformType(ctx),
+		tfprotov6.UnmarshalOpts{ValueFromJSONOpts: tftypes.ValueFromJSONOpts{IgnoreUndefinedAttributes: true}})
+	if err != nil {
+		resp.Diagnostics.AddError("Upgrading the resource's state", fmt.Sprintf("reading the state written by an earlier "+
+			"version of the provider: %v; remove the resource from the state (terraform state rm) and import it", err))
+		return
+	}
+	resp.State.Raw = state
 }

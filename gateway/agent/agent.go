@@ -53,11 +53,13 @@ type Agent struct {
 
 	configuredAt  time.Time // when the peer was last (re)configured or reset
 	handshakeSeen time.Time // the handshake time already reported
-	failures      int
-	lastReset     time.Time
-	status        netv1beta1.ConnectionStatusValue
-	statusWritten time.Time
-	lastErr       string
+	// handshakeWritten is the handshake time last written on the Connection.
+	handshakeWritten time.Time
+	failures         int
+	lastReset        time.Time
+	status           netv1beta1.ConnectionStatusValue
+	statusWritten    time.Time
+	lastErr          string
 }
 
 // New prepares an agent for the cluster behind cfg. Nothing changes on the host before Run.
@@ -354,15 +356,17 @@ func (a *Agent) reportHandshake() {
 }
 
 // writeStatus creates the Connection when missing and writes its status when it changed (or
-// the latency is old).
+// the latency is old, or a new handshake completed).
 func (a *Agent) writeStatus(ctx context.Context, value netv1beta1.ConnectionStatusValue, rtt time.Duration) {
-	if value == a.status && (value != netv1beta1.Connected || time.Since(a.statusWritten) < latencyRefresh) {
+	if value == a.status && a.handshakeWritten.Equal(a.handshakeSeen) &&
+		(value != netv1beta1.Connected || time.Since(a.statusWritten) < latencyRefresh) {
 		return
 	}
 	if err := a.putStatus(ctx, value, rtt); err != nil {
 		a.log.Error(err, "writing the Connection status")
 		return
 	}
+	a.handshakeWritten = a.handshakeSeen
 	if value != a.status {
 		a.log.Info("connection status", "value", string(value))
 	}

@@ -171,12 +171,13 @@ func TestRunPeering(t *testing.T) {
 	for _, l := range []*logLines{srvLog, cliLog} {
 		testenv.Eventually(t, "a handshake report", 5*time.Second, func(context.Context) bool { return l.has(`"msg"="handshake completed"`) })
 	}
-	// Both Connections say when the last handshake completed: a moment ago.
+	// Both Connections say when the last handshake completed, at the next probe after it (the
+	// server sees it complete after its tunnel answered): a moment ago.
 	for _, e := range []struct{ ns, name string }{{srv.ns, srv.name}, {cli.ns, cli.name}} {
 		conn := &netv1beta1.Connection{}
-		if err := c.Get(t.Context(), client.ObjectKey{Namespace: e.ns, Name: e.name}, conn); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Eventually(t, "the last handshake on Connection "+e.ns+"/"+e.name, 5*time.Second, func(ctx context.Context) bool {
+			return c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: e.name}, conn) == nil && conn.Annotations[consts.LastHandshakeAnnotation] != ""
+		})
 		at, err := time.Parse(time.RFC3339, conn.Annotations[consts.LastHandshakeAnnotation])
 		if err != nil || time.Since(at) > time.Minute || time.Since(at) < -time.Second {
 			t.Errorf("Connection %s/%s: last handshake %q (%v), want a moment ago", e.ns, e.name, conn.Annotations[consts.LastHandshakeAnnotation], err)
