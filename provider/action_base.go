@@ -73,6 +73,21 @@ func actionSchema(ctx context.Context, def time.Duration, description string, at
 	}
 }
 
+// invocationContext bounds an invocation by its `timeouts.invoke` (def when unset): the context
+// it returns ends then; cancel it when the invocation ends. ok is false, with the diagnostics in
+// resp, when the configuration does not hold a timeout.
+func invocationContext(ctx context.Context, t timeouts.Value, def time.Duration, resp *action.InvokeResponse) (
+	_ context.Context, cancel context.CancelFunc, timeout time.Duration, ok bool,
+) {
+	timeout, d := t.Invoke(ctx, def)
+	resp.Diagnostics.Append(d...)
+	if resp.Diagnostics.HasError() {
+		return ctx, func() {}, 0, false
+	}
+	ctx, cancel = context.WithTimeout(ctx, timeout)
+	return ctx, cancel, timeout, true
+}
+
 // progress reports a step of an invocation to Terraform, which shows it as it happens.
 func progress(resp *action.InvokeResponse, format string, args ...any) {
 	if resp.SendProgress != nil {

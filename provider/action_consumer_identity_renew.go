@@ -125,12 +125,10 @@ func (a *consumerIdentityRenewAction) Invoke(ctx context.Context, req action.Inv
 	if !ok {
 		return
 	}
-	timeout, d := cfg.Timeouts.Invoke(ctx, consumerIdentityRenewDefaultTimeout)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
+	ctx, cancel, timeout, ok := invocationContext(ctx, cfg.Timeouts, consumerIdentityRenewDefaultTimeout, resp)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := a.client(ctx, cfg.Cluster, false)
 	if err != nil {

@@ -127,19 +127,18 @@ func (a *peeringTestAction) Invoke(ctx context.Context, req action.InvokeRequest
 	if !ok {
 		return
 	}
-	timeout, d := m.Timeouts.Invoke(ctx, peeringTestDefaultTimeout)
-	resp.Diagnostics.Append(d...)
 	var maxLatency time.Duration
 	if !m.MaxLatency.IsNull() {
 		var err error
 		if maxLatency, err = time.ParseDuration(m.MaxLatency.ValueString()); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("max_latency"), summary, err.Error())
+			return
 		}
 	}
-	if resp.Diagnostics.HasError() {
+	ctx, cancel, timeout, ok := invocationContext(ctx, m.Timeouts, peeringTestDefaultTimeout, resp)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	sides, err := a.sides(ctx, m)
 	if err != nil {

@@ -107,12 +107,10 @@ func (a *tenantCordonAction) Invoke(ctx context.Context, req action.InvokeReques
 	if !ok {
 		return
 	}
-	timeout, d := m.Timeouts.Invoke(ctx, tenantCordonDefaultTimeout)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
+	ctx, cancel, timeout, ok := invocationContext(ctx, m.Timeouts, tenantCordonDefaultTimeout, resp)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := a.client(ctx, m.Cluster, true)
 	if err != nil {
