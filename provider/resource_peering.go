@@ -21,6 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
@@ -33,8 +35,9 @@ const peeringDefaultTimeout = 2 * time.Minute
 
 // Gateway defaults, as `liqoctl peer` has them.
 const (
-	peeringDefaultServiceType = string(corev1.ServiceTypeLoadBalancer)
-	peeringDefaultMTU         = 1340
+	peeringDefaultServerLocation = string(corev1beta1.ProviderRole)
+	peeringDefaultServiceType    = string(corev1.ServiceTypeLoadBalancer)
+	peeringDefaultMTU            = 1340
 )
 
 // peeringResource is liqo_peering: the whole `liqoctl peer` flow between two clusters of the
@@ -50,6 +53,9 @@ type peeringModel struct {
 	ConsumerCluster         types.String   `tfsdk:"consumer_cluster"`
 	ProviderCluster         types.String   `tfsdk:"provider_cluster"`
 	Networking              types.Bool     `tfsdk:"networking"`
+	CreateResourceSlice     types.Bool     `tfsdk:"create_resource_slice"`
+	CreateVirtualNode       types.Bool     `tfsdk:"create_virtual_node"`
+	ResourceSliceClass      types.String   `tfsdk:"resource_slice_class"`
 	Gateway                 types.Object   `tfsdk:"gateway"`
 	ConsumerClusterID       types.String   `tfsdk:"consumer_cluster_id"`
 	ProviderClusterID       types.String   `tfsdk:"provider_cluster_id"`
@@ -62,15 +68,23 @@ type peeringModel struct {
 }
 
 type peeringGatewayModel struct {
-	ServiceType types.String `tfsdk:"service_type"`
-	Port        types.Int64  `tfsdk:"port"`
-	NodePort    types.Int64  `tfsdk:"node_port"`
-	MTU         types.Int64  `tfsdk:"mtu"`
+	ServerLocation types.String `tfsdk:"server_location"`
+	ServiceType    types.String `tfsdk:"service_type"`
+	Port           types.Int64  `tfsdk:"port"`
+	NodePort       types.Int64  `tfsdk:"node_port"`
+	LoadBalancerIP types.String `tfsdk:"load_balancer_ip"`
+	ClientAddress  types.String `tfsdk:"client_address"`
+	ClientPort     types.Int64  `tfsdk:"client_port"`
+	MTU            types.Int64  `tfsdk:"mtu"`
 }
 
 var peeringGatewayAttrTypes = map[string]attr.Type{
-	"service_type": types.StringType, "port": types.Int64Type, "node_port": types.Int64Type, "mtu": types.Int64Type,
+	"server_location": types.StringType, "service_type": types.StringType, "port": types.Int64Type, "node_port": types.Int64Type,
+	"load_balancer_ip": types.StringType, "client_address": types.StringType, "client_port": types.Int64Type, "mtu": types.Int64Type,
 }
+
+// peeringServerLocations are the sides that can host the gateway server, the default first.
+var peeringServerLocations = []string{string(corev1beta1.ProviderRole), string(corev1beta1.ConsumerRole)}
 
 var peeringStatusAttrTypes = map[string]attr.Type{
 	"networking": types.StringType, "authentication": types.StringType, "offloading": types.StringType,
@@ -78,9 +92,16 @@ var peeringStatusAttrTypes = map[string]attr.Type{
 
 // peeringDefaultGateway is the gateway attribute when it is not configured.
 func peeringDefaultGateway() types.Object {
+	return peeringGatewayOn(peeringDefaultServerLocation)
+}
+
+// peeringGatewayOn is the default gateway with the server on the given side.
+func peeringGatewayOn(location string) types.Object {
 	return types.ObjectValueMust(peeringGatewayAttrTypes, map[string]attr.Value{
-		"service_type": types.StringValue(peeringDefaultServiceType), "port": types.Int64Value(consts.DefaultGatewayPort),
-		"node_port": types.Int64Null(), "mtu": types.Int64Value(peeringDefaultMTU),
+		"server_location": types.StringValue(location),
+		"service_type":    types.StringValue(peeringDefaultServiceType), "port": types.Int64Value(consts.DefaultGatewayPort),
+		"node_port": types.Int64Null(), "load_balancer_ip": types.StringNull(), "client_address": types.StringNull(),
+		"client_port": types.Int64Null(), "mtu": types.Int64Value(peeringDefaultMTU),
 	})
 }
 
@@ -139,7 +160,13 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 			resp.Diagnostics.AddAttributeError(path.Root(c.attr), "Unknown cluster", err.Error())
 		}
 	}
-	if resp.Diagnostics.HasError() || req.State.Raw.IsNull() {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if noNode := plan.CreateResourceSlice.Equal(types.BoolValue(false)) || plan.CreateVirtualNode.Equal(types.BoolValue(false)); noNode {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("virtual_node_name"), types.StringNull())...)
+	}
+	if req.State.Raw.IsNull() {
 		return
 	}
 	state, ok := modelOf[peeringModel](ctx, req.State, &resp.Diagnostics)
@@ -181,7 +208,13 @@ func (m *peeringModel) options(ctx context.Context) (peering.Options, error) {
 	if err != nil {
 		return peering.Options{}, err
 	}
-	opts := peering.Options{Networking: m.Networking.IsNull() || m.Networking.ValueBool(), Resources: res}
+	opts := peering.Options{Networking: m.Networking.IsNull() || m.Networking.ValueBool(), Resources: res,
+		SliceClass:      authv1beta1.ResourceSliceClass(m.ResourceSliceClass.ValueString()),
+		NoResourceSlice: !m.CreateResourceSlice.IsNull() && !m.CreateResourceSlice.ValueBool(),
+		NoVirtualNode:   !m.CreateVirtualNode.IsNull() && !m.CreateVirtualNode.ValueBool()}
+	if opts.NoResourceSlice {
+		opts.Resources = nil
+	}
 	gwObj := m.Gateway
 	if gwObj.IsNull() || gwObj.IsUnknown() {
 		gwObj = peeringDefaultGateway()
@@ -191,10 +224,10 @@ func (m *peeringModel) options(ctx context.Context) (peering.Options, error) {
 		return peering.Options{}, fmt.Errorf("reading gateway: %w", diagsError(d))
 	}
 	opts.Gateway = peering.Gateway{ServiceType: corev1.ServiceType(gw.ServiceType.ValueString()),
-		Port: int32(gw.Port.ValueInt64()), MTU: int(gw.MTU.ValueInt64())} //nolint:gosec // validated to 1..65535
-	if !gw.NodePort.IsNull() {
-		opts.Gateway.NodePort = int32(gw.NodePort.ValueInt64()) //nolint:gosec // validated to 1..65535
-	}
+		ServerOnConsumer: gw.ServerLocation.ValueString() == string(corev1beta1.ConsumerRole),
+		Port:             int32(gw.Port.ValueInt64()), MTU: int(gw.MTU.ValueInt64()), //nolint:gosec // validated to 1..65535
+		NodePort:         int32(gw.NodePort.ValueInt64()), ClientPort: int32(gw.ClientPort.ValueInt64()), //nolint:gosec // validated to 1..65535
+		LoadBalancerIP:   gw.LoadBalancerIP.ValueString(), ClientAddress: gw.ClientAddress.ValueString()}
 	return opts, nil
 }
 
@@ -211,11 +244,37 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	m.ConsumerTenantNamespace = types.StringValue(st.ConsumerTenantNamespace)
 	m.ProviderTenantNamespace = types.StringValue(st.ProviderTenantNamespace)
 	m.VirtualNodeName = stringOrNull(st.VirtualNode)
-	if m.Gateway.IsNull() || m.Gateway.IsUnknown() {
-		m.Gateway = peeringDefaultGateway()
+	if m.Gateway.IsNull() || m.Gateway.IsUnknown() { // import: the server where it is, the rest as liqoctl's defaults
+		m.Gateway = peeringGatewayOn(peering.Gateway{ServerOnConsumer: st.ServerOnConsumer}.ServerLocation())
+	} else if attrs := m.Gateway.Attributes(); attrs["server_location"] == nil || attrs["server_location"].IsNull() {
+		// A state written before server_location was an attribute: what those releases asked for
+		// (in a bidirectional peering, one direction reuses the other's tunnel, server and all).
+		attrs["server_location"] = types.StringValue(peeringDefaultServerLocation)
+		gw, d := types.ObjectValue(peeringGatewayAttrTypes, attrs)
+		if d.HasError() {
+			return fmt.Errorf("building gateway: %w", diagsError(d))
+		}
+		m.Gateway = gw
 	}
 	if m.Networking.IsNull() || m.Networking.IsUnknown() {
 		m.Networking = types.BoolValue(st.Networking != peering.StatusDisabled)
+	}
+	// What the slice is: read back, so that a slice changed outside Terraform shows as a difference.
+	m.CreateResourceSlice = types.BoolValue(st.ResourceSlice)
+	if st.ResourceSlice {
+		m.CreateVirtualNode = types.BoolValue(st.VirtualNodeWanted)
+		class := st.SliceClass
+		if class == authv1beta1.ResourceSliceClassUnknown {
+			class = authv1beta1.ResourceSliceClassDefault
+		}
+		m.ResourceSliceClass = types.StringValue(string(class))
+	} else {
+		if m.CreateVirtualNode.IsNull() || m.CreateVirtualNode.IsUnknown() {
+			m.CreateVirtualNode = types.BoolValue(true)
+		}
+		if m.ResourceSliceClass.IsNull() || m.ResourceSliceClass.IsUnknown() {
+			m.ResourceSliceClass = types.StringValue(string(authv1beta1.ResourceSliceClassDefault))
+		}
 	}
 
 	if err := m.set(ctx, st.Granted, func(name corev1.ResourceName) bool { return asks(st, name) }); err != nil {
@@ -413,7 +472,9 @@ func (r *peeringResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	opts := peering.Options{Networking: state.Networking.ValueBool()}
+	// On import create_resource_slice is null: the slice, if any, is read back by refresh.
+	opts := peering.Options{Networking: state.Networking.ValueBool(),
+		NoResourceSlice: state.CreateResourceSlice.IsNull() || !state.CreateResourceSlice.ValueBool()}
 	if state.Networking.IsNull() { // import: does the peering have a network?
 		networked, err := peeringHasNetwork(ctx, consumer, provider)
 		if err != nil {

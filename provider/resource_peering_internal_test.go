@@ -123,8 +123,11 @@ func TestPeeringOptions(t *testing.T) {
 	m := peeringModel{
 		quantitiesModel: quantitiesModel{CPU: types.StringValue("1"), Memory: types.StringValue("2Gi"), Pods: types.StringValue("20"),
 			EphemeralStorage: types.StringNull(), Resources: types.MapNull(types.StringType)},
-		Networking: types.BoolValue(true),
+		Networking: types.BoolValue(true), CreateResourceSlice: types.BoolValue(true), CreateVirtualNode: types.BoolValue(true),
+		ResourceSliceClass: types.StringValue("default"),
 		Gateway: types.ObjectValueMust(peeringGatewayAttrTypes, map[string]attr.Value{"service_type": types.StringValue("NodePort"),
+			"server_location": types.StringValue("Provider"), "load_balancer_ip": types.StringNull(),
+			"client_address": types.StringNull(), "client_port": types.Int64Null(),
 			"port": types.Int64Value(51000), "node_port": types.Int64Value(30100), "mtu": types.Int64Value(1400)}),
 	}
 	opts, err := m.options(t.Context())
@@ -132,7 +135,31 @@ func TestPeeringOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := peering.Gateway{ServiceType: corev1.ServiceTypeNodePort, Port: 51000, NodePort: 30100, MTU: 1400}
-	if !opts.Networking || opts.Gateway != want || len(opts.Resources) != 3 || opts.Resources.Memory().String() != "2Gi" {
+	if !opts.Networking || opts.Gateway != want || len(opts.Resources) != 3 || opts.Resources.Memory().String() != "2Gi" ||
+		opts.NoResourceSlice || opts.NoVirtualNode || opts.SliceClass != "default" {
 		t.Errorf("options: %+v", opts)
+	}
+
+	// liqoctl peer's other options: server on the consumer, behind NAT, a slice of another
+	// class without a virtual node; then no slice at all (nothing asked).
+	m.Gateway = types.ObjectValueMust(peeringGatewayAttrTypes, map[string]attr.Value{"service_type": types.StringValue("LoadBalancer"),
+		"server_location": types.StringValue("Consumer"), "load_balancer_ip": types.StringValue("192.0.2.7"),
+		"client_address": types.StringValue("gw.example.com"), "client_port": types.Int64Value(41000),
+		"port": types.Int64Value(51840), "node_port": types.Int64Null(), "mtu": types.Int64Value(1340)})
+	m.CreateVirtualNode, m.ResourceSliceClass = types.BoolValue(false), types.StringValue("gpu")
+	if opts, err = m.options(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want = peering.Gateway{ServerOnConsumer: true, ServiceType: corev1.ServiceTypeLoadBalancer, Port: 51840, MTU: 1340,
+		LoadBalancerIP: "192.0.2.7", ClientAddress: "gw.example.com", ClientPort: 41000}
+	if opts.Gateway != want || !opts.NoVirtualNode || opts.NoResourceSlice || opts.SliceClass != "gpu" || opts.Gateway.ServerLocation() != "Consumer" {
+		t.Errorf("options: %+v", opts)
+	}
+	m.CreateResourceSlice = types.BoolValue(false)
+	if opts, err = m.options(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !opts.NoResourceSlice || opts.Resources != nil {
+		t.Errorf("options without a slice: %+v, want NoResourceSlice and nothing asked", opts)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -14,10 +15,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	corev1 "k8s.io/api/core/v1"
 
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
@@ -101,10 +106,22 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			},
 			"gateway": schema.SingleNestedAttribute{
 				Optional: true, Computed: true, Default: objectdefault.StaticValue(peeringDefaultGateway()),
-				MarkdownDescription: "How the tunnel is exposed, when `networking` is on; default: a `LoadBalancer` Service on " +
-					"port 51840, MTU 1340. Changes are applied in place. In a bidirectional peering both directions share " +
+				MarkdownDescription: "How the tunnel is exposed, when `networking` is on; default: the provider's server " +
+					"behind a `LoadBalancer` Service on port 51840, MTU 1340. Changes are applied in place (but `server_location`). In a bidirectional peering both directions share " +
 					"one tunnel: give them the same values.",
 				Attributes: map[string]schema.Attribute{
+					"server_location": schema.StringAttribute{
+						Optional: true, Computed: true, Default: stringdefault.StaticString(peeringDefaultServerLocation),
+						MarkdownDescription: "Which cluster hosts the gateway server, as `liqoctl peer --gw-server-service-location`: " +
+							"`Provider` (default) or `Consumer` (e.g. when only the consumer can expose a UDP service); the " +
+							"other cluster runs the client. A tunnel between the two clusters that exists already (the other " +
+							"direction's, in a bidirectional peering) is reused wherever its server is. Changing it replaces the peering.",
+						Validators:    []validator.String{stringvalidator.OneOf(peeringServerLocations...)},
+						PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(
+							func(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+								resp.RequiresReplace = !req.StateValue.IsNull() // null: a state from before the attribute, read back on refresh
+							}, "Changing the side hosting the server replaces the peering.", "Changing the side hosting the server replaces the peering.")},
+					},
 					"service_type": enumAttribute(peeringDefaultServiceType,
 						"Type of the Service exposing the gateway server: `LoadBalancer` (default), `NodePort` or `ClusterIP`.",
 						string(corev1.ServiceTypeLoadBalancer), string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeClusterIP)),
@@ -118,6 +135,24 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 						MarkdownDescription: "Node port of a `NodePort` or `LoadBalancer` Service; default: one the cluster picks.",
 						Validators:          []validator.Int64{nwPortValidator()},
 					},
+					"load_balancer_ip": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Address to ask of a `LoadBalancer` Service (where the load balancer supports it), as " +
+							"`--gw-server-service-loadbalancerip`.",
+						Validators: []validator.String{nwIPValidator()},
+					},
+					"client_address": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Address (IP or DNS name) the client dials instead of the one the server's Service " +
+							"reports, as `--gw-client-address`: for a server behind NAT.",
+						Validators: []validator.String{nwHostValidator()},
+					},
+					"client_port": schema.Int64Attribute{
+						Optional: true,
+						MarkdownDescription: "UDP port the client dials instead of the one the server's Service reports, as " +
+							"`--gw-client-port`: for a server behind NAT that forwards another port.",
+						Validators: []validator.Int64{nwPortValidator()},
+					},
 					"mtu": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(peeringDefaultMTU),
 						MarkdownDescription: "MTU of the tunnel interfaces; default `1340`.",
@@ -125,9 +160,30 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 					},
 				},
 			},
-			"cpu":               peeringQuantityAttribute("CPU (e.g. `4` or `500m`)", true),
-			"memory":            peeringQuantityAttribute("memory (e.g. `8Gi`)", true),
-			"pods":              peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once)", true),
+			"cpu":               peeringQuantityAttribute("CPU (e.g. `4` or `500m`); required unless `create_resource_slice = false`", false),
+			"memory":            peeringQuantityAttribute("memory (e.g. `8Gi`); required unless `create_resource_slice = false`", false),
+			"pods":              peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once); required unless `create_resource_slice = false`", false),
+			"create_resource_slice": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				MarkdownDescription: "Ask the provider for resources through a ResourceSlice, as `liqoctl peer " +
+					"--create-resource-slice`; default `true`. With `false` the peering has a network and an authenticated " +
+					"consumer but no slice and no virtual node (e.g. to add `liqo_resource_slice` and virtual nodes of your own " +
+					"later); `cpu`, `memory` and `pods` are then not asked. Changing it adds or removes the slice in place.",
+			},
+			"create_virtual_node": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				MarkdownDescription: "Have a virtual node stand for the granted slice, as `liqoctl peer --create-virtual-node`; " +
+					"default `true`. With `false` the grant is awaited but no virtual node made (`status.offloading` is then " +
+					"`Disabled` once granted). Changing it adds or removes the virtual node in place.",
+			},
+			"resource_slice_class": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(string(authv1beta1.ResourceSliceClassDefault)),
+				MarkdownDescription: "Class of the ResourceSlice, as `liqoctl peer --resource-slice-class`; default `default`. " +
+					"Liqo's controllers grant only the default class: a slice of another class waits for the provider's " +
+					"controller of that class (within `timeouts`). Changing it replaces the peering.",
+				Validators:    dnsLabel("must be a DNS label such as default or gpu"),
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
 			"ephemeral_storage": peeringQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)", false),
 			"resources": quantitiesResourcesAttribute("Other resources asked for, by resource name (e.g. `\"nvidia.com/gpu\" = \"2\"`), as " +
 				"quantities. Changing them re-negotiates the peering in place."),
@@ -169,6 +225,7 @@ func (r *peeringResource) ValidateConfig(ctx context.Context, req resource.Valid
 			fmt.Sprintf("consumer_cluster and provider_cluster are both %q: name two different keys of the provider's clusters map",
 				cfg.ConsumerCluster.ValueString()))
 	}
+	validateOffloading(&cfg, &resp.Diagnostics)
 	if cfg.Gateway.IsNull() || cfg.Gateway.IsUnknown() {
 		return
 	}
@@ -181,5 +238,34 @@ func (r *peeringResource) ValidateConfig(ctx context.Context, req resource.Valid
 	if !gw.NodePort.IsNull() && gw.ServiceType.ValueString() == string(corev1.ServiceTypeClusterIP) {
 		resp.Diagnostics.AddAttributeError(path.Root("gateway").AtName("node_port"), "node_port needs a NodePort or LoadBalancer service",
 			"a ClusterIP Service has no node port: remove node_port or set service_type to NodePort or LoadBalancer")
+	}
+	if !gw.LoadBalancerIP.IsNull() && known(gw.ServiceType) && gw.ServiceType.ValueString() != string(corev1.ServiceTypeLoadBalancer) {
+		resp.Diagnostics.AddAttributeError(path.Root("gateway").AtName("load_balancer_ip"), "load_balancer_ip needs a LoadBalancer service",
+			fmt.Sprintf("service_type is %s, which has no load balancer: remove load_balancer_ip or set service_type to LoadBalancer",
+				gw.ServiceType.ValueString()))
+	}
+}
+
+// validateOffloading checks that the quantities asked for come with a slice that asks for them.
+func validateOffloading(cfg *peeringModel, diags *diag.Diagnostics) {
+	noSlice := !cfg.CreateResourceSlice.IsNull() && !cfg.CreateResourceSlice.IsUnknown() && !cfg.CreateResourceSlice.ValueBool()
+	for _, q := range []struct {
+		attr string
+		v    types.String
+	}{{"cpu", cfg.CPU}, {"memory", cfg.Memory}, {"pods", cfg.Pods}} {
+		switch {
+		case !noSlice && q.v.IsNull():
+			diags.AddAttributeError(path.Root(q.attr), "Missing "+q.attr,
+				q.attr+" is required: set the quantity the consumer asks of the provider, or create_resource_slice = false "+
+					"to peer without asking for resources")
+		case noSlice && !q.v.IsNull():
+			diags.AddAttributeWarning(path.Root(q.attr), q.attr+" is ignored without a resource slice",
+				"create_resource_slice = false: nothing is asked of the provider; remove "+q.attr+" or create the slice")
+		}
+	}
+	if noSlice && !cfg.CreateVirtualNode.IsNull() && !cfg.CreateVirtualNode.IsUnknown() && cfg.CreateVirtualNode.ValueBool() {
+		diags.AddAttributeError(path.Root("create_virtual_node"), "A virtual node needs a resource slice",
+			"create_virtual_node = true stands a virtual node for the slice, and create_resource_slice = false makes none: "+
+				"remove create_virtual_node (or set it false), or create the slice")
 	}
 }

@@ -343,6 +343,8 @@ func TestAccPeering(t *testing.T) {
 				"networking": knownvalue.StringExact("Disabled"), "authentication": knownvalue.StringExact("Established"),
 				"offloading": knownvalue.StringExact("Ready")})),
 			statecheck.ExpectKnownValue(res, at("gateway"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+				"server_location": knownvalue.StringExact("Provider"), "load_balancer_ip": knownvalue.Null(),
+				"client_address": knownvalue.Null(), "client_port": knownvalue.Null(),
 				"service_type": knownvalue.StringExact("LoadBalancer"), "port": knownvalue.Int64Exact(51840),
 				"node_port": knownvalue.Null(), "mtu": knownvalue.Int64Exact(1340)})),
 			statecheck.ExpectKnownOutputValue("virtual_node", knownvalue.StringExact(pid)),
@@ -375,7 +377,7 @@ func TestAccPeering(t *testing.T) {
 			{
 				Config:      bad("  consumer_cluster = \"consumer\"\n  provider_cluster = \"provider\"\n  memory = \"1Gi\"\n  pods = \"10\""),
 				PlanOnly:    true,
-				ExpectError: regexp.MustCompile(`(?s)Missing required argument.*"cpu" is required`),
+				ExpectError: regexp.MustCompile(`(?s)Missing cpu.*cpu is required: set the quantity the consumer asks`),
 			},
 			{
 				// More than the provider shares (half of its node's 8 CPUs): the create fails with
@@ -626,6 +628,8 @@ func TestAccPeeringResourceExample(t *testing.T) {
 			Config: providerBlock() + string(src), PlanOnly: true, ExpectNonEmptyPlan: true,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 				plancheck.ExpectKnownValue("liqo_peering.example", tfjsonpath.New("gateway"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"server_location": knownvalue.StringExact("Provider"), "load_balancer_ip": knownvalue.Null(),
+					"client_address": knownvalue.Null(), "client_port": knownvalue.Null(),
 					"service_type": knownvalue.StringExact("NodePort"), "port": knownvalue.Int64Exact(51840),
 					"node_port": knownvalue.Int64Exact(30051), "mtu": knownvalue.Int64Exact(1340)})),
 				plancheck.ExpectKnownValue("liqo_peering.example", tfjsonpath.New("networking"), knownvalue.Bool(true)),
@@ -946,6 +950,8 @@ resource "liqo_peering" "this" {
 	}
 	gatewayValue := func(port, mtu int64) knownvalue.Check {
 		return knownvalue.ObjectExact(map[string]knownvalue.Check{
+			"server_location": knownvalue.StringExact("Provider"), "load_balancer_ip": knownvalue.Null(),
+			"client_address": knownvalue.Null(), "client_port": knownvalue.Null(),
 			"service_type": knownvalue.StringExact("LoadBalancer"), "port": knownvalue.Int64Exact(port),
 			"node_port": knownvalue.Null(), "mtu": knownvalue.Int64Exact(mtu)})
 	}

@@ -108,6 +108,18 @@ func nwIPValidator() validator.String {
 	}}
 }
 
+// nwHostValidator checks that a string is an IP address or a DNS name (a host to dial).
+func nwHostValidator() validator.String {
+	return stringForm{"must be an IP address such as 203.0.113.10 or a DNS name such as gw.example.com", "Invalid address",
+		func(s string) string {
+			if _, err := netip.ParseAddr(s); err == nil || (len(s) <= 253 && dnsSubdomainPattern.MatchString(s)) {
+				return ""
+			}
+			return fmt.Sprintf("%q is neither an IP address such as 203.0.113.10 nor a DNS name such as gw.example.com "+
+				"(lower-case letters, digits, '-' and '.')", s)
+		}}
+}
+
 // nwWGKeyValidator checks that a string is a WireGuard key: 32 bytes in base64. The message
 // never repeats the value: it may be a private key.
 func nwWGKeyValidator() validator.String {

@@ -25,16 +25,20 @@ type side struct {
 	remote corev1beta1.ClusterID // the other end's ID
 }
 
-// ensureNetwork connects the two clusters' networks, unless a tunnel between them exists
-// already (made for the peering in the other direction): the provider hosts the server.
+// ensureNetwork connects the two clusters' networks: the provider hosts the server unless
+// Gateway.ServerOnConsumer says the consumer does; a tunnel between them with its server on the
+// other side (made for the peering in the other direction, or before) is reused as it is.
 func (p *pair) ensureNetwork(ctx context.Context) error {
 	prov := side{p.provider, p.providerNS(), p.consumerID}
 	cons := side{p.consumer, p.consumerNS(), p.providerID}
 	server, client := prov, cons
-	if reversed, err := p.serverOn(ctx, cons); err != nil {
+	if p.opts.Gateway.ServerOnConsumer {
+		server, client = cons, prov
+	}
+	if reversed, err := p.serverOn(ctx, client); err != nil {
 		return err
 	} else if reversed {
-		server, client = cons, prov // the other direction's tunnel: reuse it as it is
+		server, client = client, server // an existing tunnel: reuse it as it is
 	}
 	for _, s := range []struct{ local, remote side }{{prov, cons}, {cons, prov}} {
 		if err := p.ensureConfiguration(ctx, s.local, s.remote); err != nil {
@@ -149,6 +153,9 @@ func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewaySer
 	if g.NodePort != 0 {
 		o.NodePort = ptr.To(g.NodePort)
 	}
+	if g.LoadBalancerIP != "" {
+		o.LoadBalancerIP = ptr.To(g.LoadBalancerIP)
+	}
 	err = p.write(ctx, s, "GatewayServer", gw, func() { forge.MutateGatewayServer(gw, string(s.remote), o) }, "report its endpoint",
 		func() bool {
 			return gw.Status.Endpoint != nil && len(gw.Status.Endpoint.Addresses) > 0 && gw.Status.SecretRef != nil &&
@@ -189,10 +196,24 @@ func (p *pair) ensureClient(ctx context.Context, s side, server *netv1beta1.Gate
 		return nil, err
 	}
 	gw := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
+	endpoint := clientEndpoint(*server.Status.Endpoint, p.opts.Gateway)
 	err = p.write(ctx, s, "GatewayClient", gw, func() {
-		forge.MutateGatewayClient(gw, string(s.remote), forge.GatewayClientOptions{MTU: p.opts.Gateway.MTU, Endpoint: *server.Status.Endpoint})
+		forge.MutateGatewayClient(gw, string(s.remote), forge.GatewayClientOptions{MTU: p.opts.Gateway.MTU, Endpoint: endpoint})
 	}, "have its keys", func() bool { return gw.Status.SecretRef != nil && gw.Status.SecretRef.Name != "" })
 	return gw, err
+}
+
+// clientEndpoint is the endpoint the client dials: the server's, with the address and the port
+// g overrides (a server behind NAT).
+func clientEndpoint(server netv1beta1.EndpointStatus, g Gateway) netv1beta1.EndpointStatus {
+	ep := *server.DeepCopy()
+	if g.ClientAddress != "" {
+		ep.Addresses = []string{g.ClientAddress}
+	}
+	if g.ClientPort != 0 {
+		ep.Port = g.ClientPort
+	}
+	return ep
 }
 
 // exchangeKeys gives each side a PublicKey holding the other gateway's public key.

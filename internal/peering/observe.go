@@ -16,7 +16,8 @@ import (
 )
 
 // Module states: the ForeignCluster's own words (peerstatus.Summary), as `liqoctl info
-// peer` shows them, and Disabled for networking left out of the peering.
+// peer` shows them, and Disabled for networking left out of the peering, or offloading left out
+// (no ResourceSlice) or granted without a virtual node.
 const (
 	StatusDisabled    = "Disabled"
 	StatusNone        = string(corev1beta1.ConditionStatusNone)
@@ -28,7 +29,7 @@ const (
 )
 
 // Down says which module of the state is not up (networking Established or Disabled,
-// authentication Established, offloading Ready), e.g. "networking is Pending"; "" when every
+// authentication Established, offloading Ready or Disabled), e.g. "networking is Pending"; "" when every
 // one is.
 func (s *State) Down() string {
 	var bad []string
@@ -38,7 +39,7 @@ func (s *State) Down() string {
 	if s.Authentication != StatusEstablished {
 		bad = append(bad, "authentication is "+s.Authentication)
 	}
-	if s.Offloading != StatusReady {
+	if s.Offloading != StatusReady && s.Offloading != StatusDisabled {
 		bad = append(bad, "offloading is "+s.Offloading)
 	}
 	return strings.Join(bad, ", ")
@@ -65,6 +66,9 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 	}
 	if p.opts.Networking {
 		st.Networking = string(peerstatus.Summary(consumerView.Modules.Networking.Conditions))
+		if st.ServerOnConsumer, err = p.serverOn(ctx, side{p.consumer, p.consumerNS(), p.providerID}); err != nil {
+			return nil, err
+		}
 	}
 	auth := peerstatus.ConditionsOf(consumerView.Modules.Authentication, corev1beta1.AuthIdentityControlPlaneStatusCondition)
 	for _, c := range peerstatus.ConditionsOf(providerView.Modules.Authentication, corev1beta1.AuthTenantStatusCondition) {
@@ -76,6 +80,9 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 	st.Offloading = string(peerstatus.Summary(consumerView.Modules.Offloading.Conditions))
 	if err := p.observeSlice(ctx, st); err != nil {
 		return nil, err
+	}
+	if !st.ResourceSlice && p.opts.NoResourceSlice {
+		st.Offloading = StatusDisabled
 	}
 	return st, nil
 }
@@ -94,12 +101,17 @@ func (p *pair) observeSlice(ctx context.Context, st *State) error {
 	}
 	st.Granted = slice.Status.Resources.DeepCopy()
 	st.Asked = slice.Spec.Resources.DeepCopy()
+	st.ResourceSlice, st.SliceClass = true, slice.Spec.Class
+	st.VirtualNodeWanted = slice.Annotations[consts.CreateVirtualNodeAnnotation] != "false"
 	if st.Offloading == StatusNone {
 		st.Offloading = StatusPending
 		for _, c := range slice.Status.Conditions {
 			if c.Type == authv1beta1.ResourceSliceConditionTypeResources && c.Status == authv1beta1.ResourceSliceConditionDenied {
 				st.Offloading = StatusError
 			}
+		}
+		if !st.VirtualNodeWanted && granted(slice) {
+			st.Offloading = StatusDisabled // granted, and no virtual node is to stand for it
 		}
 	}
 	name := consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name)
@@ -147,9 +159,12 @@ func (p *pair) waitUp(ctx context.Context) (*State, error) {
 }
 
 // exists tells whether the peering's defining objects are there: the provider's Tenant for
-// the consumer and the consumer's ResourceSlice.
+// the consumer and, unless the peering has none, the consumer's ResourceSlice.
 func (p *pair) exists(ctx context.Context) bool {
 	t := p.provider.Client.Get(ctx, clientKey(p.providerNS(), string(p.consumerID)), &authv1beta1.Tenant{})
+	if p.opts.NoResourceSlice {
+		return t == nil
+	}
 	s := p.consumer.Client.Get(ctx, clientKey(p.consumerNS(), p.sliceName()), &authv1beta1.ResourceSlice{})
 	return t == nil && s == nil
 }

@@ -24,11 +24,22 @@ import (
 // the provider's cluster ID).
 func (p *pair) sliceName() string { return string(p.providerID) }
 
-// sliceOptions are the consumer's ResourceSlice of the peering: the default class, the
-// resources asked, a virtual node.
+// sliceOptions are the consumer's ResourceSlice of the peering: its class (default unless
+// told), the resources asked, and whether a virtual node stands for it.
 func (p *pair) sliceOptions() forge.ResourceSliceOptions {
-	return forge.ResourceSliceOptions{ConsumerID: string(p.consumerID), Class: authv1beta1.ResourceSliceClassDefault,
-		Resources: p.opts.Resources, CreateVirtualNode: true}
+	class := p.opts.SliceClass
+	if class == authv1beta1.ResourceSliceClassUnknown {
+		class = authv1beta1.ResourceSliceClassDefault
+	}
+	return forge.ResourceSliceOptions{ConsumerID: string(p.consumerID), Class: class,
+		Resources: p.opts.Resources, CreateVirtualNode: !p.opts.NoVirtualNode}
+}
+
+// sliceAsWanted tells whether slice already is what sliceOptions make of it.
+func (p *pair) sliceAsWanted(slice *authv1beta1.ResourceSlice) bool {
+	want := slice.DeepCopy()
+	forge.MutateResourceSlice(want, string(p.providerID), p.sliceOptions())
+	return equality.Semantic.DeepEqual(want.Spec, slice.Spec) && equality.Semantic.DeepEqual(want.Annotations, slice.Annotations)
 }
 
 // ensureOffloading asks the provider for the resources through a ResourceSlice (replicated to
@@ -51,8 +62,8 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 		}
 	case err != nil:
 		return fmt.Errorf("reading ResourceSlice %s on %s: %w", key, p.consumer.Name, err)
-	case !equality.Semantic.DeepEqual(slice.Spec.Resources, p.opts.Resources):
-		if granted(slice) {
+	case !p.sliceAsWanted(slice):
+		if granted(slice) && !equality.Semantic.DeepEqual(slice.Spec.Resources, p.opts.Resources) {
 			previous = slice.Spec.Resources.DeepCopy()
 		}
 		before := slice.DeepCopy()
@@ -62,7 +73,11 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 		}
 		asked = slice.ResourceVersion
 	}
-	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("%s to grant ResourceSlice %s", p.provider.Name, key), func(ctx context.Context) (bool, error) {
+	what := fmt.Sprintf("%s to grant ResourceSlice %s", p.provider.Name, key)
+	if class := p.sliceOptions().Class; class != authv1beta1.ResourceSliceClassDefault {
+		what += fmt.Sprintf(" (class %q: the provider's controller for that class decides it; Liqo's own controllers decide only the default class)", class)
+	}
+	err = waitFor(ctx, p.opts.PollInterval, what, func(ctx context.Context) (bool, error) {
 		if err := p.consumer.Client.Get(ctx, key, slice); err != nil {
 			return false, fmt.Errorf("reading ResourceSlice %s: %w", key, err)
 		}
@@ -86,6 +101,9 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 	}
 	node := &corev1.Node{}
 	name := consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name)
+	if p.opts.NoVirtualNode {
+		return waitNodeGone(ctx, p.consumer, name, p.opts.PollInterval)
+	}
 	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("virtual node %s on %s to be Ready with the granted resources", name, p.consumer.Name),
 		func(ctx context.Context) (bool, error) {
 			if err := p.consumer.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
@@ -119,19 +137,7 @@ func (p *pair) removeOffloading(ctx context.Context) error {
 func ReleaseSlice(ctx context.Context, consumer Cluster, namespace, name string, providerID corev1beta1.ClusterID, interval time.Duration) error {
 	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID}}
-	node := consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name)
-	err := waitFor(ctx, interval, fmt.Sprintf("virtual node %s on %s to be gone", node, consumer.Name),
-		func(ctx context.Context) (bool, error) {
-			err := consumer.Client.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{})
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			if err != nil {
-				return false, fmt.Errorf("reading node %s: %w", node, err)
-			}
-			return false, nil
-		})
-	if err != nil {
+	if err := waitNodeGone(ctx, consumer, consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name), interval); err != nil {
 		return err
 	}
 	slices := &authv1beta1.ResourceSliceList{}
@@ -156,6 +162,22 @@ func ReleaseSlice(ctx context.Context, consumer Cluster, namespace, name string,
 		}
 	}
 	return nil
+}
+
+// waitNodeGone waits until the consumer's virtual node named node is gone (drained: the
+// copies of its pods on the provider removed).
+func waitNodeGone(ctx context.Context, consumer Cluster, node string, interval time.Duration) error {
+	return waitFor(ctx, interval, fmt.Sprintf("virtual node %s on %s to be gone", node, consumer.Name),
+		func(ctx context.Context) (bool, error) {
+			err := consumer.Client.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			if err != nil {
+				return false, fmt.Errorf("reading node %s: %w", node, err)
+			}
+			return false, nil
+		})
 }
 
 // granted tells whether a slice's current request is granted.

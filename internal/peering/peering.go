@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
@@ -38,14 +39,35 @@ type Cluster struct {
 
 // Gateway are the parameters of the network tunnel.
 type Gateway struct {
+	// ServerOnConsumer puts the gateway server on the consumer and its client on the provider
+	// (liqoctl's --gw-server-service-location Consumer); by default the provider hosts the
+	// server. A tunnel between the two clusters that exists already (the other direction's) is
+	// reused as it is, wherever its server is.
+	ServerOnConsumer bool
 	// ServiceType exposes the gateway server: LoadBalancer, NodePort or ClusterIP.
 	ServiceType corev1.ServiceType
 	// Port is the server's UDP port.
 	Port int32
 	// NodePort fixes the node port when ServiceType is NodePort (0: allocated).
 	NodePort int32
+	// LoadBalancerIP asks a LoadBalancer Service for this address ("": any).
+	LoadBalancerIP string
+	// ClientAddress and ClientPort, when set, replace the address and the port the server
+	// reports in the endpoint the client dials: for a server behind NAT, whose Service does not
+	// know the address it is reached at.
+	ClientAddress string
+	ClientPort    int32
 	// MTU is the tunnel's MTU.
 	MTU int
+}
+
+// ServerLocation names the side hosting the gateway server, as liqoctl's
+// --gw-server-service-location does: Provider or Consumer.
+func (g Gateway) ServerLocation() string {
+	if g.ServerOnConsumer {
+		return string(corev1beta1.ConsumerRole)
+	}
+	return string(corev1beta1.ProviderRole)
 }
 
 // Options say what a peering includes.
@@ -56,6 +78,15 @@ type Options struct {
 	Gateway Gateway
 	// Resources are what the consumer asks of the provider.
 	Resources corev1.ResourceList
+	// SliceClass is the class of the ResourceSlice ("": default). The provider's controllers
+	// grant the default class; a slice of another class waits for that class's controller.
+	SliceClass authv1beta1.ResourceSliceClass
+	// NoResourceSlice leaves the offloading out (liqoctl's --create-resource-slice=false): no
+	// slice, so no virtual node; a slice made before is removed.
+	NoResourceSlice bool
+	// NoVirtualNode asks for the slice but no virtual node (--create-virtual-node=false): the
+	// grant is awaited, and a virtual node made before is removed.
+	NoVirtualNode bool
 	// PollInterval is how often the waits look (default 250ms).
 	PollInterval time.Duration
 }
@@ -78,6 +109,14 @@ type State struct {
 	Granted corev1.ResourceList
 	// Asked are the resources the ResourceSlice asks for.
 	Asked corev1.ResourceList
+	// ResourceSlice tells whether the consumer's ResourceSlice of the peering exists; SliceClass
+	// is its class, and VirtualNodeWanted whether it asks for a virtual node.
+	ResourceSlice     bool
+	SliceClass        authv1beta1.ResourceSliceClass
+	VirtualNodeWanted bool
+	// ServerOnConsumer tells that the tunnel's gateway server is on the consumer (meaningful
+	// when the tunnel exists).
+	ServerOnConsumer bool
 }
 
 // Names of the objects a peering is made of, so that they can be found again (import, drift).
@@ -155,7 +194,12 @@ func Peer(ctx context.Context, consumer, provider Cluster, opts Options) (*State
 	if err := p.ensureAuthentication(ctx); err != nil {
 		return nil, err
 	}
-	if err := p.ensureOffloading(ctx); err != nil {
+	if opts.NoResourceSlice {
+		err = p.removeOffloading(ctx)
+	} else {
+		err = p.ensureOffloading(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return p.waitUp(ctx)
