@@ -226,8 +226,8 @@ func (m *peeringModel) options(ctx context.Context) (peering.Options, error) {
 	opts.Gateway = peering.Gateway{ServiceType: corev1.ServiceType(gw.ServiceType.ValueString()),
 		ServerOnConsumer: gw.ServerLocation.ValueString() == string(corev1beta1.ConsumerRole),
 		Port:             int32(gw.Port.ValueInt64()), MTU: int(gw.MTU.ValueInt64()), //nolint:gosec // validated to 1..65535
-		NodePort:         int32(gw.NodePort.ValueInt64()), ClientPort: int32(gw.ClientPort.ValueInt64()), //nolint:gosec // validated to 1..65535
-		LoadBalancerIP:   gw.LoadBalancerIP.ValueString(), ClientAddress: gw.ClientAddress.ValueString()}
+		NodePort: int32(gw.NodePort.ValueInt64()), ClientPort: int32(gw.ClientPort.ValueInt64()), //nolint:gosec // validated to 1..65535
+		LoadBalancerIP: gw.LoadBalancerIP.ValueString(), ClientAddress: gw.ClientAddress.ValueString()}
 	return opts, nil
 }
 

@@ -116,7 +116,7 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 							"`Provider` (default) or `Consumer` (e.g. when only the consumer can expose a UDP service); the " +
 							"other cluster runs the client. A tunnel between the two clusters that exists already (the other " +
 							"direction's, in a bidirectional peering) is reused wherever its server is. Changing it replaces the peering.",
-						Validators:    []validator.String{stringvalidator.OneOf(peeringServerLocations...)},
+						Validators: []validator.String{stringvalidator.OneOf(peeringServerLocations...)},
 						PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(
 							func(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
 								resp.RequiresReplace = !req.StateValue.IsNull() // null: a state from before the attribute, read back on refresh
@@ -160,9 +160,9 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 					},
 				},
 			},
-			"cpu":               peeringQuantityAttribute("CPU (e.g. `4` or `500m`); required unless `create_resource_slice = false`", false),
-			"memory":            peeringQuantityAttribute("memory (e.g. `8Gi`); required unless `create_resource_slice = false`", false),
-			"pods":              peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once); required unless `create_resource_slice = false`", false),
+			"cpu":    peeringQuantityAttribute("CPU (e.g. `4` or `500m`); required unless `create_resource_slice = false`", false),
+			"memory": peeringQuantityAttribute("memory (e.g. `8Gi`); required unless `create_resource_slice = false`", false),
+			"pods":   peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once); required unless `create_resource_slice = false`", false),
 			"create_resource_slice": schema.BoolAttribute{
 				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 				MarkdownDescription: "Ask the provider for resources through a ResourceSlice, as `liqoctl peer " +
