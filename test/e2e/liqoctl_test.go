@@ -92,7 +92,12 @@ type liqoctlPeer struct {
 		Role string `json:"role"`
 	} `json:"info"`
 	Network struct {
-		Status string `json:"status"`
+		Status  string `json:"status"`
+		Gateway struct {
+			Address []string `json:"address"`
+			Port    int32    `json:"port"`
+			Role    string   `json:"role"`
+		} `json:"gateway"`
 	} `json:"network"`
 	Offloading struct {
 		Status       string `json:"status"`
