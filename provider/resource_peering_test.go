@@ -711,11 +711,11 @@ func mustTF(t *testing.T, dir string, env []string, args ...string) (string, tim
 }
 
 // TestPeeringExamplesValidate runs `terraform validate` (and `terraform fmt -check`) with the
-// built provider on every example of liqo_peering: peering, bidirectional, the fleet module and
+// built provider on every example of liqo_peering: peering, peering-options, bidirectional, the fleet module and
 // the fleet over three clusters.
 func TestPeeringExamplesValidate(t *testing.T) {
 	root, env := examplesTree(t)
-	for _, dir := range []string{"peering", "bidirectional", "modules/fleet", "fleet"} {
+	for _, dir := range []string{"peering", "peering-options", "bidirectional", "modules/fleet", "fleet"} {
 		t.Run(dir, func(t *testing.T) {
 			d := filepath.Join(root, dir)
 			mustTF(t, d, env, "fmt", "-check", "-diff")

@@ -3,13 +3,13 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,8 +74,8 @@ func (r *sandboxRun) liqoctlPeerInfo(t *testing.T, bin, on, peer string) (liqoct
 	return out[peer], string(raw)
 }
 
-// TestPeeringOptions applies liqo_peering with liqoctl peer's options on the sandbox, and reads
-// each result back with upstream liqoctl v1.2.0 (`info peer`, logged).
+// TestPeeringOptions applies examples/peering-options (liqo_peering with liqoctl peer's options)
+// on the sandbox, and reads each result back with upstream liqoctl v1.2.0 (`info peer`, logged).
 //
 // Where the sandbox runs gateways (root): the gateway server on the consumer, behind a NAT
 // (reached at another address and port; its own address and port dropped), with client_address
@@ -88,57 +88,22 @@ func (r *sandboxRun) liqoctlPeerInfo(t *testing.T, bin, on, peer string) (liqoct
 func TestPeeringOptions(t *testing.T) {
 	bin := liqoctlBin(t)
 	r := startSandbox(t, 2)
-	dir := t.TempDir()
-	gateway := ""
+	vars := []string{"consumer_kubeconfig=" + filepath.Join(r.state, "consumer.kubeconfig"),
+		"provider_kubeconfig=" + filepath.Join(r.state, "provider.kubeconfig")}
 	if r.networking {
 		serverBehindNAT(t)
-		gateway = fmt.Sprintf(`  gateway = {
-    server_location = "Consumer"
-    client_address  = %q
-    client_port     = %d
-  }
-`, natAddress, natPort)
+		vars = append(vars, "nat_address="+natAddress, fmt.Sprintf("nat_port=%d", natPort))
 	}
-	write := func(attrs string) {
+	apply := func(what string, more ...string) {
 		t.Helper()
-		src := fmt.Sprintf(`terraform {
-  required_providers {
-    liqo = { source = "peerkit/liqo" }
-  }
-}
-
-provider "liqo" {
-  clusters = {
-    consumer = { config_path = %q }
-    provider = { config_path = %q }
-  }
-}
-
-resource "liqo_peering" "this" {
-  consumer_cluster = "consumer"
-  provider_cluster = "provider"
-  networking       = %t
-%s%s}
-`, filepath.Join(r.state, "consumer.kubeconfig"), filepath.Join(r.state, "provider.kubeconfig"), r.networking, gateway, attrs)
-		if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(src), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	args := []string{"-input=false", "-no-color"}
-	apply := func(what string) {
-		t.Helper()
-		out, took, code := terraformIn(t, dir, r.tfEnv, append([]string{"apply", "-auto-approve"}, args...)...)
-		if code != 0 {
-			t.Fatalf("%s: terraform apply: exit %d\n%s", what, code, out)
-		}
-		t.Logf("%s: applied in %s", what, took.Round(1e6))
-		if out, _, code := terraformIn(t, dir, r.tfEnv, append([]string{"plan", "-detailed-exitcode"}, args...)...); code != 0 {
+		args := r.tfArgs("peering-options", append(vars, more...)...)
+		took := r.mustTF(t, "peering-options", append([]string{"apply", "-auto-approve"}, args...)...)
+		t.Logf("%s: applied in %s", what, took.Round(time.Millisecond))
+		if out, _, code := r.tf(t, "peering-options", append([]string{"plan", "-detailed-exitcode"}, args...)...); code != 0 {
 			t.Errorf("%s: plan after apply: exit %d, want 0 (no changes)\n%s", what, code, out)
 		}
 	}
-	const asked = "  cpu = \"1\"\n  memory = \"1Gi\"\n  pods = \"10\"\n"
 
-	write(asked)
 	apply("server on the consumer behind NAT")
 	onConsumer, rawConsumer := r.liqoctlPeerInfo(t, bin, "consumer", "provider")
 	onProvider, rawProvider := r.liqoctlPeerInfo(t, bin, "provider", "consumer")
@@ -148,7 +113,7 @@ resource "liqo_peering" "this" {
 	}
 	if r.networking {
 		if got := natForwarded(t); got == 0 {
-			t.Error("the consumer's NAT forwarded no packet: the client did not dial client_address:client_port")
+			t.Error("the NAT translated nothing: the client did not dial client_address:client_port")
 		}
 		gwc := &netv1beta1.GatewayClient{}
 		key := client.ObjectKey{Namespace: peering.TenantNamespace("consumer"), Name: "consumer"}
@@ -173,8 +138,7 @@ resource "liqo_peering" "this" {
 		}
 	}
 
-	write(asked + "  create_virtual_node = false\n")
-	apply("no virtual node")
+	apply("no virtual node", "create_virtual_node=false")
 	onConsumer, rawConsumer = r.liqoctlPeerInfo(t, bin, "consumer", "provider")
 	t.Logf("liqoctl info peer provider (on the consumer), no virtual node:\n%s", rawConsumer)
 	if s := onConsumer.Authentication.ResourceSlices; len(s) != 1 || !s[0].Accepted || len(onConsumer.Offloading.VirtualNodes) != 0 {
@@ -182,20 +146,16 @@ resource "liqo_peering" "this" {
 			s, onConsumer.Offloading.VirtualNodes)
 	}
 
-	write("  create_resource_slice = false\n  create_virtual_node   = false\n")
-	apply("no resource slice")
+	apply("no resource slice", "create_resource_slice=false")
 	onConsumer, rawConsumer = r.liqoctlPeerInfo(t, bin, "consumer", "provider")
 	t.Logf("liqoctl info peer provider (on the consumer), no slice:\n%s", rawConsumer)
 	if len(onConsumer.Authentication.ResourceSlices) != 0 || onConsumer.Authentication.Status != "Healthy" {
 		t.Errorf("liqoctl on the consumer without a slice: %+v, want authentication Healthy and no slice", onConsumer.Authentication)
 	}
 
-	write(asked)
 	apply("slice and virtual node back")
 	r.expectLiqoctlPeering(t, bin, "with the slice and the virtual node back")
 
-	if out, _, code := terraformIn(t, dir, r.tfEnv, append([]string{"destroy", "-auto-approve"}, args...)...); code != 0 {
-		t.Fatalf("terraform destroy: exit %d\n%s", code, out)
-	}
+	r.mustTF(t, "peering-options", append([]string{"destroy", "-auto-approve"}, r.tfArgs("peering-options", vars...)...)...)
 	r.expectNothingLeft(t)
 }
