@@ -46,12 +46,14 @@ func (o *namespacedObject) setID(cluster string, key client.ObjectKey) {
 
 func (o *namespacedObject) timeoutsValue() timeouts.Value { return o.Timeouts }
 
-// objectWrite is what a build hook may read: the plan, the prior state (nil on create) and the
-// configuration (for write-only attributes).
+// objectWrite is what a build hook may read: the plan, the prior state (nil on create), the
+// configuration (for write-only attributes) and the cluster the object is written to (for what
+// the object is made from there).
 type objectWrite[M any] struct {
-	plan   *M
-	state  *M
-	config tfsdk.Config
+	plan    *M
+	state   *M
+	config  tfsdk.Config
+	cluster *clusterClient
 }
 
 // fromPlan adapts a model's method that writes the plan into the object to a build hook.
@@ -171,7 +173,7 @@ func (r *objectResource[M, P, O]) Create(ctx context.Context, req resource.Creat
 		return
 	}
 	obj := r.newObject(key)
-	if err := r.build(ctx, objectWrite[M]{plan: &plan, config: req.Config}, obj); err != nil {
+	if err := r.build(ctx, objectWrite[M]{plan: &plan, config: req.Config, cluster: c}, obj); err != nil {
 		resp.Diagnostics.AddError(summary, fmt.Sprintf("%s %s: %v", r.kind, objectID("", key.Namespace, key.Name), err))
 		return
 	}
@@ -282,7 +284,7 @@ func (r *objectResource[M, P, O]) Update(ctx context.Context, req resource.Updat
 		return
 	}
 	obj := r.newObject(client.ObjectKey{})
-	w := objectWrite[M]{plan: &plan, state: &state, config: req.Config}
+	w := objectWrite[M]{plan: &plan, state: &state, config: req.Config, cluster: c}
 	if err := patchObject(ctx, c, r.kind, key, obj, func() error { return r.build(ctx, w, obj) }); err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())
 		return

@@ -44,7 +44,7 @@ func sliceOf(e *testenv.Env, cid, pid string, want *authv1beta1.ResourceSlice) e
 	case want == nil && apierrors.IsNotFound(err):
 		return nil
 	case want == nil:
-		return fmt.Errorf("ResourceSlice of %s on %s: %v, want none", pid, cid, err)
+		return fmt.Errorf("ResourceSlice of %s on %s: %w, want none", pid, cid, err)
 	case err != nil:
 		return fmt.Errorf("ResourceSlice of %s on %s: %w", pid, cid, err)
 	}
@@ -60,7 +60,7 @@ func sliceOf(e *testenv.Env, cid, pid string, want *authv1beta1.ResourceSlice) e
 // noVirtualNode checks that the consumer has no virtual node for the provider.
 func noVirtualNode(e *testenv.Env, cid, pid string) error {
 	if err := e.Cluster(cid).Client.Get(context.Background(), client.ObjectKey{Name: pid}, &corev1.Node{}); !apierrors.IsNotFound(err) {
-		return fmt.Errorf("virtual node %s on %s: %v, want none", pid, cid, err)
+		return fmt.Errorf("virtual node %s on %s: %w, want none", pid, cid, err)
 	}
 	return nil
 }

@@ -33,8 +33,8 @@ func peeringClusterAttribute(role string) schema.StringAttribute {
 }
 
 // peeringQuantityAttribute is the quantity of a standard resource the consumer asks for.
-func peeringQuantityAttribute(what string, required bool) schema.StringAttribute {
-	return quantityAttribute(required, "Quantity of "+what+" the consumer asks of the provider (a Kubernetes "+
+func peeringQuantityAttribute(what string) schema.StringAttribute {
+	return quantityAttribute(false, "Quantity of "+what+" the consumer asks of the provider (a Kubernetes "+
 		"quantity); the virtual node offers what the provider grants. Changing it re-negotiates the peering in place.")
 }
 
@@ -160,9 +160,9 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 					},
 				},
 			},
-			"cpu":    peeringQuantityAttribute("CPU (e.g. `4` or `500m`); required unless `create_resource_slice = false`", false),
-			"memory": peeringQuantityAttribute("memory (e.g. `8Gi`); required unless `create_resource_slice = false`", false),
-			"pods":   peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once); required unless `create_resource_slice = false`", false),
+			"cpu":    peeringQuantityAttribute("CPU (e.g. `4` or `500m`); required unless `create_resource_slice = false`"),
+			"memory": peeringQuantityAttribute("memory (e.g. `8Gi`); required unless `create_resource_slice = false`"),
+			"pods":   peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once); required unless `create_resource_slice = false`"),
 			"create_resource_slice": schema.BoolAttribute{
 				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 				MarkdownDescription: "Ask the provider for resources through a ResourceSlice, as `liqoctl peer " +
@@ -184,7 +184,7 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				Validators:    dnsLabel("must be a DNS label such as default or gpu"),
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
-			"ephemeral_storage": peeringQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)", false),
+			"ephemeral_storage": peeringQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)"),
 			"resources": quantitiesResourcesAttribute("Other resources asked for, by resource name (e.g. `\"nvidia.com/gpu\" = \"2\"`), as " +
 				"quantities. Changing them re-negotiates the peering in place."),
 			"consumer_cluster_id": peeringComputedString("Cluster ID of the consumer (the ForeignCluster's name on the provider)."),

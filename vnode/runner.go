@@ -96,6 +96,9 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 		cur.reflectors.Wait()
 		_ = cur.kubelet.release()
 		delete(r.nodes, vn.Name)
+		if err := relabelNode(ctx, r.local.CoreV1().Nodes(), vn.Name, &cur.spec, &vn.Spec); err != nil {
+			return err
+		}
 	}
 	remoteKube, err := kubernetes.NewForConfig(withTimeout(remote, r.opts.ProbeInterval))
 	if err != nil {

@@ -237,3 +237,19 @@ func grantCovers(granted, asked corev1.ResourceList) bool {
 	}
 	return true
 }
+
+// ControlPlaneSecret is the name of the Secret holding the consumer's control-plane kubeconfig
+// of the provider providerID, in the tenant namespace namespace of the consumer c (the Identity
+// controller writes it): what a virtual node of that provider runs with. It is "" when there is
+// none yet.
+func ControlPlaneSecret(ctx context.Context, c client.Reader, namespace string, providerID corev1beta1.ClusterID) (string, error) {
+	secrets := &corev1.SecretList{}
+	if err := c.List(ctx, secrets, client.InNamespace(namespace), client.MatchingLabels{
+		consts.IdentityTypeLabel: string(authv1beta1.ControlPlaneIdentityType), consts.RemoteClusterIDLabel: string(providerID)}); err != nil {
+		return "", fmt.Errorf("listing the identities of %s in %s: %w", providerID, namespace, err)
+	}
+	if len(secrets.Items) == 0 {
+		return "", nil
+	}
+	return secrets.Items[0].Name, nil
+}
