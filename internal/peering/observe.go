@@ -110,9 +110,11 @@ func (p *pair) observeSlice(ctx context.Context, st *State) error {
 				st.Offloading = StatusError
 			}
 		}
-		if !st.VirtualNodeWanted && granted(slice) {
-			st.Offloading = StatusDisabled // granted, and no virtual node is to stand for it
-		}
+	}
+	if !st.VirtualNodeWanted && granted(slice) {
+		// Granted, and no virtual node of the peering's is to stand for it: virtual nodes made
+		// apart from it (liqo_virtual_node) report their own state.
+		st.Offloading = StatusDisabled
 	}
 	name := consts.VirtualNodeName(string(*slice.Spec.ProviderClusterID), slice.Name)
 	err = p.consumer.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})

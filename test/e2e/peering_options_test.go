@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -82,8 +83,8 @@ func (r *sandboxRun) liqoctlPeerInfo(t *testing.T, bin, on, peer string) (liqoct
 // and client_port telling the provider's client where to dial: the tunnel comes up only through
 // the NAT (its counter moves), the stand-in pods reach each other, liqoctl on the provider shows the
 // remote gateway as the Server at the NAT's address and port, and on the consumer as the Client.
-// Then, in place: no virtual node (the slice stays accepted, liqoctl lists no virtual node);
-// no slice (liqoctl lists none, the peering stays authenticated); the slice and the node back.
+// Then, in place: no virtual node (the slice stays accepted, liqoctl lists no virtual node); a
+// liqo_virtual_node of the slice (liqoctl lists it, Healthy, from that slice), removed; no slice (liqoctl lists none, the peering stays authenticated); the slice and the node back.
 // Every plan after an apply is empty, and destroy leaves nothing.
 func TestPeeringOptions(t *testing.T) {
 	bin := liqoctlBin(t)
@@ -94,12 +95,20 @@ func TestPeeringOptions(t *testing.T) {
 		serverBehindNAT(t)
 		vars = append(vars, "nat_address="+natAddress, fmt.Sprintf("nat_port=%d", natPort))
 	}
+	dir := filepath.Join(copyExamples(t, r.root), "peering-options") // a copy: a virtual node is added to it below
+	tf := func(what string, args ...string) {
+		t.Helper()
+		out, took, code := terraformIn(t, dir, r.tfEnv, args...)
+		if code != 0 {
+			t.Fatalf("%s: terraform %s: exit %d\n%s", what, args[0], code, out)
+		}
+		t.Logf("%s: terraform %s in %s", what, args[0], took.Round(time.Millisecond))
+	}
 	apply := func(what string, more ...string) {
 		t.Helper()
 		args := r.tfArgs("peering-options", append(vars, more...)...)
-		took := r.mustTF(t, "peering-options", append([]string{"apply", "-auto-approve"}, args...)...)
-		t.Logf("%s: applied in %s", what, took.Round(time.Millisecond))
-		if out, _, code := r.tf(t, "peering-options", append([]string{"plan", "-detailed-exitcode"}, args...)...); code != 0 {
+		tf(what, append([]string{"apply", "-auto-approve"}, args...)...)
+		if out, _, code := terraformIn(t, dir, r.tfEnv, append([]string{"plan", "-detailed-exitcode"}, args...)...); code != 0 {
 			t.Errorf("%s: plan after apply: exit %d, want 0 (no changes)\n%s", what, code, out)
 		}
 	}
@@ -146,6 +155,31 @@ func TestPeeringOptions(t *testing.T) {
 			s, onConsumer.Offloading.VirtualNodes)
 	}
 
+	// A virtual node of our own from the peering's slice (liqo_virtual_node), with labels and a patch.
+	pool := filepath.Join(dir, "pool.tf")
+	if err := os.WriteFile(pool, []byte(`resource "liqo_virtual_node" "pool" {
+  cluster             = "consumer"
+  name                = "provider-pool"
+  provider_cluster_id = liqo_peering.this.provider_cluster_id
+  resource_slice_name = liqo_peering.this.provider_cluster_id
+  labels              = { "example.com/pool" = "e2e" }
+  offloading_patch    = { node_selector = { "kubernetes.io/os" = "linux" } }
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apply("a liqo_virtual_node from the peering's slice", "create_virtual_node=false")
+	onConsumer, rawConsumer = r.liqoctlPeerInfo(t, bin, "consumer", "provider")
+	t.Logf("liqoctl info peer provider (on the consumer), with liqo_virtual_node.pool:\n%s", rawConsumer)
+	if vns := onConsumer.Offloading.VirtualNodes; len(vns) != 1 || vns[0].Name != "provider-pool" || vns[0].Status != "Healthy" ||
+		vns[0].ResourceSlice != "provider" {
+		t.Errorf("liqoctl on the consumer with liqo_virtual_node.pool: virtual nodes %+v, want provider-pool, Healthy, from slice provider", vns)
+	}
+	if err := os.Remove(pool); err != nil {
+		t.Fatal(err)
+	}
+	apply("liqo_virtual_node removed", "create_virtual_node=false")
+
 	apply("no resource slice", "create_resource_slice=false")
 	onConsumer, rawConsumer = r.liqoctlPeerInfo(t, bin, "consumer", "provider")
 	t.Logf("liqoctl info peer provider (on the consumer), no slice:\n%s", rawConsumer)
@@ -156,6 +190,6 @@ func TestPeeringOptions(t *testing.T) {
 	apply("slice and virtual node back")
 	r.expectLiqoctlPeering(t, bin, "with the slice and the virtual node back")
 
-	r.mustTF(t, "peering-options", append([]string{"destroy", "-auto-approve"}, r.tfArgs("peering-options", vars...)...)...)
+	tf("destroy", append([]string{"destroy", "-auto-approve"}, r.tfArgs("peering-options", vars...)...)...)
 	r.expectNothingLeft(t)
 }
