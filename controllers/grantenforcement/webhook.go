@@ -22,6 +22,12 @@
 // most. The serialization and reservations live in one process: run the webhook in a single
 // replica (the chart's default), or replicas may each admit up to the grant at the same time.
 //
+// Cordon: a new ShadowPod (creation) of a cordoned slice is refused, with the slice, the
+// annotation and how to lift it (cordonRefusal); updates are not, so the pods already running
+// keep running. A slice is cordoned by liqo.io/cordon on this cluster's copy (`liqoctl cordon
+// resourceslice`), liqo.io/cordon-tenant, or liqo.io/cordon-consumer (the consumer cordoned its
+// own slice). A cordoned slice's grant still counts: its running pods use it.
+//
 // A consumer (a user named after a cluster ID that has a tenant namespace here) is also
 // refused ShadowPods in any namespace that is not one of its remote namespaces. RBAC already
 // forbids it; this is a second check.
@@ -178,13 +184,23 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	lock := h.lock(owner)
 	lock.Lock()
 	defer lock.Unlock()
-	grant, err := h.grant(ctx, owner)
+	slices, err := h.slices(ctx, owner)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	grant := corev1.ResourceList{}
+	for i := range slices {
+		Add(grant, slices[i].Status.Resources)
 	}
 	if len(grant) == 0 {
 		return admission.Denied(fmt.Sprintf("cluster %s has no accepted ResourceSlice on this cluster, so nothing is granted to its ShadowPod %s: ask for resources with a ResourceSlice in its tenant namespace and wait for it to be accepted",
 			owner, key))
+	}
+	if old == nil {
+		if why := cordonRefusal(slices, owner, key, sp); why != "" {
+			log.FromContext(ctx).Info("ShadowPod of a cordoned slice refused", "shadowPod", key, "consumer", owner)
+			return admission.Denied(why)
+		}
 	}
 	want, err := Usage(&sp.Spec.Pod, grant)
 	if err != nil {
@@ -234,13 +250,13 @@ func (h *Handler) isConsumer(ctx context.Context, user string) (bool, error) {
 	return len(nss.Items) > 0, nil
 }
 
-// grant sums the resources of the consumer's accepted slices.
-func (h *Handler) grant(ctx context.Context, consumer string) (corev1.ResourceList, error) {
+// slices returns the consumer's accepted slices, whose resources make up its grant.
+func (h *Handler) slices(ctx context.Context, consumer string) ([]authv1beta1.ResourceSlice, error) {
 	nss := &corev1.NamespaceList{}
 	if err := h.Client.List(ctx, nss, client.MatchingLabels{consts.TenantNamespaceLabel: "true", consts.RemoteClusterIDLabel: consumer}); err != nil {
 		return nil, fmt.Errorf("listing the tenant namespaces of cluster %s: %w", consumer, err)
 	}
-	out := corev1.ResourceList{}
+	var out []authv1beta1.ResourceSlice
 	for _, ns := range nss.Items {
 		slices := &authv1beta1.ResourceSliceList{}
 		if err := h.Client.List(ctx, slices, client.InNamespace(ns.Name)); err != nil {
@@ -251,7 +267,7 @@ func (h *Handler) grant(ctx context.Context, consumer string) (corev1.ResourceLi
 				(s.Spec.ConsumerClusterID != nil && string(*s.Spec.ConsumerClusterID) != consumer) {
 				continue
 			}
-			Add(out, s.Status.Resources)
+			out = append(out, s)
 		}
 	}
 	return out, nil

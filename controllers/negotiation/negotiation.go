@@ -51,6 +51,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if slice.Spec.ConsumerClusterID == nil || slice.Labels[consts.ReplicationLabel] == "true" {
 		return reconcile.Result{}, nil // not a consumer's request (the consumer side of a peering)
 	}
+	if !Decides(slice.Spec.Class) {
+		return reconcile.Result{}, nil // another class: its own controller decides it
+	}
 	consumer := string(*slice.Spec.ConsumerClusterID)
 	tenant, err := r.tenantOf(ctx, slice.Namespace, consumer)
 	if err != nil {
@@ -103,6 +106,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
+// Decides tells whether this controller decides the slices of a class: those that name none
+// and the default class, as upstream Liqo's ResourceSlice controller does. A slice of another
+// class is left untouched (no condition written) for the controller of its class.
+func Decides(class authv1beta1.ResourceSliceClass) bool {
+	return class == authv1beta1.ResourceSliceClassUnknown || class == authv1beta1.ResourceSliceClassDefault
+}
+
 // tenantOf finds the Tenant of a consumer in a namespace, or nil.
 func (r *Reconciler) tenantOf(ctx context.Context, namespace, consumer string) (*authv1beta1.Tenant, error) {
 	tenants := &authv1beta1.TenantList{}
@@ -117,7 +127,10 @@ func (r *Reconciler) tenantOf(ctx context.Context, namespace, consumer string) (
 	return nil, nil
 }
 
-// available is what is shared minus what other slices were granted.
+// available is what is shared minus what other slices were granted. Every accepted slice
+// counts, whatever its class: a slice of another class accepted by its own controller runs on
+// the same nodes this policy shares, so what it was granted is no longer there to give (the
+// grant enforcement on ShadowPods sums the slices of every class too).
 func (r *Reconciler) available(ctx context.Context, self *authv1beta1.ResourceSlice) (corev1.ResourceList, error) {
 	shared, err := r.Policy.Shared(ctx, r.Client)
 	if err != nil {

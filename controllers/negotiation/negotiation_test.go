@@ -149,3 +149,92 @@ func TestFixedPolicy(t *testing.T) {
 		t.Errorf("shared %v, %v; want cpu 3", got, err)
 	}
 }
+
+// TestOtherClassLeftAlone: a slice of another class than the default is not decided (no
+// condition, even when its tenant changes), so that the controller of its class can; once that
+// one accepts it, what it granted counts against what the default class still has to give.
+// A slice naming the default class explicitly is decided.
+func TestOtherClassLeftAlone(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", Nodes: []testenv.NodeOptions{
+		{Name: "n1", CPU: "4", Memory: "8Gi"}, {Name: "n2", CPU: "4", Memory: "8Gi"}}})
+	cl := env.Cluster("provider")
+	c := cl.Client
+	ctx := t.Context()
+	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
+		return (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: negotiation.Policy{Percent: 50}}).SetupWithManager(mgr)
+	})
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "t-a", Name: "cl-a"},
+		Spec: authv1beta1.TenantSpec{ClusterID: "cl-a", TenantCondition: authv1beta1.TenantConditionActive}}
+	if err := c.Create(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	undecided := func(when string) {
+		t.Helper()
+		// Created (or changed) before a slice the controller has decided since: its turn came.
+		for range 10 {
+			got := &authv1beta1.ResourceSlice{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "t-a", Name: "gpu"}, got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Status.Conditions) != 0 || len(got.Status.Resources) != 0 {
+				t.Fatalf("slice of class %q %s: status %+v, want none (left to its class's controller)", got.Spec.Class, when, got.Status)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	gpu := slice("t-a", "gpu", "1")
+	gpu.Spec.Class = "gpu"
+	if err := c.Create(ctx, gpu); err != nil {
+		t.Fatal(err)
+	}
+	def := slice("t-a", "def", "1")
+	def.Spec.Class = authv1beta1.ResourceSliceClassDefault
+	if err := c.Create(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	decided(t, c, def, "Resources", "Accepted", negotiation.ReasonGranted)
+	undecided("after a default slice was decided")
+
+	// Its own controller accepts it, with 2 cpu (more than it asked: its business).
+	if err := c.Get(ctx, client.ObjectKeyFromObject(gpu), gpu); err != nil {
+		t.Fatal(err)
+	}
+	gpu.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	gpu.Status.Conditions = []authv1beta1.ResourceSliceCondition{
+		{Type: authv1beta1.ResourceSliceConditionTypeAuthentication, Status: authv1beta1.ResourceSliceConditionAccepted, Reason: "GPUController", LastTransitionTime: metav1.Now()},
+		{Type: authv1beta1.ResourceSliceConditionTypeResources, Status: authv1beta1.ResourceSliceConditionAccepted, Reason: "GPUController", LastTransitionTime: metav1.Now()}}
+	if err := c.Status().Update(ctx, gpu); err != nil {
+		t.Fatal(err)
+	}
+	// 4 cpu shared: 1 to def, 2 to gpu, 1 left.
+	more := slice("t-a", "more", "2")
+	if err := c.Create(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	got := decided(t, c, more, "Resources", "Denied", negotiation.ReasonInsufficient)
+	if msg := got.Status.Conditions[1].Message; !strings.Contains(msg, "cpu: asked 2, available 1") {
+		t.Errorf("denial says %q, want the other class's grant subtracted (cpu: asked 2, available 1)", msg)
+	}
+
+	// A Drained tenant loses its default-class grants; the other class's decision is its
+	// controller's, left as written.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(tenant), tenant); err != nil {
+		t.Fatal(err)
+	}
+	tenant.Spec.TenantCondition = authv1beta1.TenantConditionDrained
+	if err := c.Update(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	decided(t, c, def, "Authentication", "Denied", negotiation.ReasonDrained)
+	got = &authv1beta1.ResourceSlice{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(gpu), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Conditions) != 2 || got.Status.Conditions[0].Reason != "GPUController" || got.Status.Resources.Cpu().String() != "2" {
+		t.Errorf("slice of class gpu after its tenant was drained: status %+v, want its controller's as written", got.Status)
+	}
+}

@@ -1,7 +1,8 @@
 // Package negotiation decides, on the provider, the ResourceSlices its consumers ask for: a slice
 // of an Active tenant is accepted when what it asks fits in what the provider shares minus what
 // it already granted; otherwise, or for a Cordoned or Drained tenant, it is denied with the
-// reason in its status conditions.
+// reason in its status conditions. Only slices of the default class (or naming none) are
+// decided here; a slice of another class is left to the controller of its class (Decides).
 package negotiation
 
 import (

@@ -1,6 +1,7 @@
 // Package replication copies objects of the consumer (ResourceSlices, NamespaceMaps) from its
 // tenant namespace to the provider's tenant namespace through the control-plane identity the
-// provider issued, and copies their status back. It watches both sides (a namespace-scoped
+// provider issued, and copies their status back (for ResourceSlices, also each side's cordon,
+// under annotations of its own: Kind.ToCopy and Kind.ToLocal). It watches both sides (a namespace-scoped
 // cache per provider, added to the running controller), so every change reaches the other side
 // without polling, and, being level-triggered, it resumes after a restart of either side.
 //
@@ -64,6 +65,12 @@ type Kind[T client.Object] struct {
 	// Prepare, if set, completes the spec of a fresh copy for the provider (e.g. the
 	// consumer's cluster ID).
 	Prepare func(copy T, consumer corev1beta1.ClusterID)
+	// ToCopy, if set, gives annotations of the copy computed from the local object, and
+	// ToLocal annotations of the local object computed from the copy: the replicator alone
+	// writes these keys on that side (a key given "" is removed) and leaves every other
+	// annotation to whoever wrote it. Neither may depend on the keys the other writes, or
+	// each side's write would bring the other's back.
+	ToCopy, ToLocal func(T) map[string]string
 }
 
 // ResourceSlices replicates ResourceSlices to spec.providerClusterID, recording the consumer
@@ -83,6 +90,26 @@ var ResourceSlices = Kind[*authv1beta1.ResourceSlice]{
 	Prepare: func(s *authv1beta1.ResourceSlice, consumer corev1beta1.ClusterID) {
 		s.Spec.ConsumerClusterID = &consumer
 	},
+	// Each side's own cordon reaches the other under a key of its own (consts'
+	// resourceslice.go): the consumer's liqo.io/cordon as liqo.io/cordon-consumer on the copy,
+	// the provider's liqo.io/cordon or liqo.io/cordon-tenant on the copy as
+	// liqo.io/cordon-provider here. The copy's liqo.io/cordon is the provider's (liqoctl
+	// cordon/uncordon resourceslice): never written here, so neither side undoes the other's.
+	ToCopy: func(s *authv1beta1.ResourceSlice) map[string]string {
+		return map[string]string{consts.ConsumerCordonAnnotation: flag(consts.CordonSet(s.Annotations, consts.CordonAnnotation))}
+	},
+	ToLocal: func(s *authv1beta1.ResourceSlice) map[string]string {
+		return map[string]string{consts.ProviderCordonAnnotation: flag(consts.CordonSet(s.Annotations, consts.CordonAnnotation) ||
+			consts.CordonSet(s.Annotations, consts.CordonTenantAnnotation))}
+	},
+}
+
+// flag is "true" for true and "" (no annotation) for false.
+func flag(b bool) string {
+	if b {
+		return "true"
+	}
+	return ""
 }
 
 // NamespaceMaps replicates NamespaceMaps to the cluster named by their liqo.io/remote-cluster-id label.
@@ -153,7 +180,10 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.syncStatusBack(ctx, local, remote)
+	if err := r.syncStatusBack(ctx, local, remote); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.syncAnnotationsBack(ctx, local, remote)
 }
 
 // peerOf returns the connection to the provider of local; nil when there is none to reach: the
@@ -258,15 +288,69 @@ func (r *Reconciler[T]) syncCopy(ctx context.Context, p *peer, local T, provider
 		return remote, fmt.Errorf("reading the copy of %s %s on %s: %w", r.Kind.Name, req, providerID, err)
 	default:
 		want := r.copyOf(local, p.namespace)
+		changed := false
 		if !equality.Semantic.DeepEqual(r.Kind.Spec(want), r.Kind.Spec(remote)) || !equality.Semantic.DeepEqual(want.GetLabels(), remote.GetLabels()) {
 			assign(r.Kind.Spec(remote), r.Kind.Spec(want))
 			remote.SetLabels(want.GetLabels())
+			changed = true
+		}
+		if r.Kind.ToCopy != nil && setAnnotations(remote, r.Kind.ToCopy(local)) {
+			changed = true
+		}
+		if changed {
+			// An update, not a patch: the copy's other annotations (the provider's) are kept
+			// as read, and a change of them meanwhile fails it with a conflict, retried.
 			if err := p.client.Update(ctx, remote); err != nil {
 				return remote, fmt.Errorf("updating the copy of %s %s on %s: %w", r.Kind.Name, req, providerID, err)
 			}
 		}
 	}
 	return remote, nil
+}
+
+// setAnnotations sets on o the annotations of want, removing those given "", and tells
+// whether that changed anything.
+func setAnnotations(o client.Object, want map[string]string) bool {
+	ann := o.GetAnnotations()
+	changed := false
+	for k, v := range want {
+		cur, ok := ann[k]
+		switch {
+		case v == "" && ok:
+			delete(ann, k)
+			changed = true
+		case v != "" && cur != v:
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[k] = v
+			changed = true
+		}
+	}
+	if changed {
+		o.SetAnnotations(ann)
+	}
+	return changed
+}
+
+// syncAnnotationsBack sets on local the annotations the kind computes from the copy (ToLocal).
+func (r *Reconciler[T]) syncAnnotationsBack(ctx context.Context, local, remote T) error {
+	if r.Kind.ToLocal == nil {
+		return nil
+	}
+	req := client.ObjectKeyFromObject(local)
+	before, ok := local.DeepCopyObject().(T)
+	if !ok {
+		return fmt.Errorf("copying %s %s: unexpected type %T", r.Kind.Name, req, local.DeepCopyObject())
+	}
+	if !setAnnotations(local, r.Kind.ToLocal(remote)) {
+		return nil
+	}
+	// A merge patch of these keys alone: the local object's other annotations are its owners'.
+	if err := r.Client.Patch(ctx, local, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("copying the annotations of the copy of %s %s back: %w", r.Kind.Name, req, err)
+	}
+	return nil
 }
 
 // syncStatusBack copies the status of the remote copy to local when they differ.
@@ -314,6 +398,9 @@ func (r *Reconciler[T]) copyOf(local T, namespace string) T {
 	out.SetName(local.GetName())
 	out.SetLabels(labels)
 	out.SetAnnotations(map[string]string{consts.ReplicationOriginNamespaceAnnotation: local.GetNamespace()})
+	if r.Kind.ToCopy != nil {
+		setAnnotations(out, r.Kind.ToCopy(local))
+	}
 	spec, ok := local.DeepCopyObject().(T)
 	if ok {
 		assign(r.Kind.Spec(out), r.Kind.Spec(spec))

@@ -1,7 +1,8 @@
 // Package virtualnode turns the consumer's accepted ResourceSlices into VirtualNodes (capacity =
 // the grant; node labels and the offloading patch's node selector = the slice's) and runs each
 // VirtualNode's Node through a vnode.Runner; deleting a slice deletes its VirtualNode, which
-// removes the Node.
+// removes the Node. A slice of any class makes a virtual node once accepted (by whichever
+// controller decides its class); a cordoned slice's Node is unschedulable (syncCordon).
 package virtualnode
 
 import (
@@ -14,8 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -79,7 +82,7 @@ func (r *SliceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("writing the virtual node of %s: %w", req, err)
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, r.syncCordon(ctx, slice, vn.Name)
 }
 
 func accepted(s *authv1beta1.ResourceSlice) bool {
@@ -106,11 +109,13 @@ func identitySecret(ctx context.Context, c client.Client, slice *authv1beta1.Res
 	return secrets.Items[0].Name, nil
 }
 
-// SetupWithManager watches slices and the VirtualNodes they own.
+// SetupWithManager watches slices, the VirtualNodes they own and the virtual Nodes (created,
+// or made (un)schedulable: see syncCordon).
 func (r *SliceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("slicevirtualnode").
 		For(&authv1beta1.ResourceSlice{}).
 		Owns(&offv1beta1.VirtualNode{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.sliceOfNode), builder.WithPredicates(cordonChanges)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the slice virtual-node controller: %w", err)

@@ -207,9 +207,10 @@ func (r *sandboxRun) expectLiqoctlPeering(t *testing.T, bin, when string) (liqoc
 // Connected tunnel that carries pod traffic, then the handshake, the slice and the virtual node;
 // a namespace offloaded and unoffloaded; then `liqoctl force unpeer` on each side (as after a
 // partition) leaves nothing. Then `liqoctl peer --networking-disabled` and `liqoctl unpeer
-// --delete-namespaces`, leaving nothing; before that unpeer, `terraform query` finds that peering
-// and generates its import (queryLiqoctlPeering). Without gateways, the networked peering is
-// skipped.
+// --delete-namespaces`, leaving nothing; before that unpeer, `liqoctl cordon resourceslice` and
+// `uncordon` on the provider take the virtual node out of scheduling and back
+// (cordonAndUncordon), and `terraform query` finds that peering and generates its import
+// (queryLiqoctlPeering). Without gateways, the networked peering is skipped.
 func TestLiqoctlPeer(t *testing.T) {
 	bin := liqoctlBin(t)
 	r := startSandbox(t, 2)
@@ -247,6 +248,9 @@ func TestLiqoctlPeer(t *testing.T) {
 	}
 	if len(node) == 1 && !r.networking {
 		r.offloadAndUnoffload(t, bin, node[0].Name)
+	}
+	if slices := p.Authentication.ResourceSlices; len(node) == 1 && len(slices) == 1 {
+		r.cordonAndUncordon(t, bin, node[0].Name, slices[0].Name)
 	}
 	r.queryLiqoctlPeering(t)
 	r.liqoctl(t, bin, "consumer", append([]string{"unpeer", "--delete-namespaces", "--timeout", "3m"}, remote...)...)

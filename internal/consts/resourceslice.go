@@ -1,0 +1,57 @@
+package consts
+
+// A ResourceSlice can be cordoned: its virtual node then takes no new pods and the provider
+// admits no new ShadowPod for it, while the pods already running keep running. Each
+// annotation below has one writer, so that nobody undoes another's cordon:
+//
+//   - CordonAnnotation on the provider's copy: the provider (`liqoctl cordon resourceslice
+//     <name> --remote-cluster-id <consumer>` sets it, `liqoctl uncordon resourceslice` removes
+//     it); on the consumer's own slice: the consumer.
+//   - CordonTenantAnnotation on the provider's copy: the provider's tenant controller (upstream
+//     Liqo's sets it on every slice of a Cordoned Tenant; ours does not, but honours it).
+//   - ConsumerCordonAnnotation on the provider's copy and ProviderCordonAnnotation on the
+//     consumer's slice: the consumer's replication controller, which mirrors each side's own
+//     cordon to the other side under these keys (never under CordonAnnotation, which upstream's
+//     provider forbids a consumer to change).
+//   - SliceCordonNodeAnnotation on a virtual Node: the consumer's virtual-node controller.
+const (
+	// CordonAnnotation cordons a ResourceSlice (upstream Liqo's key); see CordonSet for its values.
+	CordonAnnotation = "liqo.io/cordon"
+	// CordonTenantAnnotation, on a provider's copy of a slice, says the slice's tenant is
+	// cordoned (upstream Liqo's key).
+	CordonTenantAnnotation = "liqo.io/cordon-tenant"
+	// ConsumerCordonAnnotation ("true"), on a provider's copy of a slice, says the consumer
+	// cordoned its own slice (CordonAnnotation there). Ours, not upstream Liqo's.
+	ConsumerCordonAnnotation = "liqo.io/cordon-consumer"
+	// ProviderCordonAnnotation ("true"), on a consumer's slice, says the provider cordoned its
+	// copy (CordonAnnotation or CordonTenantAnnotation there). Ours, not upstream Liqo's.
+	ProviderCordonAnnotation = "liqo.io/cordon-provider"
+	// SliceCordonNodeAnnotation ("true"), on a virtual Node, says the virtual-node controller
+	// made the node unschedulable because its slice is cordoned, and will make it schedulable
+	// again when the slice is uncordoned. A node made unschedulable by anyone else (kubectl
+	// cordon) does not carry it and is left as it is. Ours, not upstream Liqo's.
+	SliceCordonNodeAnnotation = "liqo.io/cordoned-by-resourceslice"
+)
+
+// SliceCordonAnnotations are the annotations that cordon a ResourceSlice, on either side of a
+// peering (each is written on one side only).
+var SliceCordonAnnotations = []string{CordonAnnotation, CordonTenantAnnotation, ConsumerCordonAnnotation, ProviderCordonAnnotation}
+
+// CordonSet tells whether annotations cordon through key: the key is present with any value
+// but "false", "False" or "0" (upstream Liqo's rule, so an empty value cordons).
+func CordonSet(annotations map[string]string, key string) bool {
+	v, ok := annotations[key]
+	return ok && v != "false" && v != "False" && v != "0"
+}
+
+// SliceCordonedBy returns the annotations of SliceCordonAnnotations that cordon a slice with
+// these annotations, in that order; none when it is not cordoned.
+func SliceCordonedBy(annotations map[string]string) []string {
+	var out []string
+	for _, k := range SliceCordonAnnotations {
+		if CordonSet(annotations, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
