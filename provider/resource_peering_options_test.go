@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -15,6 +16,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -172,6 +175,92 @@ func TestAccPeeringSliceOptions(t *testing.T) {
 				ConfigPlanChecks:  inPlace(),
 				ConfigStateChecks: []statecheck.StateCheck{status("Ready")},
 				Check:             withNode(pid),
+			},
+		},
+	})
+}
+
+// grantClass plays the provider's controller of a ResourceSlice class until the test ends:
+// it accepts every slice of that class in the provider's tenant namespace of the consumer,
+// granting what it asks, as Liqo's controllers do for the default class.
+func grantClass(t *testing.T, e *testenv.Env, cid, pid string, class authv1beta1.ResourceSliceClass) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := e.Cluster(pid).Client
+	go func() {
+		_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			slices := &authv1beta1.ResourceSliceList{}
+			if err := c.List(ctx, slices, client.InNamespace("liqo-tenant-"+cid)); err != nil {
+				return false, nil
+			}
+			for i := range slices.Items {
+				s := &slices.Items[i]
+				if s.Spec.Class != class || len(s.Status.Conditions) > 0 {
+					continue
+				}
+				now := metav1.Now()
+				s.Status.Resources = s.Spec.Resources.DeepCopy()
+				s.Status.Conditions = []authv1beta1.ResourceSliceCondition{
+					{Type: authv1beta1.ResourceSliceConditionTypeAuthentication, Status: authv1beta1.ResourceSliceConditionAccepted,
+						LastTransitionTime: now, Reason: "GpuClass", Message: "accepted by the gpu class's controller"},
+					{Type: authv1beta1.ResourceSliceConditionTypeResources, Status: authv1beta1.ResourceSliceConditionAccepted,
+						LastTransitionTime: now, Reason: "GpuClass", Message: "granted by the gpu class's controller"},
+				}
+				_ = c.Status().Update(ctx, s)
+			}
+			return false, nil
+		})
+	}()
+}
+
+// TestAccPeeringSliceClass: a liqo_peering whose slice is of another class than the default is
+// not granted by Liqo's own controllers: the create times out naming the class and who decides
+// it. Once the class's controller runs (played here), the tainted peering is replaced and ends
+// with a Ready virtual node of what that controller granted; a change of class plans a
+// replacement.
+func TestAccPeeringSliceClass(t *testing.T) {
+	const cid, pid = "cl-consumer", "cl-provider"
+	e := peeringEnv(t, cid, pid)
+	res := "liqo_peering.this"
+	cfg := func(timeout string) string {
+		return peeringOptionsConfig(e, cid, pid, `  cpu    = "1"
+  memory = "2Gi"
+  pods   = "10"
+  resource_slice_class = "gpu"
+  timeouts {
+    create = "`+timeout+`"
+  }`)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Providers,
+		CheckDestroy:             func(*terraform.State) error { return checkNothingLeft(e, cid, pid) },
+		Steps: []resource.TestStep{
+			{
+				Config:      cfg("8s"),
+				ExpectError: regexp.MustCompile(`(?s)to\s+grant\s+ResourceSlice.*class\s+"gpu":\s+the\s+provider's\s+controller\s+for\s+that\s+class\s+decides\s+it`),
+			},
+			{
+				PreConfig: func() { grantClass(t, e, cid, pid, "gpu") },
+				Config:    cfg("2m"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply:             []plancheck.PlanCheck{plancheck.ExpectResourceAction(res, plancheck.ResourceActionReplace)},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("resource_slice_class"), knownvalue.StringExact("gpu")),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("status").AtMapKey("offloading"), knownvalue.StringExact("Ready")),
+				},
+				Check: func(*terraform.State) error {
+					return checkVirtualNode(e, cid, pid, map[corev1.ResourceName]string{"cpu": "1", "memory": "2Gi", "pods": "10"})
+				},
+			},
+			{
+				Config:             strings.Replace(cfg("2m"), `"gpu"`, `"default"`, 1),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionReplace)}},
 			},
 		},
 	})

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -273,7 +274,7 @@ func (m *virtualNodeModel) fill(ctx context.Context, c *clusterClient, vn *offv1
 	}
 	forge.MutateVirtualNode(vn, forge.VirtualNodeOptions{ProviderID: string(provider), ResourceSlice: slice.Name,
 		KubeconfigSecret: secret, Resources: slice.Status.Resources, NodeLabels: labels,
-		CreateNode: m.CreateNode.ValueBool(), DisableNetworkCheck: m.DisableNetworkCheck.ValueBool(), OffloadingPatch: patch})
+		CreateNode: m.CreateNode.ValueBool(), DisableNetworkCheck: ptr.To(m.DisableNetworkCheck.ValueBool()), OffloadingPatch: patch})
 	return nil
 }
 

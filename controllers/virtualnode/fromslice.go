@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +23,8 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
+	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 )
 
 // NameFor is the VirtualNode (and Node) of a slice (consts.VirtualNodeName).
@@ -54,29 +55,23 @@ func (r *SliceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		}
 		return reconcile.Result{}, nil
 	}
-	secret, err := identitySecret(ctx, r.Client, slice)
+	secret, err := peering.ControlPlaneSecret(ctx, r.Client, slice.Namespace, *slice.Spec.ProviderClusterID)
 	if err != nil || secret == "" {
 		return reconcile.Result{}, err
 	}
 	_, err = controllerutil.CreateOrUpdate(ctx, r.Client, vn, func() error {
-		if vn.Labels == nil {
-			vn.Labels = map[string]string{}
-		}
-		vn.Labels[consts.RemoteClusterIDLabel] = string(*slice.Spec.ProviderClusterID)
-		vn.Labels[consts.ResourceSliceNameLabel] = slice.Name
-		vn.Spec.ClusterID = *slice.Spec.ProviderClusterID
-		vn.Spec.CreateNode = ptr.To(true)
-		vn.Spec.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret}
-		vn.Spec.ResourceQuota.Hard = slice.Status.Resources.DeepCopy()
-		vn.Spec.Labels = slice.Status.NodeLabels
 		// As upstream: the provider's node selector for the slice's pods becomes the offloading
 		// patch's (the rest of the patch is left as it is).
+		patch := vn.Spec.OffloadingPatch
 		if len(slice.Status.NodeSelector) > 0 {
-			if vn.Spec.OffloadingPatch == nil {
-				vn.Spec.OffloadingPatch = &offv1beta1.OffloadingPatch{}
+			if patch == nil {
+				patch = &offv1beta1.OffloadingPatch{}
 			}
-			vn.Spec.OffloadingPatch.NodeSelector = maps.Clone(slice.Status.NodeSelector)
+			patch.NodeSelector = maps.Clone(slice.Status.NodeSelector)
 		}
+		forge.MutateVirtualNode(vn, forge.VirtualNodeOptions{ProviderID: string(*slice.Spec.ProviderClusterID), ResourceSlice: slice.Name,
+			KubeconfigSecret: secret, Resources: slice.Status.Resources, NodeLabels: slice.Status.NodeLabels, CreateNode: true,
+			OffloadingPatch: patch})
 		return controllerutil.SetControllerReference(slice, vn, r.Client.Scheme())
 	})
 	if err != nil {
@@ -93,20 +88,6 @@ func accepted(s *authv1beta1.ResourceSlice) bool {
 		}
 	}
 	return n == 2 && len(s.Status.Resources) > 0
-}
-
-// identitySecret is the name of the control-plane identity Secret of the slice's provider, in
-// the slice's namespace; "" when there is none yet.
-func identitySecret(ctx context.Context, c client.Client, slice *authv1beta1.ResourceSlice) (string, error) {
-	secrets := &corev1.SecretList{}
-	if err := c.List(ctx, secrets, client.InNamespace(slice.Namespace), client.MatchingLabels{
-		consts.IdentityTypeLabel: "ControlPlane", consts.RemoteClusterIDLabel: string(*slice.Spec.ProviderClusterID)}); err != nil {
-		return "", fmt.Errorf("listing identities in %s: %w", slice.Namespace, err)
-	}
-	if len(secrets.Items) == 0 {
-		return "", nil
-	}
-	return secrets.Items[0].Name, nil
 }
 
 // SetupWithManager watches slices, the VirtualNodes they own and the virtual Nodes (created,

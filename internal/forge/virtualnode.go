@@ -25,16 +25,17 @@ type VirtualNodeOptions struct {
 	Resources corev1.ResourceList
 	// NodeLabels are added to the Node (spec.labels, copied).
 	NodeLabels map[string]string
-	// CreateNode creates the Node (default true); DisableNetworkCheck leaves the network out of
-	// its conditions (default false).
-	CreateNode, DisableNetworkCheck bool
+	// CreateNode creates the Node.
+	CreateNode bool
+	// DisableNetworkCheck leaves the network out of the Node's conditions (nil: kept as it is).
+	DisableNetworkCheck *bool
 	// OffloadingPatch is applied to what is offloaded through the node (nil: none; copied).
 	OffloadingPatch *offv1beta1.OffloadingPatch
 }
 
 // MutateVirtualNode makes vn the virtual node o describes: labelled with the provider's ID and
 // its ResourceSlice, with the provider's ID, the kubeconfig Secret, the resources, the node
-// labels, the offloading patch and the two switches in its spec. The rest of the spec (upstream's
+// labels, the offloading patch and the switches in its spec. The rest of the spec (upstream's
 // template, images, classes) is left as it is.
 func MutateVirtualNode(vn *offv1beta1.VirtualNode, o VirtualNodeOptions) {
 	labels := map[string]string{consts.RemoteClusterIDLabel: o.ProviderID}
@@ -44,9 +45,8 @@ func MutateVirtualNode(vn *offv1beta1.VirtualNode, o VirtualNodeOptions) {
 	setLabels(vn, labels)
 	vn.Spec.ClusterID = corev1beta1.ClusterID(o.ProviderID)
 	vn.Spec.CreateNode = ptr.To(o.CreateNode)
-	vn.Spec.DisableNetworkCheck = nil
-	if o.DisableNetworkCheck {
-		vn.Spec.DisableNetworkCheck = ptr.To(true)
+	if o.DisableNetworkCheck != nil {
+		vn.Spec.DisableNetworkCheck = ptr.To(*o.DisableNetworkCheck)
 	}
 	vn.Spec.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: o.KubeconfigSecret}
 	vn.Spec.ResourceQuota.Hard = o.Resources.DeepCopy()
