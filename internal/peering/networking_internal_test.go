@@ -35,3 +35,33 @@ func TestEndpointCurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestClientEndpoint: the client dials the server's endpoint, with the address and the port a
+// NAT in front of the server needs in their place; the server's status is left as it is.
+func TestClientEndpoint(t *testing.T) {
+	server := netv1beta1.EndpointStatus{Addresses: []string{"10.0.0.5", "10.0.0.6"}, Port: 51840}
+	for _, tc := range []struct {
+		name  string
+		g     Gateway
+		addrs []string
+		port  int32
+	}{
+		{"no override", Gateway{}, []string{"10.0.0.5", "10.0.0.6"}, 51840},
+		{"address", Gateway{ClientAddress: "gw.example.com"}, []string{"gw.example.com"}, 51840},
+		{"port", Gateway{ClientPort: 41000}, []string{"10.0.0.5", "10.0.0.6"}, 41000},
+		{"both", Gateway{ClientAddress: "203.0.113.7", ClientPort: 41000}, []string{"203.0.113.7"}, 41000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := clientEndpoint(server, tc.g)
+			if got.Port != tc.port || len(got.Addresses) != len(tc.addrs) || got.Addresses[0] != tc.addrs[0] {
+				t.Errorf("clientEndpoint(%+v) = %v:%d, want %v:%d", tc.g, got.Addresses, got.Port, tc.addrs, tc.port)
+			}
+		})
+	}
+	if server.Addresses[0] != "10.0.0.5" || server.Port != 51840 {
+		t.Errorf("the server's endpoint was changed: %+v", server)
+	}
+	if (Gateway{}).ServerLocation() != "Provider" || (Gateway{ServerOnConsumer: true}).ServerLocation() != "Consumer" {
+		t.Error("ServerLocation does not name the side as liqoctl's --gw-server-service-location does")
+	}
+}
