@@ -197,9 +197,9 @@ func (a *peeringTestAction) sides(ctx context.Context, m peeringTestModel) ([]*t
 		if err != nil {
 			return nil, err
 		}
-		id, err := peering.ClusterID(ctx, peering.Cluster{Name: c.describe(), Client: c.ctrl})
+		id, err := peering.ClusterID(ctx, c.peeringCluster(c.describe()))
 		if err != nil {
-			return nil, fmt.Errorf("%w; the Terraform user needs `get` on ConfigMaps in %s", err, consts.LiqoNamespace)
+			return nil, fmt.Errorf("%w; the Terraform user needs `get` on ConfigMaps in %s", err, c.liqoNS)
 		}
 		ids[s.role] = id
 		sides = append(sides, &tunnelSide{role: s.role, c: c})

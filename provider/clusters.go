@@ -20,6 +20,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 )
 
 // reachTimeout bounds the first request to a cluster, so an unreachable API server fails the
@@ -43,6 +45,8 @@ type clusterSet struct {
 type clusterEntry struct {
 	name string
 	conn connectionModel
+	// liqoNS is the namespace Liqo is installed in on the cluster.
+	liqoNS string
 
 	once   sync.Once
 	client *clusterClient
@@ -64,6 +68,13 @@ type clusterClient struct {
 	ctrl client.Client
 	// kube is a client-go clientset.
 	kube kubernetes.Interface
+	// liqoNS is the namespace Liqo is installed in on the cluster (liqo_namespace).
+	liqoNS string
+}
+
+// peeringCluster is the cluster as one side of a peering, named in messages as name.
+func (c *clusterClient) peeringCluster(name string) peering.Cluster {
+	return peering.Cluster{Name: name, Client: c.ctrl, LiqoNamespace: c.liqoNS}
 }
 
 // describe names the cluster for messages.
@@ -182,7 +193,7 @@ func (e *clusterEntry) connect(ctx context.Context, scheme *runtime.Scheme) (*cl
 	if err != nil {
 		return nil, fmt.Errorf("connection of %s (%s): %w", who, cfg.Host, err)
 	}
-	return &clusterClient{name: e.name, host: cfg.Host, config: cfg, ctrl: ctrl, kube: kube}, nil
+	return &clusterClient{name: e.name, host: cfg.Host, config: cfg, ctrl: ctrl, kube: kube, liqoNS: e.liqoNS}, nil
 }
 
 func quoteList(names []string) string {
@@ -200,11 +211,18 @@ func newClusterSet(own connectionModel, named map[string]connectionModel) (*clus
 		return nil, err
 	}
 	s := &clusterSet{scheme: scheme, named: map[string]*clusterEntry{}}
+	liqoNS := func(c connectionModel, def string) string {
+		if set(c.LiqoNamespace) {
+			return c.LiqoNamespace.ValueString()
+		}
+		return def
+	}
+	ownNS := liqoNS(own, consts.LiqoNamespace)
 	if !own.empty() || own.unknown() {
-		s.own = &clusterEntry{conn: own}
+		s.own = &clusterEntry{conn: own, liqoNS: ownNS}
 	}
 	for name, conn := range named {
-		s.named[name] = &clusterEntry{name: name, conn: conn}
+		s.named[name] = &clusterEntry{name: name, conn: conn, liqoNS: liqoNS(conn, ownNS)}
 	}
 	return s, nil
 }

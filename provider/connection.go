@@ -8,8 +8,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,6 +34,7 @@ type connectionModel struct {
 	Insecure              types.Bool   `tfsdk:"insecure"`
 	ProxyURL              types.String `tfsdk:"proxy_url"`
 	Exec                  *execModel   `tfsdk:"exec"`
+	LiqoNamespace         types.String `tfsdk:"liqo_namespace"`
 }
 
 // execModel runs a credential plugin, as kubeconfig's exec section does.
@@ -94,6 +97,14 @@ func connectionAttributes() map[string]schema.Attribute {
 			Optional:            true,
 			MarkdownDescription: "URL of the proxy to reach the API server through.",
 		},
+		"liqo_namespace": schema.StringAttribute{
+			Optional: true,
+			MarkdownDescription: "Namespace Liqo is installed in on this cluster (liqoctl's `--namespace`, the controller " +
+				"manager's `--liqo-namespace`): where its cluster ID ConfigMap and its Networks are. Default `liqo`; in the " +
+				"provider block, the default of every `clusters` entry that sets none.",
+			Validators: []validator.String{stringvalidator.LengthBetween(1, 63), stringvalidator.RegexMatches(dnsLabelPattern,
+				"must be a DNS label (a namespace name)")},
+		},
 		"exec": schema.SingleNestedAttribute{
 			Optional:            true,
 			MarkdownDescription: "A credential plugin to run for a token, as in kubeconfig's `exec`. Conflicts with `token`.",
@@ -114,7 +125,7 @@ func set(v types.String) bool { return !v.IsNull() && !v.IsUnknown() && v.ValueS
 // in the same apply): such a connection is usable only at apply time.
 func (c *connectionModel) unknown() bool {
 	for _, v := range []attr.Value{c.Kubeconfig, c.ConfigPath, c.ConfigContext, c.ConfigContextAuthInfo, c.ConfigContextCluster,
-		c.Host, c.Token, c.ClientCertificate, c.ClientKey, c.ClusterCACertificate, c.Insecure, c.ProxyURL} {
+		c.Host, c.Token, c.ClientCertificate, c.ClientKey, c.ClusterCACertificate, c.Insecure, c.ProxyURL, c.LiqoNamespace} {
 		if v.IsUnknown() {
 			return true
 		}
@@ -129,7 +140,8 @@ func (c *connectionModel) unknown() bool {
 	return false
 }
 
-// empty reports whether nothing at all is set.
+// empty reports whether nothing at all is set of how to reach the cluster (liqo_namespace says
+// what is there, not how to reach it).
 func (c *connectionModel) empty() bool {
 	return !set(c.Kubeconfig) && !set(c.ConfigPath) && !set(c.Host) && !set(c.Token) && !set(c.ClientCertificate) &&
 		!set(c.ClientKey) && !set(c.ClusterCACertificate) && c.Exec == nil && !set(c.ConfigContext) &&

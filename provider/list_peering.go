@@ -151,7 +151,7 @@ func (l *peeringList) candidates(ctx context.Context, cfg peeringListModel) ([]p
 		}
 		c, err := l.clusters.getWithLiqo(ctx, key)
 		if err == nil {
-			clients[key] = peering.Cluster{Name: fmt.Sprintf("cluster %q", key), Client: c.ctrl}
+			clients[key] = c.peeringCluster(fmt.Sprintf("cluster %q", key))
 			idOf[key], err = peering.ClusterID(ctx, clients[key])
 		}
 		switch {

@@ -334,7 +334,7 @@ func (r *peeringResource) sides(ctx context.Context, m *peeringModel) (consumer,
 		if err != nil {
 			return consumer, provider, err
 		}
-		out[i] = peering.Cluster{Name: fmt.Sprintf("cluster %q", key), Client: c.ctrl}
+		out[i] = c.peeringCluster(fmt.Sprintf("cluster %q", key))
 	}
 	return out[0], out[1], nil
 }

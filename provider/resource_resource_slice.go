@@ -322,7 +322,7 @@ func resourceSliceCreateError(c *clusterClient, rs *authv1beta1.ResourceSlice, e
 func resourceSliceRelease(ctx context.Context, c *clusterClient, state *resourceSliceModel, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	consumer := peering.Cluster{Name: c.describe(), Client: c.ctrl}
+	consumer := c.peeringCluster(c.describe())
 	ns, name := state.Namespace.ValueString(), state.Name.ValueString()
 	if err := peering.ReleaseSlice(ctx, consumer, ns, name, corev1beta1.ClusterID(state.ProviderClusterID.ValueString()),
 		200*time.Millisecond); err != nil {

@@ -35,6 +35,17 @@ type Cluster struct {
 	Name string
 	// Client reaches the cluster with enough rights to write the peering's objects.
 	Client client.Client
+	// LiqoNamespace is the namespace Liqo is installed in there: where its cluster ID and its
+	// Networks are ("": consts.LiqoNamespace).
+	LiqoNamespace string
+}
+
+// liqoNamespace is the namespace Liqo is installed in on c.
+func (c Cluster) liqoNamespace() string {
+	if c.LiqoNamespace == "" {
+		return consts.LiqoNamespace
+	}
+	return c.LiqoNamespace
 }
 
 // Gateway are the parameters of the network tunnel.
@@ -133,17 +144,18 @@ func TenantNamespace(remote corev1beta1.ClusterID) string {
 // ClusterID reads a cluster's ID, recorded by its controller manager.
 func ClusterID(ctx context.Context, c Cluster) (corev1beta1.ClusterID, error) {
 	cm := &corev1.ConfigMap{}
-	err := c.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap}, cm)
+	ns := c.liqoNamespace()
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: consts.ClusterIDConfigMap}, cm)
 	if apierrors.IsNotFound(err) {
-		return "", fmt.Errorf("cluster %s has no cluster ID (ConfigMap %s/%s): the liqo controller manager has not run there; install it first",
-			c.Name, consts.LiqoNamespace, consts.ClusterIDConfigMap)
+		return "", fmt.Errorf("cluster %s has no cluster ID (ConfigMap %s/%s): the liqo controller manager has not run there; install it "+
+			"first, or set liqo_namespace to the namespace Liqo is installed in", c.Name, ns, consts.ClusterIDConfigMap)
 	}
 	if err != nil {
 		return "", fmt.Errorf("reading the cluster ID of %s: %w", c.Name, err)
 	}
 	id := cm.Data[consts.ClusterIDKey]
 	if id == "" {
-		return "", fmt.Errorf("cluster %s: ConfigMap %s/%s has no %s", c.Name, consts.LiqoNamespace, consts.ClusterIDConfigMap, consts.ClusterIDKey)
+		return "", fmt.Errorf("cluster %s: ConfigMap %s/%s has no %s", c.Name, ns, consts.ClusterIDConfigMap, consts.ClusterIDKey)
 	}
 	return corev1beta1.ClusterID(id), nil
 }
