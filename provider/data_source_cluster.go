@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,7 @@ type clusterDataSourceModel struct {
 	Cluster           types.String `tfsdk:"cluster"`
 	ClusterID         types.String `tfsdk:"cluster_id"`
 	PodCIDR           types.String `tfsdk:"pod_cidr"`
+	PodCIDRs          types.List   `tfsdk:"pod_cidrs"`
 	ExternalCIDR      types.String `tfsdk:"external_cidr"`
 	APIServerURL      types.String `tfsdk:"api_server_url"`
 	KubernetesVersion types.String `tfsdk:"kubernetes_version"`
@@ -56,10 +58,16 @@ func (d *clusterDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			"cluster": offloadingDataSourceClusterAttribute(),
 			"cluster_id": dataSourceComputedString("The cluster's ID, from ConfigMap `liqo/liqo-clusterid-configmap` " +
 				"(key `CLUSTER_ID`)."),
-			"pod_cidr": dataSourceComputedString("The cluster's pod CIDR: the CIDR of its Networks of namespace `liqo` " +
-				"labelled `ipam.liqo.io/network-type=pod-cidr` (each one's `status.cidr`, else its `spec.cidr`; upstream " +
-				"names them `pod-cidr-<cidr>`, e.g. `pod-cidr-10-200-0-0-16`); null when there is none yet, an error when " +
-				"they hold several CIDRs."),
+			"pod_cidrs": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "The cluster's pod CIDRs, all of them (upstream Liqo v1.2 lets a cluster have several): " +
+					"the CIDR of each of its Networks of namespace `liqo` labelled `ipam.liqo.io/network-type=pod-cidr` (each " +
+					"one's `status.cidr`, else its `spec.cidr`; upstream names them `pod-cidr-<cidr>`, e.g. " +
+					"`pod-cidr-10-200-0-0-16`, one per pod CIDR), each CIDR once, in the Networks' name order (the order " +
+					"upstream's tools list them in); an empty list when there is none yet."},
+			"pod_cidr": dataSourceComputedString("**Deprecated**: use `pod_cidrs`, which lists all of the cluster's pod " +
+				"CIDRs (a cluster may have several since Liqo v1.2). Kept for configurations written for one: the " +
+				"cluster's pod CIDR when it has exactly one (the one element of `pod_cidrs`); null when it has none yet, " +
+				"and null (not an error) when it has several."),
 			"external_cidr": dataSourceComputedString("The cluster's external CIDR (the range its peers reach it through): " +
 				"the Network of namespace `liqo` labelled `ipam.liqo.io/network-type=external-cidr` (its `status.cidr`, " +
 				"else its `spec.cidr`); null when there is none yet, an error when there are several. The liqo controllers " +
@@ -109,9 +117,15 @@ func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest
 		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s: %v", c.describe(), err))
 		return
 	}
-	pod, err := clusternet.PodCIDR(nets)
-	if err != nil {
-		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s: %v; pod_cidr holds a single CIDR", c.describe(), err))
+	pods := clusternet.PodCIDRs(nets)
+	if len(pods) == 1 {
+		cfg.PodCIDR = types.StringValue(pods[0])
+	} else {
+		cfg.PodCIDR = types.StringNull() // none, or several: pod_cidrs has them all
+	}
+	var diags diag.Diagnostics
+	if cfg.PodCIDRs, diags = types.ListValueFrom(ctx, types.StringType, append([]string{}, pods...)); diags.HasError() {
+		resp.Diagnostics.Append(diags...)
 		return
 	}
 	ext, err := clusternet.ExternalCIDR(nets)
@@ -119,7 +133,7 @@ func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest
 		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s: %v", c.describe(), err))
 		return
 	}
-	cfg.PodCIDR, cfg.ExternalCIDR = stringOrNull(pod), stringOrNull(ext)
+	cfg.ExternalCIDR = stringOrNull(ext)
 
 	cfg.APIServerURL = types.StringValue(c.host)
 	ver, err := c.kube.Discovery().ServerVersion()

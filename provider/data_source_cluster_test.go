@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -118,23 +119,57 @@ func TestAccClusterDataSource(t *testing.T) {
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("cluster_id"), offKnownString(func() string { return id })),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("pod_cidr"), offKnownString(func() string { return pod })),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("pod_cidrs"), knownStrings(func() []string { return []string{pod} })),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("external_cidr"), offKnownString(func() string { return ext })),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("api_server_url"), knownvalue.StringExact(cluster("provider").Config.Host)),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("kubernetes_version"), knownvalue.StringRegexp(regexp.MustCompile(`^v1\.\d+\.\d+`))),
 		},
 	}, resource.TestStep{
-		// A second pod CIDR of the cluster's own (upstream's podCIDRs): pod_cidr holds one, so an
-		// error naming both Networks.
-		PreConfig: func() { network("pod-cidr-10-202-0-0-16", "pod-cidr", "10.202.0.0/16", "", nil) },
-		Config:    providerBlock() + clusterDataSourceConfig,
-		ExpectError: offWrappedText(`cluster "provider"`, `the cluster has 2 pod CIDRs`, `liqo/pod-cidr-10-200-0-0-16 (10.200.0.0/16)`,
-			`liqo/pod-cidr-10-202-0-0-16 (10.202.0.0/16)`, `pod_cidr holds a single CIDR`),
+		// Two more pod CIDRs of the cluster's own (upstream's podCIDRs), one of them reported in
+		// status.cidr: pod_cidrs lists them all, in the Networks' name order (here not the CIDRs'
+		// order), and pod_cidr, which holds one, is null.
+		PreConfig: func() {
+			network("pod-cidr-10-202-0-0-16", "pod-cidr", "10.202.0.0/16", "10.202.0.0/16", nil)
+			network("pod-cidr-10-9-0-0-16", "pod-cidr", "10.9.0.0/16", "", nil)
+		},
+		Config: providerBlock() + clusterDataSourceConfig,
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("pod_cidrs"),
+				knownStrings(func() []string { return []string{pod, "10.202.0.0/16", "10.9.0.0/16"} })),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("pod_cidr"), knownvalue.Null()),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("cluster_id"), offKnownString(func() string { return id })),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("external_cidr"), offKnownString(func() string { return ext })),
+		},
 	})
 	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Providers, Steps: steps})
 	if id == "cl-ds-provider" && (pod != "10.200.0.0/16" || ext != "10.71.0.0/16") {
 		t.Errorf("the test's own Networks read as pod %s, external %s", pod, ext)
 	}
 }
+
+// knownStrings checks a list of strings known only when the step runs.
+type knownStrings func() []string
+
+// CheckValue compares the list with the function's result, in order.
+func (f knownStrings) CheckValue(v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("expected a list, got %T", v)
+	}
+	got := make([]string, len(list))
+	for i, e := range list {
+		if got[i], ok = e.(string); !ok {
+			return fmt.Errorf("element %d: expected a string, got %T", i, e)
+		}
+	}
+	if !slices.Equal(got, f()) {
+		return fmt.Errorf("expected %q, got %q", f(), got)
+	}
+	return nil
+}
+
+// String describes the check.
+func (f knownStrings) String() string { return fmt.Sprint(f()) }
 
 // offKnownString checks a string known only when the step runs.
 type offKnownString func() string

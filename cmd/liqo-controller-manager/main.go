@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,7 +70,8 @@ func parse(args []string, out io.Writer) (*options, error) {
 	o.Bind(fs, "the cluster to run in")
 	var clusterID string
 	fs.StringVar(&clusterID, "cluster-id", "", "this cluster's ID, a DNS label (required the first time; it cannot change later)")
-	fs.StringVar(&o.identity.PodCIDR, "pod-cidr", "", "the cluster's pod CIDR, e.g. 10.244.0.0/16")
+	fs.Var((*cidrList)(&o.identity.PodCIDRs), "pod-cidr", "the cluster's pod CIDR, e.g. 10.244.0.0/16; a cluster with several "+
+		"(upstream Liqo's podCIDRs) repeats the flag or lists them separated by commas, and gets a Network per pod CIDR")
 	fs.StringVar(&o.identity.ServiceCIDR, "service-cidr", "", "the cluster's service CIDR, e.g. 10.96.0.0/12")
 	fs.StringVar(&o.identity.ExternalCIDR, "external-cidr", "", "the CIDR peers use to reach this cluster's external addresses "+
 		"(default "+clusternet.DefaultExternalCIDR+", upstream Liqo's; as in upstream's chart, only a CIDR set here is labelled "+
@@ -267,7 +269,7 @@ func setup(mgr ctrl.Manager, o *options) error {
 		return err
 	}
 	var local []string
-	for _, c := range []string{o.identity.PodCIDR, o.identity.ServiceCIDR, o.identity.ExternalCIDR} {
+	for _, c := range append(slices.Clone(o.identity.PodCIDRs), o.identity.ServiceCIDR, o.identity.ExternalCIDR) {
 		if c != "" {
 			local = append(local, c)
 		}
@@ -294,4 +296,27 @@ func parseResourceList(s string) (corev1.ResourceList, error) {
 		out[corev1.ResourceName(name)] = q
 	}
 	return out, nil
+}
+
+// cidrList is a flag that collects CIDRs: each use adds its value, which may list several
+// separated by commas; an empty value adds none (as a chart's --pod-cidr= with no value says).
+type cidrList []string
+
+// String shows the CIDRs as one comma-separated value.
+func (l *cidrList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(*l, ",")
+}
+
+// Set adds the CIDRs of one use of the flag (validated later, with the rest of the identity).
+func (l *cidrList) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	for _, c := range strings.Split(v, ",") {
+		*l = append(*l, strings.TrimSpace(c))
+	}
+	return nil
 }

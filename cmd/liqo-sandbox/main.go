@@ -36,6 +36,10 @@ func run(ctx context.Context, args []string) error {
 	imagesDir := fs.String("images", filepath.Join(root, "bin", "images"), "the component image archives (make images), for real nodes")
 	helm := fs.String("helm", filepath.Join(root, "bin", "helm-v3.22.0"), "the helm binary (make helm), for real nodes")
 	chartDir := fs.String("chart", filepath.Join(root, "deploy", "liqo"), "the chart, for real nodes")
+	extraPodCIDRs := map[string][]string{}
+	fs.Func(sandbox.ExtraPodCIDRFlag, "a further pod CIDR of a cluster, as cluster=cidr (repeatable; e.g. provider=10.70.0.0/16): its "+
+		"controller manager records it besides the cluster's own, and with networking its stand-in pod also answers at the "+
+		"CIDR's .10 address (KWOK nodes only)", func(v string) error { return sandbox.ParseExtraPodCIDR(extraPodCIDRs, v) })
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: liqo-sandbox [flags] up|down|serve|request <from-cluster> <pod-address>\n")
 		fs.PrintDefaults()
@@ -51,7 +55,7 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("resolving -state: %w", err)
 	}
 	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, GatewayBin: *gatewayBin, Clusters: *count,
-		Nodes: *nodes, Images: *imagesDir, Helm: *helm, Chart: *chartDir, Out: os.Stdout}
+		Nodes: *nodes, Images: *imagesDir, Helm: *helm, Chart: *chartDir, ExtraPodCIDRs: extraPodCIDRs, Out: os.Stdout}
 	switch fs.Arg(0) {
 	case "up":
 		self, err := os.Executable()
@@ -63,8 +67,12 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Println(line)
-		return sb.Up(ctx, self, "-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "-gateway-bin", *gatewayBin,
-			"-clusters", fmt.Sprint(*count), "-nodes", mode, "-images", *imagesDir, "-helm", *helm, "-chart", *chartDir, "serve")
+		if err := sb.ValidateExtraPodCIDRs(mode); err != nil {
+			return err
+		}
+		args := append([]string{"-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "-gateway-bin", *gatewayBin,
+			"-clusters", fmt.Sprint(*count), "-nodes", mode, "-images", *imagesDir, "-helm", *helm, "-chart", *chartDir}, sb.ExtraPodCIDRArgs()...)
+		return sb.Up(ctx, self, append(args, "serve")...)
 	case "down":
 		return sb.Down(ctx)
 	case "serve":

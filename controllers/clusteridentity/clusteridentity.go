@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -47,8 +49,11 @@ const (
 type Config struct {
 	// ClusterID identifies the cluster to its peers. Empty: keep the one already recorded.
 	ClusterID corev1beta1.ClusterID
-	// PodCIDR, ServiceCIDR and ExternalCIDR are the cluster's networks; empty ones are skipped.
-	PodCIDR, ServiceCIDR, ExternalCIDR string
+	// PodCIDRs are the cluster's pod CIDRs (upstream Liqo v1.2's podCIDRs: one Network each),
+	// none to skip them.
+	PodCIDRs []string
+	// ServiceCIDR and ExternalCIDR are the cluster's other networks; empty ones are skipped.
+	ServiceCIDR, ExternalCIDR string
 	// ExternalCIDRDefault says ExternalCIDR is the default (clusternet.DefaultExternalCIDR), the
 	// user having set none: its Network is then not labelled not-remapped (upstream's chart).
 	ExternalCIDRDefault bool
@@ -65,16 +70,45 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	for flag, v := range map[string]string{"--pod-cidr": c.PodCIDR, "--service-cidr": c.ServiceCIDR, "--external-cidr": c.ExternalCIDR} {
-		if v == "" {
+	type flagValue struct{ flag, value string }
+	values := []flagValue{{"--service-cidr", c.ServiceCIDR}, {"--external-cidr", c.ExternalCIDR}}
+	for _, v := range c.PodCIDRs {
+		values = append(values, flagValue{"--pod-cidr", v})
+	}
+	var pods []netip.Prefix
+	for _, v := range values {
+		if v.value == "" && v.flag != "--pod-cidr" {
 			continue
 		}
-		p, err := netip.ParsePrefix(v)
+		p, err := netip.ParsePrefix(v.value)
 		if err != nil || p.Masked() != p {
-			errs = append(errs, fmt.Errorf("%s %q is not a network CIDR such as 10.244.0.0/16", flag, v))
+			errs = append(errs, fmt.Errorf("%s %q is not a network CIDR such as 10.244.0.0/16", v.flag, v.value))
+			continue
+		}
+		if v.flag == "--pod-cidr" {
+			pods = append(pods, p)
 		}
 	}
+	errs = append(errs, overlappingPodCIDRs(pods)...)
 	return errors.Join(errs...)
+}
+
+// overlappingPodCIDRs refuses pod CIDRs given twice or overlapping one another: each is a
+// network of its own, with a Network of its own, routed and remapped on its own by peers.
+func overlappingPodCIDRs(pods []netip.Prefix) []error {
+	var errs []error
+	for i := range pods {
+		for j := range i {
+			switch {
+			case pods[i] == pods[j]:
+				errs = append(errs, fmt.Errorf("--pod-cidr %s is given twice: give each pod CIDR once", pods[i]))
+			case pods[i].Overlaps(pods[j]):
+				errs = append(errs, fmt.Errorf("--pod-cidr %s and %s overlap: each pod CIDR is a network of its own; "+
+					"give the larger one only, or CIDRs that do not overlap", pods[j], pods[i]))
+			}
+		}
+	}
+	return errs
 }
 
 func validClusterID(id string) error {
@@ -239,16 +273,17 @@ var cidrFlags = map[string]string{
 }
 
 // ensureNetworks writes the Networks of the cluster's CIDRs as package clusternet builds them
-// (upstream's names and labels) and reports each CIDR in its status: the cluster's own networks
-// are used as they are. The pod CIDR Network of a previous version (named pod-cidr) is replaced:
-// the new one is created first, so that a pod-cidr Network always exists, then the old one,
-// holding the same CIDR, is deleted. A pod CIDR other than the one recorded is refused, as for
-// the other types.
+// (upstream's names and labels: one per pod CIDR) and reports each CIDR in its status: the
+// cluster's own networks are used as they are. The pod CIDR Network of a previous version
+// (named pod-cidr) is replaced: the new one is created first, so that a pod-cidr Network always
+// exists, then the old one, holding the same CIDR, is deleted. A pod CIDR recorded but no longer
+// configured is refused, as another CIDR is for the other types; a pod CIDR added to the
+// recorded ones gets its Network.
 func ensureNetworks(ctx context.Context, c client.Client, cfg Config) error {
-	spec := clusternet.Spec{PodCIDR: cfg.PodCIDR, ServiceCIDR: cfg.ServiceCIDR, ExternalCIDR: cfg.ExternalCIDR,
+	spec := clusternet.Spec{PodCIDRs: cfg.PodCIDRs, ServiceCIDR: cfg.ServiceCIDR, ExternalCIDR: cfg.ExternalCIDR,
 		ExternalCIDRDefaulted: cfg.ExternalCIDRDefault}
-	if cfg.PodCIDR != "" {
-		if err := checkPodCIDR(ctx, c, cfg.PodCIDR); err != nil {
+	if len(cfg.PodCIDRs) > 0 {
+		if err := checkPodCIDRs(ctx, c, cfg.PodCIDRs); err != nil {
 			return err
 		}
 	}
@@ -257,25 +292,30 @@ func ensureNetworks(ctx context.Context, c client.Client, cfg Config) error {
 			return err
 		}
 	}
-	if cfg.PodCIDR != "" {
-		return retireLegacyPodCIDRNetwork(ctx, c, cfg.PodCIDR)
+	if len(cfg.PodCIDRs) > 0 {
+		return retireLegacyPodCIDRNetwork(ctx, c, cfg.PodCIDRs)
 	}
 	return nil
 }
 
-// checkPodCIDR refuses a pod CIDR other than the one of the pod CIDR Networks already written
+// checkPodCIDRs refuses pod CIDRs that leave out one of the pod CIDR Networks already written
 // (by this package, whatever their names): its Network's name follows the CIDR, so a changed
-// flag would otherwise add a second pod CIDR under the peers' feet. Networks of others (e.g.
-// upstream's chart) are left to them.
-func checkPodCIDR(ctx context.Context, c client.Client, cidr string) error {
+// flag would otherwise drop a pod CIDR and add another under the peers' feet. Networks of
+// others (e.g. upstream's chart) are left to them.
+func checkPodCIDRs(ctx context.Context, c client.Client, cidrs []string) error {
 	nets, err := clusternet.List(ctx, c)
 	if err != nil {
 		return err
 	}
+	not := cidrs[0]
+	if len(cidrs) > 1 {
+		not = "one of " + strings.Join(cidrs, ", ")
+	}
 	for _, n := range clusternet.Own(nets, consts.PodCIDRNetwork) {
-		if n.Labels[managedByLabel] == managedBy && string(n.Spec.CIDR) != cidr {
+		if n.Labels[managedByLabel] == managedBy && !slices.Contains(cidrs, string(n.Spec.CIDR)) {
 			return fmt.Errorf("network %s/%s has pod CIDR %s, not %s: a cluster's CIDR cannot change under its peers; "+
-				"fix the flag (--pod-cidr), or delete the Network after unpeering", n.Namespace, n.Name, n.Spec.CIDR, cidr)
+				"fix the flag (--pod-cidr; it takes several, so keep %s and add others), or delete the Network after unpeering",
+				n.Namespace, n.Name, n.Spec.CIDR, not, n.Spec.CIDR)
 		}
 	}
 	return nil
@@ -348,12 +388,9 @@ func relabelNetwork(ctx context.Context, c client.Client, n *ipamv1alpha1.Networ
 }
 
 // retireLegacyPodCIDRNetwork deletes the pod CIDR Network a previous version wrote (named
-// pod-cidr, with our managed-by label and the pod CIDR cidr, which its successor named after
-// the CIDR now holds). One written by others is left alone and still counts as a pod CIDR.
-func retireLegacyPodCIDRNetwork(ctx context.Context, c client.Client, cidr string) error {
-	if consts.PodCIDRNetworkName(cidr) == legacyPodCIDRNetwork {
-		return nil // cannot happen for a valid CIDR; never delete the current one
-	}
+// pod-cidr, with our managed-by label and one of the pod CIDRs cidrs, which its successor named
+// after the CIDR now holds). One written by others is left alone and still counts as a pod CIDR.
+func retireLegacyPodCIDRNetwork(ctx context.Context, c client.Client, cidrs []string) error {
 	n := &ipamv1alpha1.Network{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: legacyPodCIDRNetwork}, n)
 	if apierrors.IsNotFound(err) {
@@ -362,7 +399,9 @@ func retireLegacyPodCIDRNetwork(ctx context.Context, c client.Client, cidr strin
 	if err != nil {
 		return fmt.Errorf("reading network %s/%s: %w", consts.LiqoNamespace, legacyPodCIDRNetwork, err)
 	}
-	if n.Labels[managedByLabel] != managedBy || string(n.Spec.CIDR) != cidr || !n.DeletionTimestamp.IsZero() {
+	cidr := string(n.Spec.CIDR)
+	if n.Labels[managedByLabel] != managedBy || !slices.Contains(cidrs, cidr) || !n.DeletionTimestamp.IsZero() ||
+		consts.PodCIDRNetworkName(cidr) == legacyPodCIDRNetwork { // cannot happen for a valid CIDR; never delete the current one
 		return nil
 	}
 	if err := c.Delete(ctx, n, client.Preconditions{UID: &n.UID}); err != nil && !apierrors.IsNotFound(err) {

@@ -33,7 +33,9 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
-var cfg = clusteridentity.Config{ClusterID: "cl-a", PodCIDR: "10.244.0.0/16", ServiceCIDR: "10.96.0.0/12", ExternalCIDR: "10.70.0.0/16"}
+const podCIDR = "10.244.0.0/16"
+
+var cfg = clusteridentity.Config{ClusterID: "cl-a", PodCIDRs: []string{podCIDR}, ServiceCIDR: "10.96.0.0/12", ExternalCIDR: "10.70.0.0/16"}
 
 func signingKey(t *testing.T, c client.Client) []byte {
 	t.Helper()
@@ -71,11 +73,11 @@ func TestEnsure(t *testing.T) {
 	key := signingKey(t, c)
 	// Upstream v1.2's chart's names and labels, spelled out rather than built from consts.
 	checkNetworks(t, c, map[string]upstreamNetwork{
-		"pod-cidr-10-244-0-0-16": {cfg.PodCIDR, "pod-cidr", true, true},
+		"pod-cidr-10-244-0-0-16": {podCIDR, "pod-cidr", true, true},
 		"service-cidr":           {cfg.ServiceCIDR, "service-cidr", true, true},
 		"external-cidr":          {cfg.ExternalCIDR, "external-cidr", true, false},
 	})
-	checkLiqoctlNetwork(t, env.Cluster("bare").KubeconfigPath)
+	checkLiqoctlNetwork(t, env.Cluster("bare").KubeconfigPath, cfg)
 	role := &rbacv1.ClusterRole{}
 	if err := c.Get(ctx, client.ObjectKey{Name: clusteridentity.RemoteControlPlaneClusterRole}, role); err != nil || len(role.Rules) == 0 {
 		t.Errorf("ClusterRole %s: %v %v", clusteridentity.RemoteControlPlaneClusterRole, role.Rules, err)
@@ -90,7 +92,7 @@ func TestEnsure(t *testing.T) {
 	}
 
 	// Idempotent: same identity, same key; an empty cluster ID keeps the recorded one.
-	if id, err := clusteridentity.Ensure(ctx, c, clusteridentity.Config{PodCIDR: cfg.PodCIDR}); err != nil || id != "cl-a" {
+	if id, err := clusteridentity.Ensure(ctx, c, clusteridentity.Config{PodCIDRs: cfg.PodCIDRs}); err != nil || id != "cl-a" {
 		t.Errorf("second Ensure: %q %v", id, err)
 	}
 	if !bytes.Equal(signingKey(t, c), key) {
@@ -116,10 +118,10 @@ func TestEnsure(t *testing.T) {
 		want string
 	}{
 		{clusteridentity.Config{ClusterID: "cl-b"}, `this cluster's ID is "cl-a"`},
-		{clusteridentity.Config{PodCIDR: "10.245.0.0/16"}, "has pod CIDR 10.244.0.0/16, not 10.245.0.0/16: a cluster's CIDR cannot change under its peers"},
+		{clusteridentity.Config{PodCIDRs: []string{"10.245.0.0/16"}}, "has pod CIDR 10.244.0.0/16, not 10.245.0.0/16: a cluster's CIDR cannot change under its peers"},
 		{clusteridentity.Config{ExternalCIDR: "10.71.0.0/16", ExternalCIDRDefault: true}, "(--external-cidr, empty, hence the default 10.71.0.0/16)"},
 		{clusteridentity.Config{ClusterID: "Bad_ID"}, "is not a DNS label"},
-		{clusteridentity.Config{PodCIDR: "10.0.0.1/16"}, "--pod-cidr"},
+		{clusteridentity.Config{PodCIDRs: []string{"10.0.0.1/16"}}, "--pod-cidr"},
 	} {
 		if _, err := clusteridentity.Ensure(ctx, c, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Ensure(%+v) = %v, want an error containing %q", tc.cfg, err, tc.want)
@@ -310,7 +312,7 @@ func TestEnsureUpgradesNetworks(t *testing.T) {
 	previous := func(typ string) map[string]string {
 		return map[string]string{"ipam.liqo.io/network-type": typ, "app.kubernetes.io/managed-by": "liqo-controller-manager"}
 	}
-	legacy := network("pod-cidr", cfg.PodCIDR, previous("pod-cidr"))
+	legacy := network("pod-cidr", podCIDR, previous("pod-cidr"))
 	network("service-cidr", cfg.ServiceCIDR, previous("service-cidr"))
 	network("external-cidr", cfg.ExternalCIDR, previous("external-cidr"))
 	peerLabels := func(typ string) map[string]string {
@@ -320,7 +322,7 @@ func TestEnsureUpgradesNetworks(t *testing.T) {
 	network("external-cidr-cl-peer", "10.98.0.0/16", peerLabels("external-cidr"))
 
 	// Another pod CIDR than the recorded one is refused, the old Network kept, no new one made.
-	if _, err := clusteridentity.Ensure(ctx, c, clusteridentity.Config{ClusterID: "cl-a", PodCIDR: "10.245.0.0/16"}); err == nil ||
+	if _, err := clusteridentity.Ensure(ctx, c, clusteridentity.Config{ClusterID: "cl-a", PodCIDRs: []string{"10.245.0.0/16"}}); err == nil ||
 		!strings.Contains(err.Error(), "network liqo/pod-cidr has pod CIDR 10.244.0.0/16, not 10.245.0.0/16") {
 		t.Errorf("Ensure with another pod CIDR: %v, want refused", err)
 	}
@@ -335,7 +337,7 @@ func TestEnsureUpgradesNetworks(t *testing.T) {
 		t.Errorf("the previous version's Network liqo/pod-cidr: %v, want replaced (deleted)", err)
 	}
 	checkNetworks(t, c, map[string]upstreamNetwork{
-		"pod-cidr-10-244-0-0-16": {cfg.PodCIDR, "pod-cidr", true, true},
+		"pod-cidr-10-244-0-0-16": {podCIDR, "pod-cidr", true, true},
 		"service-cidr":           {cfg.ServiceCIDR, "service-cidr", true, true},
 		"external-cidr":          {cfg.ExternalCIDR, "external-cidr", true, false},
 	})
@@ -355,27 +357,27 @@ func TestEnsureUpgradesNetworks(t *testing.T) {
 		}
 		return clusternet.PodCIDRs(nets), ext
 	}
-	if pods, ext := readOwn(); !slices.Equal(pods, []string{cfg.PodCIDR}) || ext != cfg.ExternalCIDR {
-		t.Errorf("own CIDRs read back: pod %v external %q, want [%s] %s", pods, ext, cfg.PodCIDR, cfg.ExternalCIDR)
+	if pods, ext := readOwn(); !slices.Equal(pods, []string{podCIDR}) || ext != cfg.ExternalCIDR {
+		t.Errorf("own CIDRs read back: pod %v external %q, want [%s] %s", pods, ext, podCIDR, cfg.ExternalCIDR)
 	}
 
 	// A pod-cidr Network that is not ours, with the same CIDR: left alone, one pod CIDR still.
-	foreign := network("pod-cidr", cfg.PodCIDR, map[string]string{"ipam.liqo.io/network-type": "pod-cidr"})
+	foreign := network("pod-cidr", podCIDR, map[string]string{"ipam.liqo.io/network-type": "pod-cidr"})
 	if _, err := clusteridentity.Ensure(ctx, c, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), got); err != nil || got.UID != foreign.UID {
 		t.Errorf("a pod-cidr Network not ours: %v, want left alone", err)
 	}
-	if pods, _ := readOwn(); !slices.Equal(pods, []string{cfg.PodCIDR}) {
-		t.Errorf("own pod CIDRs with two Networks of the same CIDR: %v, want [%s]", pods, cfg.PodCIDR)
+	if pods, _ := readOwn(); !slices.Equal(pods, []string{podCIDR}) {
+		t.Errorf("own pod CIDRs with two Networks of the same CIDR: %v, want [%s]", pods, podCIDR)
 	}
 }
 
 // checkLiqoctlNetwork checks that upstream liqoctl v1.2.0 (LIQO_LIQOCTL, which `make test` sets;
 // without it the check is left out) reads cfg's CIDRs from the cluster's Networks, finding them by
-// label as it finds upstream's.
-func checkLiqoctlNetwork(t *testing.T, kubeconfig string) {
+// label as it finds upstream's (the pod CIDRs in the Networks' name order).
+func checkLiqoctlNetwork(t *testing.T, kubeconfig string, cfg clusteridentity.Config) {
 	t.Helper()
 	bin := os.Getenv("LIQO_LIQOCTL")
 	if bin == "" {
@@ -399,8 +401,8 @@ func checkLiqoctlNetwork(t *testing.T, kubeconfig string) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("liqoctl info --get network: %v\n%s", err, out)
 	}
-	if !slices.Equal(got.PodCIDRs, []string{cfg.PodCIDR}) || got.ServiceCIDR != cfg.ServiceCIDR || got.ExternalCIDR != cfg.ExternalCIDR {
-		t.Errorf("liqoctl sees pod %v service %q external %q, want [%s] %s %s (stderr: %s)", got.PodCIDRs, got.ServiceCIDR,
-			got.ExternalCIDR, cfg.PodCIDR, cfg.ServiceCIDR, cfg.ExternalCIDR, stderr.String())
+	if !slices.Equal(got.PodCIDRs, cfg.PodCIDRs) || got.ServiceCIDR != cfg.ServiceCIDR || got.ExternalCIDR != cfg.ExternalCIDR {
+		t.Errorf("liqoctl sees pod %v service %q external %q, want %v %s %s (stderr: %s)", got.PodCIDRs, got.ServiceCIDR,
+			got.ExternalCIDR, cfg.PodCIDRs, cfg.ServiceCIDR, cfg.ExternalCIDR, stderr.String())
 	}
 }

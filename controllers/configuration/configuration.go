@@ -1,6 +1,7 @@
-// Package configuration reconciles network Configurations: it checks the remote cluster's CIDRs
-// against the local cluster's pod, service and external CIDRs and against the CIDRs already
-// used for other peers, allocates a remapped CIDR from a pool when they overlap, and reports
+// Package configuration reconciles network Configurations: it checks each of the remote
+// cluster's CIDRs (a cluster may have several pod CIDRs) against the local cluster's pod (each of
+// them), service and external CIDRs and against the CIDRs already used for other peers,
+// allocates a remapped CIDR from a pool for each one that overlaps, and reports
 // how the local cluster sees the remote one in the Configuration's status. Each remote CIDR also
 // gets an ipam.liqo.io Network in the Configuration's namespace, owned by the Configuration (see
 // consts.NetworkCIDRTypeLabel): spec.cidr is the remote CIDR, status.cidr the local view of it.
@@ -99,16 +100,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("remapping pool: %w", err)
 	}
-	var prev netv1beta1.ClusterConfigCIDR
-	if conf.Status.Remote != nil {
-		prev = conf.Status.Remote.CIDR
+	prev, err := r.previousRemaps(ctx, conf)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
+	pod, ext := conf.Spec.Remote.CIDR.Pod, conf.Spec.Remote.CIDR.External
+	mapped, remapped, allocErr := allocate(append(remoteCIDRs(pod, prev.of(consts.PodCIDRType)),
+		remoteCIDRs(ext, prev.of(consts.ExternalCIDRType))...), used, pool)
 	status := &netv1beta1.ClusterConfig{}
-	var remapped []string
-	var allocErr error
-	status.CIDR.Pod, used, allocErr = allocate(conf.Spec.Remote.CIDR.Pod, prev.Pod, used, pool, &remapped)
 	if allocErr == nil {
-		status.CIDR.External, _, allocErr = allocate(conf.Spec.Remote.CIDR.External, prev.External, used, pool, &remapped)
+		status.CIDR.Pod, status.CIDR.External = mapped[:len(pod):len(pod)], mapped[len(pod):]
+		if len(status.CIDR.Pod) == 0 {
+			status.CIDR.Pod = nil
+		}
+		if len(status.CIDR.External) == 0 {
+			status.CIDR.External = nil
+		}
 	}
 	cond := metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionTrue, Reason: "NoOverlap",
 		Message: "the remote CIDRs do not overlap local ones", ObservedGeneration: conf.Generation}
@@ -183,36 +190,77 @@ func (r *Reconciler) usedCIDRs(ctx context.Context, conf *netv1beta1.Configurati
 	return parseAll(raw)
 }
 
-// allocate maps each remote CIDR to itself when it overlaps nothing in used, else keeps its
-// previous remap when still free, else takes the first free range of the same size in pool. It
-// returns the mapped CIDRs and used extended with them.
-func allocate(spec, prev []netv1beta1.CIDR, used, pool []netip.Prefix, remapped *[]string) ([]netv1beta1.CIDR, []netip.Prefix, error) {
-	var out []netv1beta1.CIDR
+// remoteCIDR is one remote CIDR to map and its previous remap ("" when none).
+type remoteCIDR struct {
+	real, prev netv1beta1.CIDR
+}
+
+// remoteCIDRs lists spec's remote CIDRs with their previous remaps (prev.of).
+func remoteCIDRs(spec []netv1beta1.CIDR, prev func(i int, real netv1beta1.CIDR) netv1beta1.CIDR) []remoteCIDR {
+	out := make([]remoteCIDR, len(spec))
 	for i, c := range spec {
-		want, err := netip.ParsePrefix(string(c))
-		if err != nil {
-			return nil, used, fmt.Errorf("remote CIDR %q: %w", c, err)
-		}
-		want = want.Masked()
-		got := want
-		if overlapsAny(want, used) {
-			got = netip.Prefix{}
-			if i < len(prev) {
-				if p, err := netip.ParsePrefix(string(prev[i])); err == nil && p.Bits() == want.Bits() && p != want && !overlapsAny(p, used) {
-					got = p
-				}
-			}
-			if !got.IsValid() {
-				if got, err = firstFree(want.Bits(), used, pool); err != nil {
-					return nil, used, fmt.Errorf("remapping %s: %w", want, err)
-				}
-			}
-			*remapped = append(*remapped, want.String()+"->"+got.String())
-		}
-		used = append(used, got)
-		out = append(out, netv1beta1.CIDR(got.String()))
+		out[i] = remoteCIDR{real: c, prev: prev(i, c)}
 	}
-	return out, used, nil
+	return out
+}
+
+// allocate maps every remote CIDR of a Configuration (its pod and external CIDRs, one list) to a
+// range of the same size that overlaps nothing in used nor the others' ranges. First each keeps
+// its previous mapping while that still holds (itself, while free; a remap, while the CIDR still
+// overlaps used and the remap is free), so that nothing moves under running traffic when a CIDR
+// is added to or dropped from the lists; then each other one maps to itself when free; then each
+// still unmapped takes the first free range of pool. It returns the mapped CIDRs, in the order of
+// remote, and the remaps made ("real->mapped").
+func allocate(remote []remoteCIDR, used, pool []netip.Prefix) ([]netv1beta1.CIDR, []string, error) {
+	wants := make([]netip.Prefix, len(remote))
+	for i, c := range remote {
+		want, err := netip.ParsePrefix(string(c.real))
+		if err != nil {
+			return nil, nil, fmt.Errorf("remote CIDR %q: %w", c.real, err)
+		}
+		wants[i] = want.Masked()
+	}
+	got := make([]netip.Prefix, len(remote))
+	taken := slices.Clone(used)
+	// take gives the i-th CIDR the range p, if p is of its size and free.
+	take := func(i int, p netip.Prefix) {
+		if p.IsValid() && p.Bits() == wants[i].Bits() && !overlapsAny(p, taken) {
+			got[i] = p
+			taken = append(taken, p)
+		}
+	}
+	for i, c := range remote { // the previous mapping, while it holds
+		p, err := netip.ParsePrefix(string(c.prev))
+		if err != nil {
+			continue
+		}
+		if p = p.Masked(); p == wants[i] || overlapsAny(wants[i], used) {
+			take(i, p)
+		}
+	}
+	for i := range remote { // itself, when free
+		if !got[i].IsValid() {
+			take(i, wants[i])
+		}
+	}
+	var remapped []string
+	for i := range remote { // a range of the pool
+		if !got[i].IsValid() {
+			p, err := firstFree(wants[i].Bits(), taken, pool)
+			if err != nil {
+				return nil, nil, fmt.Errorf("remapping %s: %w", wants[i], err)
+			}
+			take(i, p)
+		}
+		if got[i] != wants[i] {
+			remapped = append(remapped, wants[i].String()+"->"+got[i].String())
+		}
+	}
+	out := make([]netv1beta1.CIDR, len(got))
+	for i, p := range got {
+		out[i] = netv1beta1.CIDR(p.String())
+	}
+	return out, remapped, nil
 }
 
 // firstFree returns the first /bits range of pool that overlaps nothing in used.

@@ -104,3 +104,52 @@ func (r *Reconciler) ensureNetwork(ctx context.Context, conf *netv1beta1.Configu
 	}
 	return nil
 }
+
+// remaps are how the local cluster saw a Configuration's remote CIDRs before this reconcile.
+type remaps struct {
+	// byNetwork maps "<type> <remote CIDR>" to the status.cidr of the CIDR's Network.
+	byNetwork map[string]netv1beta1.CIDR
+	// status is the Configuration's status.remote.cidr.
+	status netv1beta1.ClusterConfigCIDR
+}
+
+// previousRemaps reads how the local cluster saw conf's remote CIDRs so far: from the Networks
+// of conf (one per remote CIDR, named after it, so that a CIDR keeps its remap when another is
+// added to or dropped from the list before it) and from its status.
+func (r *Reconciler) previousRemaps(ctx context.Context, conf *netv1beta1.Configuration) (remaps, error) {
+	out := remaps{byNetwork: map[string]netv1beta1.CIDR{}}
+	if conf.Status.Remote != nil {
+		out.status = conf.Status.Remote.CIDR
+	}
+	list := &ipamv1alpha1.NetworkList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(conf.Namespace), client.HasLabels{consts.NetworkCIDRTypeLabel}); err != nil {
+		return out, fmt.Errorf("listing the Networks of configuration %s/%s: %w", conf.Namespace, conf.Name, err)
+	}
+	for i := range list.Items {
+		n := &list.Items[i]
+		if metav1.IsControlledBy(n, conf) && n.DeletionTimestamp.IsZero() && n.Status.CIDR != "" {
+			out.byNetwork[n.Labels[consts.NetworkCIDRTypeLabel]+" "+string(n.Spec.CIDR)] = n.Status.CIDR
+		}
+	}
+	return out, nil
+}
+
+// of returns, for the remote CIDRs of type cidrType, the previous remap of the i-th one, real:
+// its Network's status.cidr; when conf has no Network with a remap at all (as after an upgrade
+// from a version that wrote none), the i-th CIDR of the status. A CIDR new to a list whose
+// others have Networks has none: it must not take the range of the CIDR that was at its index.
+func (p remaps) of(cidrType string) func(i int, real netv1beta1.CIDR) netv1beta1.CIDR {
+	status := p.status.Pod
+	if cidrType == consts.ExternalCIDRType {
+		status = p.status.External
+	}
+	return func(i int, real netv1beta1.CIDR) netv1beta1.CIDR {
+		if c, ok := p.byNetwork[cidrType+" "+string(real)]; ok {
+			return c
+		}
+		if len(p.byNetwork) == 0 && i < len(status) {
+			return status[i]
+		}
+		return ""
+	}
+}

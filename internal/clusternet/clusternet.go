@@ -1,6 +1,7 @@
 // Package clusternet names and reads a cluster's own networks: the ipam.liqo.io Networks of
-// namespace liqo that hold its pod, service and external CIDRs, with upstream Liqo v1.2's names
-// and labels (its chart's liqo-ipam-networks.yaml; see internal/consts). Spec.Networks builds
+// namespace liqo that hold its pod (one Network per pod CIDR: a cluster may have several),
+// service and external CIDRs, with upstream Liqo v1.2's names and labels (its chart's
+// liqo-ipam-networks.yaml; see internal/consts). Spec.Networks builds
 // them; List, PodCIDRs, PodCIDR and ExternalCIDR read them back the way upstream's tools do: by
 // type label, never by name, leaving out the Networks that stand for a peer's CIDRs (labelled
 // liqo.io/remote-cluster-id).
@@ -10,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,14 +30,30 @@ const DefaultExternalCIDR = "10.70.0.0/16"
 // Spec is what a cluster declares of its own networks. An empty CIDR has no Network.
 type Spec struct {
 	// PodCIDR, ServiceCIDR and ExternalCIDR are the cluster's networks, e.g. 10.244.0.0/16.
+	// PodCIDR is the first pod CIDR of a cluster that has one; PodCIDRs holds the others, or
+	// all of them (upstream Liqo v1.2's podCIDRs).
 	PodCIDR, ServiceCIDR, ExternalCIDR string
+	// PodCIDRs are the cluster's pod CIDRs besides PodCIDR (one Network each; one given twice
+	// has one Network).
+	PodCIDRs []string
 	// ExternalCIDRDefaulted says that ExternalCIDR is a default (DefaultExternalCIDR), not a CIDR
 	// the user set: as in upstream's chart, its Network is then not marked not-remapped.
 	ExternalCIDRDefaulted bool
 }
 
+// AllPodCIDRs are the pod CIDRs of spec: PodCIDR (when set), then PodCIDRs, each once.
+func (s Spec) AllPodCIDRs() []string {
+	var out []string
+	for _, c := range append([]string{s.PodCIDR}, s.PodCIDRs...) {
+		if c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Networks returns the Networks of spec's non-empty CIDRs, as upstream's chart writes them:
-// named consts.PodCIDRNetworkName(cidr), consts.ServiceCIDRNetwork and
+// one per pod CIDR (AllPodCIDRs), named consts.PodCIDRNetworkName(cidr); consts.ServiceCIDRNetwork and
 // consts.ExternalCIDRNetwork in consts.LiqoNamespace; labelled with their type, the pod and
 // service CIDRs as not remapped and shared, the external CIDR as not remapped unless defaulted;
 // the CIDR in spec.cidr (status is left to the caller).
@@ -57,7 +75,9 @@ func (s Spec) Networks() []*ipamv1alpha1.Network {
 			Spec:       ipamv1alpha1.NetworkSpec{CIDR: netv1beta1.CIDR(cidr)},
 		})
 	}
-	add(consts.PodCIDRNetworkName(s.PodCIDR), consts.PodCIDRNetwork, s.PodCIDR, true, true)
+	for _, pod := range s.AllPodCIDRs() {
+		add(consts.PodCIDRNetworkName(pod), consts.PodCIDRNetwork, pod, true, true)
+	}
 	add(consts.ServiceCIDRNetwork, consts.ServiceCIDRNetwork, s.ServiceCIDR, true, true)
 	add(consts.ExternalCIDRNetwork, consts.ExternalCIDRNetwork, s.ExternalCIDR, !s.ExternalCIDRDefaulted, false)
 	return out
@@ -105,7 +125,7 @@ func CIDR(n *ipamv1alpha1.Network) string {
 }
 
 // PodCIDRs returns the cluster's pod CIDRs among items: the CIDR of each of its own pod-cidr
-// Networks, in name order, each CIDR once (an old Network being replaced may hold the same
+// Networks, in name order (the order upstream's tools list them in), each CIDR once (an old Network being replaced may hold the same
 // CIDR as its successor). None: an empty list.
 func PodCIDRs(items []ipamv1alpha1.Network) []string {
 	var out []string
@@ -120,7 +140,8 @@ func PodCIDRs(items []ipamv1alpha1.Network) []string {
 }
 
 // PodCIDR returns the cluster's one pod CIDR among items ("" when it has none), for a reader
-// that holds a single one; an error naming the Networks when they hold several.
+// that holds a single one; an error naming the Networks when they hold several (PodCIDRs reads
+// them all).
 func PodCIDR(items []ipamv1alpha1.Network) (string, error) {
 	cidrs := PodCIDRs(items)
 	switch len(cidrs) {

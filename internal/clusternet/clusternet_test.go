@@ -72,6 +72,22 @@ func TestNetworks(t *testing.T) {
 	if got := (clusternet.Spec{PodCIDR: "10.1.0.0/16"}).Networks(); len(got) != 1 || got[0].Name != "pod-cidr-10-1-0-0-16" {
 		t.Errorf("a Spec with a pod CIDR only gives %v, want pod-cidr-10-1-0-0-16 only", got)
 	}
+	// Several pod CIDRs (upstream's podCIDRs): one Network each, upstream's name and labels; one
+	// given twice (PodCIDR and again in PodCIDRs) has one Network.
+	several := clusternet.Spec{PodCIDR: "10.1.0.0/16", PodCIDRs: []string{"10.2.0.0/16", "10.1.0.0/16", "10.3.0.0/24"}}
+	if got := several.AllPodCIDRs(); !slices.Equal(got, []string{"10.1.0.0/16", "10.2.0.0/16", "10.3.0.0/24"}) {
+		t.Errorf("AllPodCIDRs = %v, want each once, PodCIDR first", got)
+	}
+	var names []string
+	for _, n := range (clusternet.Spec{PodCIDRs: []string{"10.2.0.0/16", "10.3.0.0/24"}}).Networks() {
+		names = append(names, n.Name)
+		if !maps.Equal(n.Labels, typed("pod-cidr", notRemapped, shared)) || n.Name != "pod-cidr-"+strings.NewReplacer(".", "-", "/", "-").Replace(string(n.Spec.CIDR)) {
+			t.Errorf("pod CIDR Network %s (%s): labels %v, want upstream's name and labels", n.Name, n.Spec.CIDR, n.Labels)
+		}
+	}
+	if !slices.Equal(names, []string{"pod-cidr-10-2-0-0-16", "pod-cidr-10-3-0-0-24"}) {
+		t.Errorf("a Spec with PodCIDRs only gives %v, want pod-cidr-10-2-0-0-16 and pod-cidr-10-3-0-0-24", names)
+	}
 
 	// Peers' Networks: in the liqo namespace with remote-cluster-id, and in a tenant namespace.
 	create := func(ns, name, specCIDR, statusCIDR string, labels map[string]string) {

@@ -34,10 +34,10 @@ type manager struct {
 }
 
 // managerArgs are the flags of a cluster's controller manager in the sandbox: the cluster's
-// name is its ID, its pod CIDR is the one its KWOK nodes use, its external CIDR its own
-// (externalCIDRs), virtual nodes run in-process, and the API server calls the admission webhooks
-// at a local address.
-func managerArgs(c *testenv.Cluster, opts testenv.ClusterOptions, probeAddr, webhookAddr string) []string {
+// name is its ID, its pod CIDR is the one its KWOK nodes use (and then its further pod CIDRs
+// extra, if any), its external CIDR its own (externalCIDRs), virtual nodes run in-process, and
+// the API server calls the admission webhooks at a local address.
+func managerArgs(c *testenv.Cluster, opts testenv.ClusterOptions, extra []string, probeAddr, webhookAddr string) []string {
 	// One "--flag=value" argument each, as in the chart: tools read the flags back from the
 	// installation's record (recordInstallation) in that form.
 	args := []string{"--kubeconfig=" + c.KubeconfigPath, "--cluster-id=" + c.Name, "--api-server-address-override=" + c.Config.Host,
@@ -45,6 +45,9 @@ func managerArgs(c *testenv.Cluster, opts testenv.ClusterOptions, probeAddr, web
 		"--webhook-bind-address=" + webhookAddr, "--webhook-url=https://" + webhookAddr}
 	if opts.PodCIDR != "" {
 		args = append(args, "--pod-cidr="+opts.PodCIDR)
+	}
+	for _, cidr := range extra {
+		args = append(args, "--pod-cidr="+cidr)
 	}
 	if cidr := externalCIDRs[opts.Name]; cidr != "" {
 		args = append(args, "--external-cidr="+cidr)
@@ -79,7 +82,7 @@ func (s *Sandbox) startManagers(ctx context.Context, env *testenv.Env, opts []te
 		if err != nil {
 			return managers, fmt.Errorf("creating %s: %w", logPath, err)
 		}
-		cmd := exec.Command(s.ManagerBin, managerArgs(c, o, probe, webhook)...)
+		cmd := exec.Command(s.ManagerBin, managerArgs(c, o, s.ExtraPodCIDRs[o.Name], probe, webhook)...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		// The manager dies with the supervisor, whatever kills it.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

@@ -95,13 +95,10 @@ func podAddrs(cluster string) (pod, gw string, bits int, err error) {
 	if err != nil {
 		return "", "", 0, err
 	}
-	_, n, err := net.ParseCIDR(o.PodCIDR)
-	if err != nil || n.IP.To4() == nil {
-		return "", "", 0, fmt.Errorf("cluster %s: pod CIDR %q is not an IPv4 network", cluster, o.PodCIDR)
+	if pod, gw, bits, err = standInAddrs(o.PodCIDR); err != nil {
+		return "", "", 0, fmt.Errorf("cluster %s: %w", cluster, err)
 	}
-	b := n.IP.To4()
-	bits, _ = n.Mask.Size()
-	return net.IPv4(b[0], b[1], b[2], b[3]+10).String(), net.IPv4(b[0], b[1], b[2], b[3]+1).String(), bits, nil
+	return pod, gw, bits, nil
 }
 
 // networkUnsupported says why the gateways cannot run here, or "" when they can.
@@ -137,6 +134,7 @@ func networkUnsupported(euid int, gatewayBin string) string {
 type network struct {
 	out        io.Writer
 	clusters   []string
+	extra      map[string][]string // further pod CIDRs of the clusters (podcidrs.go)
 	runner     *gatewayRunner
 	podServers []*http.Server // the stand-in pods' HTTP servers (podnet.go)
 	cancel     context.CancelFunc
@@ -158,7 +156,7 @@ func (s *Sandbox) startNetwork(ctx context.Context, env *testenv.Env) (*network,
 		pid, _ := bridgeOwner()
 		return nil, s.disableNetwork(fmt.Sprintf("the network (%s*) is held by another running sandbox (supervisor pid %d)", NetPrefix, pid))
 	}
-	n := &network{out: s.Out}
+	n := &network{out: s.Out, extra: s.ExtraPodCIDRs}
 	for _, c := range env.Clusters {
 		n.clusters = append(n.clusters, c.Name)
 	}
@@ -251,6 +249,18 @@ func (n *network) setup() error {
 			[]string{"-n", pod, "link", "set", "eth0", "up"},
 			[]string{"-n", pod, "route", "add", "default", "via", podGW},
 		)
+		// The cluster's further pod CIDRs: the gateway host reaches each on the pod link, where
+		// the stand-in pod holds its .10 address (its default route stays through the first).
+		for _, cidr := range n.extra[cluster] {
+			extraIP, extraGW, extraBits, err := standInAddrs(cidr)
+			if err != nil {
+				return fmt.Errorf("cluster %s: %w", cluster, err)
+			}
+			cmds = append(cmds,
+				[]string{"-n", host, "addr", "add", extraGW + "/" + strconv.Itoa(extraBits), "dev", "pod0"},
+				[]string{"-n", pod, "addr", "add", extraIP + "/32", "dev", "eth0"},
+			)
+		}
 	}
 	for _, args := range cmds {
 		if err := ipCmd(args...); err != nil {
@@ -321,6 +331,10 @@ func (s *Sandbox) printNetworkUsage() {
 	fmt.Fprintf(s.Out, "\nNetworking enabled: gateways run in network namespaces %s<cluster>; gateway servers must use service type LoadBalancer.\n", NetPrefix)
 	fmt.Fprintf(s.Out, "A stand-in pod per cluster, to try the tunnel once peered:\n")
 	for _, name := range s.names() {
-		fmt.Fprintf(s.Out, "  %-10s ip netns exec %s <command>   (address %s)\n", name, PodNetns(name), PodAddress(name))
+		addrs := []string{PodAddress(name)}
+		for _, cidr := range s.ExtraPodCIDRs[name] {
+			addrs = append(addrs, StandInAddress(cidr))
+		}
+		fmt.Fprintf(s.Out, "  %-10s ip netns exec %s <command>   (address %s)\n", name, PodNetns(name), strings.Join(addrs, ", "))
 	}
 }

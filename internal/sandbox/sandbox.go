@@ -94,6 +94,9 @@ type Sandbox struct {
 	Images string
 	// Helm is the helm binary, and Chart the chart's folder, for real nodes.
 	Helm, Chart string
+	// ExtraPodCIDRs gives clusters pod CIDRs besides their own: a cluster's name to its further
+	// pod CIDRs (podcidrs.go; KWOK nodes only). None by default.
+	ExtraPodCIDRs map[string][]string
 	// Out receives progress and instructions.
 	Out io.Writer
 }
@@ -186,6 +189,9 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 		return fmt.Errorf("writing pid file: %w", err)
 	}
 	defer func() { _ = os.Remove(filepath.Join(s.StateDir, pidFile)) }()
+	if err := s.ValidateExtraPodCIDRs(s.Nodes); err != nil {
+		return err
+	}
 
 	opts := clusters(s.count())
 	if s.Nodes == NodesReal {

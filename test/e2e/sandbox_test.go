@@ -64,9 +64,9 @@ func requireTerraform(t *testing.T) {
 	}
 }
 
-// startSandbox runs `liqo-sandbox up` with n clusters and stops it (`down`) when the test ends,
-// checking that nothing is left.
-func startSandbox(t *testing.T, n int) *sandboxRun {
+// startSandbox runs `liqo-sandbox up` with n clusters (and the further sandbox flags, if any) and
+// stops it (`down`) when the test ends, checking that nothing is left.
+func startSandbox(t *testing.T, n int, flags ...string) *sandboxRun {
 	t.Helper()
 	requireTerraform(t)
 	root, err := testenv.RepoRoot()
@@ -78,7 +78,7 @@ func startSandbox(t *testing.T, n int) *sandboxRun {
 	sb := func(args ...string) (string, error) {
 		out, err := exec.Command(filepath.Join(bins, "liqo-sandbox"), append([]string{"-state", state, "-provider-bin", bins,
 			"-manager-bin", filepath.Join(bins, "liqo-controller-manager"), "-gateway-bin", filepath.Join(bins, "liqo-gateway"),
-			"-clusters", fmt.Sprint(n)}, args...)...).CombinedOutput()
+			"-clusters", fmt.Sprint(n)}, append(append([]string{}, flags...), args...)...)...).CombinedOutput()
 		return string(out), err
 	}
 	out, err := sb("up")

@@ -13,9 +13,11 @@ resource "liqo_tenant_namespace" "provider" {
   remote_cluster_id = data.liqo_cluster.provider.cluster_id
 }
 
+# pod_cidrs lists all of the cluster's pod CIDRs (a cluster may have several since Liqo v1.2);
+# pod_cidr, deprecated, is the one when there is one and null otherwise.
 output "provider_cidrs" {
   value = {
-    pod      = data.liqo_cluster.provider.pod_cidr
+    pods     = data.liqo_cluster.provider.pod_cidrs
     external = data.liqo_cluster.provider.external_cidr
     api      = data.liqo_cluster.provider.api_server_url
     version  = data.liqo_cluster.provider.kubernetes_version

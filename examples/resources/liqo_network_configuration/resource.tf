@@ -13,7 +13,7 @@ resource "liqo_network_configuration" "provider" {
   cluster               = "consumer"
   namespace             = liqo_tenant_namespace.provider.name
   remote_cluster_id     = data.liqo_cluster.provider.cluster_id      # also the default name
-  remote_pod_cidrs      = [data.liqo_cluster.provider.pod_cidr]      # e.g. ["10.243.0.0/16"]
+  remote_pod_cidrs      = data.liqo_cluster.provider.pod_cidrs       # all of them, e.g. ["10.243.0.0/16"]
   remote_external_cidrs = [data.liqo_cluster.provider.external_cidr] # e.g. ["10.70.0.0/16"]
 
   # Wait until the liqo controllers report how the provider's networks are remapped here.
