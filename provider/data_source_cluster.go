@@ -93,21 +93,21 @@ func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest
 		return
 	}
 	cm := &corev1.ConfigMap{}
-	err = c.ctrl.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap}, cm)
+	err = c.ctrl.Get(ctx, client.ObjectKey{Namespace: c.liqoNS, Name: consts.ClusterIDConfigMap}, cm)
 	if err != nil && !apierrors.IsNotFound(err) {
 		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("reading ConfigMap %s/%s in %s: %v",
-			consts.LiqoNamespace, consts.ClusterIDConfigMap, c.describe(), err))
+			c.liqoNS, consts.ClusterIDConfigMap, c.describe(), err))
 		return
 	}
 	if err != nil || cm.Data[consts.ClusterIDKey] == "" {
 		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s has no cluster ID (ConfigMap %s/%s, key %s): the liqo "+
-			"controllers are not installed or have not started there; install them (or wait for them to start) and retry",
-			c.describe(), consts.LiqoNamespace, consts.ClusterIDConfigMap, consts.ClusterIDKey))
+			"controllers are not installed or have not started there; install them (or wait for them to start) and retry, "+
+			"or set liqo_namespace to the namespace Liqo is installed in", c.describe(), c.liqoNS, consts.ClusterIDConfigMap, consts.ClusterIDKey))
 		return
 	}
 	cfg.ClusterID = types.StringValue(cm.Data[consts.ClusterIDKey])
 
-	nets, err := clusternet.List(ctx, c.ctrl)
+	nets, err := clusternet.ListIn(ctx, c.ctrl, c.liqoNS)
 	if err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s has no ipam.liqo.io API: the liqo controllers are not "+

@@ -93,21 +93,26 @@ func LabelKeys() []string {
 // in name order: the cluster's own and any a peer's that live there. PodCIDRs, PodCIDR and
 // ExternalCIDR pick the cluster's own among them.
 func List(ctx context.Context, r client.Reader) ([]ipamv1alpha1.Network, error) {
+	return ListIn(ctx, r, consts.LiqoNamespace)
+}
+
+// ListIn is List for a cluster whose Liqo is installed in namespace.
+func ListIn(ctx context.Context, r client.Reader, namespace string) ([]ipamv1alpha1.Network, error) {
 	list := &ipamv1alpha1.NetworkList{}
-	if err := r.List(ctx, list, client.InNamespace(consts.LiqoNamespace), client.HasLabels{consts.NetworkTypeLabel}); err != nil {
-		return nil, fmt.Errorf("listing the Networks of namespace %s labelled %s: %w", consts.LiqoNamespace, consts.NetworkTypeLabel, err)
+	if err := r.List(ctx, list, client.InNamespace(namespace), client.HasLabels{consts.NetworkTypeLabel}); err != nil {
+		return nil, fmt.Errorf("listing the Networks of namespace %s labelled %s: %w", namespace, consts.NetworkTypeLabel, err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	return list.Items, nil
 }
 
-// Own returns the cluster's own Networks of type typ among items, in name order: in
-// consts.LiqoNamespace, labelled consts.NetworkTypeLabel=typ and not a peer's (no
-// consts.RemoteClusterIDLabel).
+// Own returns the cluster's own Networks of type typ among items (the Networks of its Liqo
+// namespace, as List and ListIn return them), in name order: labelled
+// consts.NetworkTypeLabel=typ and not a peer's (no consts.RemoteClusterIDLabel).
 func Own(items []ipamv1alpha1.Network, typ string) []ipamv1alpha1.Network {
 	var out []ipamv1alpha1.Network
 	for _, n := range items {
-		if n.Namespace == consts.LiqoNamespace && n.Labels[consts.NetworkTypeLabel] == typ && n.Labels[consts.RemoteClusterIDLabel] == "" {
+		if n.Labels[consts.NetworkTypeLabel] == typ && n.Labels[consts.RemoteClusterIDLabel] == "" {
 			out = append(out, n)
 		}
 	}
@@ -190,7 +195,12 @@ func (o Declared) ExternalCIDRs() []string {
 // Read reads a cluster's own networks from its Networks (List, PodCIDRs, ExternalCIDR): what
 // its Configuration on a peer holds. Several external-cidr Networks are an error.
 func Read(ctx context.Context, r client.Reader) (Declared, error) {
-	nets, err := List(ctx, r)
+	return ReadIn(ctx, r, consts.LiqoNamespace)
+}
+
+// ReadIn is Read for a cluster whose Liqo is installed in namespace.
+func ReadIn(ctx context.Context, r client.Reader, namespace string) (Declared, error) {
+	nets, err := ListIn(ctx, r, namespace)
 	if err != nil {
 		return Declared{}, err
 	}

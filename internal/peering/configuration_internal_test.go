@@ -64,3 +64,46 @@ func TestEnsureConfigurationReadsOwnNetworks(t *testing.T) {
 		t.Errorf("Configuration's remote CIDRs: pod %v external %v, want [10.120.0.0/16] [10.71.0.0/16]", got.Pod, got.External)
 	}
 }
+
+// TestLiqoNamespace: a cluster whose Liqo is installed in another namespace than liqo has its
+// cluster ID and its own networks read there; looked for in liqo, the error says to set the
+// namespace.
+func TestLiqoNamespace(t *testing.T) {
+	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	c := env.Cluster("a").Client
+	ctx := t.Context()
+	for _, ns := range []string{"liqo-system", "liqo-tenant-cl-b"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-system", Name: "liqo-clusterid-configmap"},
+		Data: map[string]string{"CLUSTER_ID": "cl-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	spec := clusternet.Spec{PodCIDR: "10.120.0.0/16", ServiceCIDR: "10.96.0.0/12", ExternalCIDR: "10.71.0.0/16"}
+	for _, n := range spec.Networks() {
+		n.Namespace = "liqo-system"
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	installed := Cluster{Name: "remote", Client: c, LiqoNamespace: "liqo-system"}
+	if id, err := ClusterID(ctx, installed); err != nil || id != "cl-a" {
+		t.Errorf("ClusterID in liqo-system: %q, %v", id, err)
+	}
+	if _, err := ClusterID(ctx, Cluster{Name: "remote", Client: c}); err == nil || !strings.Contains(err.Error(), "set liqo_namespace") {
+		t.Errorf("ClusterID looked for in liqo: %v, want an error saying to set liqo_namespace", err)
+	}
+	local := side{c: Cluster{Name: "local", Client: c}, ns: "liqo-tenant-cl-b", remote: "cl-b"}
+	if err := (&pair{}).ensureConfiguration(ctx, local, side{c: installed}); err != nil {
+		t.Fatal(err)
+	}
+	conf := &netv1beta1.Configuration{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-cl-b", Name: "cl-b"}, conf); err != nil {
+		t.Fatal(err)
+	}
+	if got := conf.Spec.Remote.CIDR.Pod; !slices.Equal(got, []netv1beta1.CIDR{"10.120.0.0/16"}) {
+		t.Errorf("Configuration's remote pod CIDRs: %v, want the Networks of liqo-system's", got)
+	}
+}

@@ -105,7 +105,7 @@ func gatewayObjectName(ctx context.Context, s side, list client.ObjectList, kind
 // cluster's networks: its own pod CIDRs (at least one) and external CIDR (optional), read from
 // its Network objects by package clusternet.
 func (p *pair) ensureConfiguration(ctx context.Context, local, remote side) error {
-	nets, err := clusternet.Read(ctx, remote.c.Client)
+	nets, err := clusternet.ReadIn(ctx, remote.c.Client, remote.c.liqoNamespace())
 	if err != nil {
 		return fmt.Errorf("reading the networks of %s: %w", remote.c.Name, err)
 	}
