@@ -63,7 +63,7 @@ provider "liqo" {
 			{Config: cfg(ns, ""), ConfigStateChecks: read},
 			{Config: cfg("", "Liqo_System"), PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)liqo_namespace.*must\s+be\s+a\s+DNS\s+label`)},
 			{
-				Config: cfg(ns, "nowhere"),
+				Config:      cfg(ns, "nowhere"),
 				ExpectError: regexp.MustCompile(`(?s)has\s+no\s+cluster\s+ID\s+\(ConfigMap\s+nowhere/liqo-clusterid-configmap.*set\s+liqo_namespace\s+to\s+the\s+namespace\s+Liqo\s+is\s+installed\s+in`),
 			},
 		},
