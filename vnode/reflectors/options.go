@@ -1,0 +1,98 @@
+package reflectors
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+
+	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
+)
+
+// Options tune the reflectors of every virtual node. The zero value is the defaults.
+type Options struct {
+	// Policies are the reflection policies of ConfigMaps, Secrets, Services (and so their
+	// EndpointSlices) and Ingresses: DenyList (the default) or AllowList.
+	Policies objects.Policies
+	// RemoteIngressClass, when set, is the ingressClassName of every reflected Ingress on the
+	// provider; "": each keeps its own.
+	RemoteIngressClass string
+}
+
+// Flag names, upstream Liqo's virtual kubelet's.
+const (
+	// FlagRemoteIngressClass sets RemoteIngressClass.
+	FlagRemoteIngressClass = "remote-real-ingress-class-name"
+)
+
+// PolicyFlag is the name of the flag that sets a kind's reflection policy
+// (--configmap-reflection-type and so on).
+func PolicyFlag(resource string) string { return resource + "-reflection-type" }
+
+// Bind registers the options' flags on fs; what they hold becomes their defaults.
+func (o *Options) Bind(fs *flag.FlagSet) {
+	if o.Policies == nil {
+		o.Policies = objects.Policies{}
+	}
+	for _, res := range objects.PolicyResources {
+		usage := fmt.Sprintf("which %ss are reflected to providers: %s (all but those annotated liqo.io/skip-reflection) or %s (only those annotated liqo.io/allow-reflection)",
+			res, objects.DenyList, objects.AllowList)
+		if res == objects.ResourceService {
+			usage += "; EndpointSlices follow their Service"
+		}
+		fs.Var(&policyValue{policies: o.Policies, resource: res}, PolicyFlag(res), usage)
+	}
+	fs.StringVar(&o.RemoteIngressClass, FlagRemoteIngressClass, o.RemoteIngressClass,
+		"ingressClassName of the Ingresses reflected to providers (default: each keeps its own)")
+}
+
+// Validate checks the options; its errors name the flag.
+func (o *Options) Validate() error {
+	for res, p := range o.Policies {
+		if !slices.Contains(objects.PolicyResources, res) {
+			return o.Policies.Validate()
+		}
+		if _, err := objects.ParsePolicy(string(p)); err != nil {
+			return fmt.Errorf("--%s: %w", PolicyFlag(res), err)
+		}
+	}
+	return nil
+}
+
+// Args returns the flags that give a liqo-virtual-kubelet these options (only those that are
+// not defaults, so that the defaults' command line stays as it was).
+func (o *Options) Args() []string {
+	var out []string
+	for _, res := range objects.PolicyResources {
+		if p := o.Policies.Of(res); p != objects.DenyList {
+			out = append(out, "--"+PolicyFlag(res)+"="+string(p))
+		}
+	}
+	if o.RemoteIngressClass != "" {
+		out = append(out, "--"+FlagRemoteIngressClass+"="+o.RemoteIngressClass)
+	}
+	return out
+}
+
+// policyValue is the flag of one kind's policy.
+type policyValue struct {
+	policies objects.Policies
+	resource string
+}
+
+// String is the policy, for the flag package.
+func (v *policyValue) String() string {
+	if v == nil || v.policies == nil {
+		return string(objects.DenyList)
+	}
+	return string(v.policies.Of(v.resource))
+}
+
+// Set reads the policy, for the flag package.
+func (v *policyValue) Set(s string) error {
+	p, err := objects.ParsePolicy(s)
+	if err != nil {
+		return err
+	}
+	v.policies[v.resource] = p
+	return nil
+}

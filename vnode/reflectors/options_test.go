@@ -1,0 +1,72 @@
+package reflectors_test
+
+import (
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
+	"github.com/peerkit/terraform-provider-liqo/vnode/reflectors"
+)
+
+// parse reads args into fresh Options, as both commands do.
+func parse(args []string) (*reflectors.Options, error) {
+	o := &reflectors.Options{}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return o, o.Validate()
+}
+
+func TestOptionsFlags(t *testing.T) {
+	o, err := parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := o.Args(); len(args) != 0 {
+		t.Errorf("the defaults give a virtual kubelet flags %v, want none (its command line stays as it was)", args)
+	}
+	for _, res := range objects.PolicyResources {
+		if o.Policies.Of(res) != objects.DenyList {
+			t.Errorf("default policy of %s: %s", res, o.Policies.Of(res))
+		}
+	}
+
+	in := []string{"--configmap-reflection-type=allowlist", "--ingress-reflection-type=AllowList", "--secret-reflection-type=DenyList",
+		"--remote-real-ingress-class-name=nginx"}
+	o, err = parse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Policies.Of(objects.ResourceConfigMap) != objects.AllowList || o.Policies.Of(objects.ResourceIngress) != objects.AllowList ||
+		o.Policies.Of(objects.ResourceService) != objects.DenyList || o.RemoteIngressClass != "nginx" {
+		t.Errorf("parsed %+v", o)
+	}
+	// What the controller manager passes on to a virtual kubelet's Deployment gives it the same.
+	args := o.Args()
+	want := []string{"--configmap-reflection-type=AllowList", "--ingress-reflection-type=AllowList", "--remote-real-ingress-class-name=nginx"}
+	if !slices.Equal(args, want) {
+		t.Errorf("Args() = %v, want %v", args, want)
+	}
+	again, err := parse(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again.Args(), args) {
+		t.Errorf("round trip: %v, want %v", again.Args(), args)
+	}
+
+	if _, err := parse([]string{"--service-reflection-type=Sometimes"}); err == nil ||
+		!strings.Contains(err.Error(), "service-reflection-type") || !strings.Contains(err.Error(), "AllowList") {
+		t.Errorf("a bad policy: %v, want an error naming the flag and the accepted values", err)
+	}
+	bad := &reflectors.Options{Policies: objects.Policies{"pod": objects.AllowList}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "configmap") {
+		t.Errorf("a policy of a kind that has none: %v, want an error listing the kinds", err)
+	}
+}
