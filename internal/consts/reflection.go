@@ -20,4 +20,7 @@ const (
 	StorageProvisioner = "liqo.io/storage"
 	// DefaultVirtualStorageClass is the virtual storage class's default name.
 	DefaultVirtualStorageClass = "liqo"
+	// OriginClaimUIDAnnotation gives, on a claim's copy on the provider, the UID of the
+	// consumer's claim (whose local PersistentVolume is pvc-<UID>). Ours, not upstream's.
+	OriginClaimUIDAnnotation = "offloading.liqo.io/origin-claim-uid"
 )

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
 
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
 )
 
@@ -16,12 +18,25 @@ type Options struct {
 	// RemoteIngressClass, when set, is the ingressClassName of every reflected Ingress on the
 	// provider; "": each keeps its own.
 	RemoteIngressClass string
+	// DisableStorage leaves the claims of the virtual storage class unprovisioned.
+	DisableStorage bool
+	// VirtualStorageClass is the virtual storage class's name; "": consts.DefaultVirtualStorageClass.
+	VirtualStorageClass string
+	// RemoteStorageClass is the storage class of the claims' copies on the provider when a claim
+	// does not name one (consts.RemoteStorageClassAnnotation); "": the provider's default.
+	RemoteStorageClass string
 }
 
 // Flag names, upstream Liqo's virtual kubelet's.
 const (
 	// FlagRemoteIngressClass sets RemoteIngressClass.
 	FlagRemoteIngressClass = "remote-real-ingress-class-name"
+	// FlagEnableStorage sets DisableStorage (to its opposite).
+	FlagEnableStorage = "enable-storage"
+	// FlagVirtualStorageClass sets VirtualStorageClass.
+	FlagVirtualStorageClass = "virtual-storage-class-name"
+	// FlagRemoteStorageClass sets RemoteStorageClass.
+	FlagRemoteStorageClass = "remote-real-storage-class-name"
 )
 
 // PolicyFlag is the name of the flag that sets a kind's reflection policy
@@ -43,6 +58,19 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&o.RemoteIngressClass, FlagRemoteIngressClass, o.RemoteIngressClass,
 		"ingressClassName of the Ingresses reflected to providers (default: each keeps its own)")
+	fs.BoolFunc(FlagEnableStorage, "provision the claims of the virtual storage class placed on virtual nodes on their providers (default true)",
+		func(s string) error {
+			on, err := strconv.ParseBool(s)
+			o.DisableStorage = !on
+			return err //nolint:wrapcheck // the flag package names the flag
+		})
+	if o.VirtualStorageClass == "" {
+		o.VirtualStorageClass = consts.DefaultVirtualStorageClass
+	}
+	fs.StringVar(&o.VirtualStorageClass, FlagVirtualStorageClass, o.VirtualStorageClass,
+		"name of the virtual storage class (provisioner "+consts.StorageProvisioner+", volumeBindingMode WaitForFirstConsumer)")
+	fs.StringVar(&o.RemoteStorageClass, FlagRemoteStorageClass, o.RemoteStorageClass,
+		"storage class of the claims' copies on providers, unless a claim's "+consts.RemoteStorageClassAnnotation+" annotation names one (default: the provider's default class)")
 }
 
 // Validate checks the options; its errors name the flag.
@@ -69,6 +97,15 @@ func (o *Options) Args() []string {
 	}
 	if o.RemoteIngressClass != "" {
 		out = append(out, "--"+FlagRemoteIngressClass+"="+o.RemoteIngressClass)
+	}
+	if o.DisableStorage {
+		out = append(out, "--"+FlagEnableStorage+"=false")
+	}
+	if o.VirtualStorageClass != "" && o.VirtualStorageClass != consts.DefaultVirtualStorageClass {
+		out = append(out, "--"+FlagVirtualStorageClass+"="+o.VirtualStorageClass)
+	}
+	if o.RemoteStorageClass != "" {
+		out = append(out, "--"+FlagRemoteStorageClass+"="+o.RemoteStorageClass)
 	}
 	return out
 }

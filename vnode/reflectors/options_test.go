@@ -37,19 +37,26 @@ func TestOptionsFlags(t *testing.T) {
 		}
 	}
 
+	if o.DisableStorage || o.VirtualStorageClass != "liqo" || o.RemoteStorageClass != "" {
+		t.Errorf("storage defaults %+v", o)
+	}
+
 	in := []string{"--configmap-reflection-type=allowlist", "--ingress-reflection-type=AllowList", "--secret-reflection-type=DenyList",
-		"--remote-real-ingress-class-name=nginx"}
+		"--remote-real-ingress-class-name=nginx", "--enable-storage=false", "--virtual-storage-class-name=virtual",
+		"--remote-real-storage-class-name=fast"}
 	o, err = parse(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Policies.Of(objects.ResourceConfigMap) != objects.AllowList || o.Policies.Of(objects.ResourceIngress) != objects.AllowList ||
-		o.Policies.Of(objects.ResourceService) != objects.DenyList || o.RemoteIngressClass != "nginx" {
+		o.Policies.Of(objects.ResourceService) != objects.DenyList || o.RemoteIngressClass != "nginx" ||
+		!o.DisableStorage || o.VirtualStorageClass != "virtual" || o.RemoteStorageClass != "fast" {
 		t.Errorf("parsed %+v", o)
 	}
 	// What the controller manager passes on to a virtual kubelet's Deployment gives it the same.
 	args := o.Args()
-	want := []string{"--configmap-reflection-type=AllowList", "--ingress-reflection-type=AllowList", "--remote-real-ingress-class-name=nginx"}
+	want := []string{"--configmap-reflection-type=AllowList", "--ingress-reflection-type=AllowList", "--remote-real-ingress-class-name=nginx",
+		"--enable-storage=false", "--virtual-storage-class-name=virtual", "--remote-real-storage-class-name=fast"}
 	if !slices.Equal(args, want) {
 		t.Errorf("Args() = %v, want %v", args, want)
 	}
@@ -64,6 +71,12 @@ func TestOptionsFlags(t *testing.T) {
 	if _, err := parse([]string{"--service-reflection-type=Sometimes"}); err == nil ||
 		!strings.Contains(err.Error(), "service-reflection-type") || !strings.Contains(err.Error(), "AllowList") {
 		t.Errorf("a bad policy: %v, want an error naming the flag and the accepted values", err)
+	}
+	if _, err := parse([]string{"--enable-storage=maybe"}); err == nil || !strings.Contains(err.Error(), "enable-storage") {
+		t.Errorf("a bad --enable-storage: %v", err)
+	}
+	if n := len(reflectors.New(reflectors.Options{DisableStorage: true})); n != len(reflectors.All())-1 {
+		t.Errorf("with storage disabled, %d reflectors; want one fewer than the %d of the defaults", n, len(reflectors.All()))
 	}
 	bad := &reflectors.Options{Policies: objects.Policies{"pod": objects.AllowList}}
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "configmap") {

@@ -10,20 +10,24 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/vnode/kubeletserver"
 	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
 	"github.com/peerkit/terraform-provider-liqo/vnode/pods"
+	"github.com/peerkit/terraform-provider-liqo/vnode/storage"
 )
 
 // All returns new instances of every reflector with the default options.
 func All() []vnode.Reflector { return New(Options{}) }
 
 // New returns new instances of every reflector, tuned by o: pods, the objects they need
-// (ConfigMaps, Secrets, Services, EndpointSlices; Ingresses apart), events, and the kubelet
-// endpoint (logs, exec; served when the runner has a KubeletAddress).
+// (ConfigMaps, Secrets, Services, EndpointSlices; Ingresses apart), the volumes of the virtual
+// storage class (unless disabled), events, and the kubelet endpoint (logs, exec; served when
+// the runner has a KubeletAddress).
 func New(o Options) []vnode.Reflector {
-	return []vnode.Reflector{
+	out := []vnode.Reflector{
 		&pods.Reflector{},
 		&objects.Reflector{Policies: o.Policies},
 		&objects.IngressReflector{Policy: o.Policies.Of(objects.ResourceIngress), RemoteClass: o.RemoteIngressClass},
-		events.New(),
-		kubeletserver.New(kubeletserver.Options{}),
 	}
+	if !o.DisableStorage {
+		out = append(out, &storage.Reflector{VirtualClass: o.VirtualStorageClass, RemoteClass: o.RemoteStorageClass})
+	}
+	return append(out, events.New(), kubeletserver.New(kubeletserver.Options{}))
 }
