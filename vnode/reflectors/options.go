@@ -25,6 +25,11 @@ type Options struct {
 	// RemoteStorageClass is the storage class of the claims' copies on the provider when a claim
 	// does not name one (consts.RemoteStorageClassAnnotation); "": the provider's default.
 	RemoteStorageClass string
+	// APIServerSupport gives offloaded pods service-account tokens of this cluster, for its API
+	// server at HomeAPIServerHost:HomeAPIServerPort (as the provider's pods reach it), instead
+	// of the provider's.
+	APIServerSupport                     bool
+	HomeAPIServerHost, HomeAPIServerPort string
 }
 
 // Flag names, upstream Liqo's virtual kubelet's.
@@ -37,6 +42,11 @@ const (
 	FlagVirtualStorageClass = "virtual-storage-class-name"
 	// FlagRemoteStorageClass sets RemoteStorageClass.
 	FlagRemoteStorageClass = "remote-real-storage-class-name"
+	// FlagAPIServerSupport, FlagHomeAPIServerHost and FlagHomeAPIServerPort set
+	// APIServerSupport, HomeAPIServerHost and HomeAPIServerPort.
+	FlagAPIServerSupport  = "enable-apiserver-support"
+	FlagHomeAPIServerHost = "home-api-server-host"
+	FlagHomeAPIServerPort = "home-api-server-port"
 )
 
 // PolicyFlag is the name of the flag that sets a kind's reflection policy
@@ -71,10 +81,21 @@ func (o *Options) Bind(fs *flag.FlagSet) {
 		"name of the virtual storage class (provisioner "+consts.StorageProvisioner+", volumeBindingMode WaitForFirstConsumer)")
 	fs.StringVar(&o.RemoteStorageClass, FlagRemoteStorageClass, o.RemoteStorageClass,
 		"storage class of the claims' copies on providers, unless a claim's "+consts.RemoteStorageClassAnnotation+" annotation names one (default: the provider's default class)")
+	fs.BoolVar(&o.APIServerSupport, FlagAPIServerSupport, o.APIServerSupport,
+		"give offloaded pods service-account tokens of this cluster (TokenRequest, refreshed) for its API server at --"+FlagHomeAPIServerHost+
+			" instead of the provider's")
+	fs.StringVar(&o.HomeAPIServerHost, FlagHomeAPIServerHost, o.HomeAPIServerHost,
+		"with --"+FlagAPIServerSupport+": this cluster's API server host (name or IP) as the providers' pods reach it; their KUBERNETES_SERVICE_HOST")
+	fs.StringVar(&o.HomeAPIServerPort, FlagHomeAPIServerPort, o.HomeAPIServerPort,
+		"with --"+FlagAPIServerSupport+": that API server's port; their KUBERNETES_SERVICE_PORT (default: the providers' own)")
 }
 
 // Validate checks the options; its errors name the flag.
 func (o *Options) Validate() error {
+	if o.APIServerSupport && o.HomeAPIServerHost == "" {
+		return fmt.Errorf("--%s needs --%s: the host of this cluster's API server as the providers' pods reach it (its tokens are for it)",
+			FlagAPIServerSupport, FlagHomeAPIServerHost)
+	}
 	for res, p := range o.Policies {
 		if !slices.Contains(objects.PolicyResources, res) {
 			return o.Policies.Validate()
@@ -106,6 +127,15 @@ func (o *Options) Args() []string {
 	}
 	if o.RemoteStorageClass != "" {
 		out = append(out, "--"+FlagRemoteStorageClass+"="+o.RemoteStorageClass)
+	}
+	if o.APIServerSupport {
+		out = append(out, "--"+FlagAPIServerSupport)
+	}
+	if o.HomeAPIServerHost != "" {
+		out = append(out, "--"+FlagHomeAPIServerHost+"="+o.HomeAPIServerHost)
+	}
+	if o.HomeAPIServerPort != "" {
+		out = append(out, "--"+FlagHomeAPIServerPort+"="+o.HomeAPIServerPort)
 	}
 	return out
 }

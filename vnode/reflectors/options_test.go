@@ -43,7 +43,8 @@ func TestOptionsFlags(t *testing.T) {
 
 	in := []string{"--configmap-reflection-type=allowlist", "--ingress-reflection-type=AllowList", "--secret-reflection-type=DenyList",
 		"--remote-real-ingress-class-name=nginx", "--enable-storage=false", "--virtual-storage-class-name=virtual",
-		"--remote-real-storage-class-name=fast"}
+		"--remote-real-storage-class-name=fast", "--enable-apiserver-support", "--home-api-server-host=api.consumer.example",
+		"--home-api-server-port=6443"}
 	o, err = parse(in)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +57,8 @@ func TestOptionsFlags(t *testing.T) {
 	// What the controller manager passes on to a virtual kubelet's Deployment gives it the same.
 	args := o.Args()
 	want := []string{"--configmap-reflection-type=AllowList", "--ingress-reflection-type=AllowList", "--remote-real-ingress-class-name=nginx",
-		"--enable-storage=false", "--virtual-storage-class-name=virtual", "--remote-real-storage-class-name=fast"}
+		"--enable-storage=false", "--virtual-storage-class-name=virtual", "--remote-real-storage-class-name=fast",
+		"--enable-apiserver-support", "--home-api-server-host=api.consumer.example", "--home-api-server-port=6443"}
 	if !slices.Equal(args, want) {
 		t.Errorf("Args() = %v, want %v", args, want)
 	}
@@ -71,6 +73,9 @@ func TestOptionsFlags(t *testing.T) {
 	if _, err := parse([]string{"--service-reflection-type=Sometimes"}); err == nil ||
 		!strings.Contains(err.Error(), "service-reflection-type") || !strings.Contains(err.Error(), "AllowList") {
 		t.Errorf("a bad policy: %v, want an error naming the flag and the accepted values", err)
+	}
+	if _, err := parse([]string{"--enable-apiserver-support"}); err == nil || !strings.Contains(err.Error(), "--home-api-server-host") {
+		t.Errorf("API server support without the API server's host: %v, want an error naming --home-api-server-host", err)
 	}
 	if _, err := parse([]string{"--enable-storage=maybe"}); err == nil || !strings.Contains(err.Error(), "enable-storage") {
 		t.Errorf("a bad --enable-storage: %v", err)

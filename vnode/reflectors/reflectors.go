@@ -21,8 +21,12 @@ func All() []vnode.Reflector { return New(Options{}) }
 // storage class (unless disabled), events, and the kubelet endpoint (logs, exec; served when
 // the runner has a KubeletAddress).
 func New(o Options) []vnode.Reflector {
+	podsReflector := &pods.Reflector{}
+	if o.APIServerSupport {
+		podsReflector.APIServer = &pods.APIServerSupport{Host: o.HomeAPIServerHost, Port: o.HomeAPIServerPort}
+	}
 	out := []vnode.Reflector{
-		&pods.Reflector{},
+		podsReflector,
 		&objects.Reflector{Policies: o.Policies},
 		&objects.IngressReflector{Policy: o.Policies.Of(objects.ResourceIngress), RemoteClass: o.RemoteIngressClass},
 	}
