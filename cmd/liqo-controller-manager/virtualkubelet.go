@@ -15,6 +15,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
+	vreflectors "github.com/peerkit/terraform-provider-liqo/vnode/reflectors"
 )
 
 // Where virtual kubelets run.
@@ -23,12 +24,14 @@ const (
 	deployment = "deployment"
 )
 
-// virtualKubeletOptions say where virtual kubelets run and where their kubelet endpoint is.
+// virtualKubeletOptions say where virtual kubelets run, where their kubelet endpoint is, and
+// how they reflect (passed on to Deployments as flags).
 type virtualKubeletOptions struct {
-	mode      string
-	image     string
-	address   string
-	advertise string
+	mode       string
+	image      string
+	address    string
+	advertise  string
+	reflection vreflectors.Options
 }
 
 func (v *virtualKubeletOptions) bindFlags(fs *flag.FlagSet) {
@@ -36,9 +39,13 @@ func (v *virtualKubeletOptions) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&v.image, "virtual-kubelet-image", "", "image of liqo-virtual-kubelet, for --virtual-kubelet="+deployment)
 	fs.StringVar(&v.address, "virtual-kubelet-address", "127.0.0.1:0", "where in-process virtual nodes serve their kubelet endpoint (logs, exec), host:port; port 0 gives each node a free port")
 	fs.StringVar(&v.advertise, "virtual-kubelet-advertise-ip", "", "the InternalIP in-process virtual nodes advertise (default: the host of --virtual-kubelet-address; in a pod, its IP)")
+	v.reflection.Bind(fs)
 }
 
 func (v *virtualKubeletOptions) validate() error {
+	if err := v.reflection.Validate(); err != nil {
+		return err
+	}
 	switch v.mode {
 	case inProcess:
 	case deployment:
@@ -57,11 +64,11 @@ func setupVirtualNodes(mgr ctrl.Manager, o *options, kube kubernetes.Interface) 
 	r := &virtualnode.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	var requesters func(*offv1beta1.VirtualNode) []string
 	if o.vk.mode == deployment {
-		r.Deployments = &virtualnode.Deployments{Image: o.vk.image, ConsumerID: o.identity.ClusterID}
+		r.Deployments = &virtualnode.Deployments{Image: o.vk.image, ConsumerID: o.identity.ClusterID, ExtraArgs: o.vk.reflection.Args()}
 		requesters = func(vn *offv1beta1.VirtualNode) []string { return []string{virtualnode.ServiceAccountUser(vn)} }
 	} else {
 		r.Runner = vnode.NewRunner(kube, vnode.Options{ConsumerID: o.identity.ClusterID, LocalConfig: mgr.GetConfig(),
-			Reflectors: reflectors(), KubeletAddress: o.vk.address, KubeletAdvertiseIP: o.vk.advertise}, mgr.GetLogger().WithName("vnode"))
+			Reflectors: reflectors(o.vk.reflection), KubeletAddress: o.vk.address, KubeletAdvertiseIP: o.vk.advertise}, mgr.GetLogger().WithName("vnode"))
 		self, err := selfUser(kube)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ func TestVirtualKubeletFlags(t *testing.T) {
 	}{
 		{[]string{"--virtual-kubelet", "sidecar"}, `--virtual-kubelet "sidecar" is neither`},
 		{[]string{"--virtual-kubelet", "deployment"}, "needs --virtual-kubelet-image"},
+		{[]string{"--secret-reflection-type", "Sometimes"}, "secret-reflection-type"},
 	} {
 		_, err := parse(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -40,6 +42,14 @@ func TestVirtualKubeletFlags(t *testing.T) {
 	o, err := parse([]string{"--virtual-kubelet", "deployment", "--virtual-kubelet-image", "example.com/vk:1"}, io.Discard)
 	if err != nil || o.vk.mode != deployment || o.vk.image != "example.com/vk:1" {
 		t.Errorf("parse deployment runner = %+v, %v", o, err)
+	}
+	// Reflection options reach the in-process reflectors and, as flags, the Deployments.
+	o, err = parse([]string{"--configmap-reflection-type", "AllowList", "--remote-real-ingress-class-name", "nginx"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := o.vk.reflection.Args(), []string{"--configmap-reflection-type=AllowList", "--remote-real-ingress-class-name=nginx"}; !slices.Equal(got, want) {
+		t.Errorf("flags passed on to virtual kubelets: %v, want %v", got, want)
 	}
 }
 

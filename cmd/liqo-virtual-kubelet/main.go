@@ -1,5 +1,5 @@
 // Command liqo-virtual-kubelet runs one virtual node out of the controller manager: the same
-// vnode.Runner and reflectors (vnode/reflectors.All) as the in-process runner, for the
+// vnode.Runner and reflectors (vnode/reflectors.New, whose options are flags of both) as the in-process runner, for the
 // VirtualNode named by --virtual-node, with the identity Secret the VirtualNode points at. The
 // controller manager's Deployment runner starts it (--virtual-kubelet=deployment); it serves
 // the node's kubelet endpoint on --listen and advertises --node-ip. Health and readiness
@@ -56,6 +56,7 @@ type options struct {
 	nodeIP        string
 	probeInterval time.Duration
 	resync        time.Duration
+	reflection    reflectors.Options
 }
 
 func parse(args []string, out io.Writer) (*options, error) {
@@ -70,7 +71,11 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.nodeIP, "node-ip", "", "the IP the Node advertises for its kubelet endpoint (default: $POD_IP, else --listen's host)")
 	fs.DurationVar(&o.probeInterval, "probe-interval", 5*time.Second, "how often the provider's API server is checked")
 	fs.DurationVar(&o.resync, "resync", time.Minute, "how often the VirtualNode and its identity Secret are read again")
+	o.reflection.Bind(fs)
 	if err := cli.Parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := o.reflection.Validate(); err != nil {
 		return nil, err
 	}
 	ns, name, ok := strings.Cut(vn, "/")
@@ -129,7 +134,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		ProbeInterval:      o.probeInterval,
 		ConsumerID:         o.consumerID,
 		LocalConfig:        cfg,
-		Reflectors:         reflectors.All(),
+		Reflectors:         reflectors.New(o.reflection),
 		KubeletAddress:     o.listen,
 		KubeletAdvertiseIP: o.nodeIP,
 	}, log.WithName("vnode"))

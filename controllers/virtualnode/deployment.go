@@ -69,7 +69,8 @@ func ServiceAccountUser(vn *offv1beta1.VirtualNode) string {
 
 // KubeletClusterRoleRules are what a virtual kubelet needs, and nothing more: its Node and
 // Lease; the pods of the node (status, eviction of their local copy) and what they refer to
-// (read), service-account tokens for them, events; its serving certificate's CSR and the
+// (read), the local volumes of the claims of the virtual storage class it provisions (and the
+// class), service-account tokens for them, events; its serving certificate's CSR and the
 // authorization of kubelet API callers; the NamespaceMaps and VirtualNodes it follows; the
 // Configurations it translates the offloaded pods' addresses with (remapped networks); the
 // identity Secret (read, among the Secrets reflected from every offloaded namespace).
@@ -82,6 +83,9 @@ var KubeletClusterRoleRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"namespaces", "configmaps", "secrets", "services", "serviceaccounts", "persistentvolumeclaims"},
 		Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"get", "create", "delete"}},
+	{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get"}},
 	{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch", "create"}},

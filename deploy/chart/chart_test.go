@@ -50,7 +50,12 @@ var valueSets = []struct {
 }{
 	{"defaults", map[string]any{}, func(t *testing.T, objs []*unstructured.Unstructured) {
 		args := managerArgs(t, objs)
-		wantArgs(t, args, []string{"--manage-crds=true", "--webhook-service=liqo/liqo-webhook"}, []string{"--webhook-certificate-secret"})
+		wantArgs(t, args, []string{"--manage-crds=true", "--webhook-service=liqo/liqo-webhook", "--enable-storage=true",
+			"--virtual-storage-class-name=liqo"}, []string{"--webhook-certificate-secret", "--remote-real-storage-class-name"})
+		if sc := chart.Find(objs, "StorageClass", "liqo"); sc == nil || sc.Object["provisioner"] != "liqo.io/storage" ||
+			sc.Object["volumeBindingMode"] != "WaitForFirstConsumer" {
+			t.Errorf("the virtual storage class: %v", sc)
+		}
 		wantVerbs(t, objs, "liqo-controller-manager", "customresourcedefinitions", "create", "update", "patch")
 		// The hook may delete our CRDs, and no other.
 		var want []string
@@ -104,6 +109,15 @@ var valueSets = []struct {
 			}
 			if sa, _, _ := unstructured.NestedString(deployment(t, objs).Object, "spec", "template", "spec", "serviceAccountName"); sa != "mine" {
 				t.Errorf("the manager runs as ServiceAccount %q, want mine", sa)
+			}
+		}},
+	{"storage off, a real class", map[string]any{"storage": map[string]any{"enabled": false, "realStorageClassName": "fast"}},
+		func(t *testing.T, objs []*unstructured.Unstructured) {
+			wantArgs(t, managerArgs(t, objs), []string{"--enable-storage=false", "--remote-real-storage-class-name=fast"}, nil)
+			for _, o := range objs {
+				if o.GetKind() == "StorageClass" {
+					t.Errorf("with storage.enabled=false the chart renders StorageClass %s", o.GetName())
+				}
 			}
 		}},
 	{"virtual kubelets as Deployments", map[string]any{"virtualKubelet": map[string]any{"mode": "deployment"}}, func(t *testing.T, objs []*unstructured.Unstructured) {

@@ -61,12 +61,19 @@ type kind[T object] struct {
 	// toRemote and toLocal rename objects between the clusters ("" = not reflected). Optional:
 	// names stay the same by default.
 	toRemote, toLocal func(string) string
+	// policy says which local objects are reflected ("": the kind has none of its own, e.g.
+	// EndpointSlices follow their Service); exempt, optional, names objects reflected whatever
+	// the policy but for an explicit opt-out (the root CA ConfigMap, which offloaded pods need).
+	policy Policy
+	exempt func(obj T) bool
 	// skip says why a local object is not reflected ("" = reflect it). Optional.
 	skip func(ns *reflection.Namespace, obj T) string
 	// forge returns the remote copy's content (without metadata) for a local object.
 	forge func(env *vnode.Env, ns *reflection.Namespace, local T) T
 	// labelOverrides replace local labels on the copy (e.g. an EndpointSlice's managed-by).
 	labelOverrides map[string]string
+	// dropAnnotations are local annotations the copy does not get. Optional.
+	dropAnnotations []string
 	// content copies desired's content onto next (a copy of the current remote object), keeping
 	// what the provider allocated itself, and says whether next changed.
 	content func(next, desired T) bool
@@ -119,11 +126,16 @@ func reflected(o metav1.Object, env *vnode.Env) bool {
 
 // skipReason says why a local object is not reflected, or "".
 func (k *kind[T]) skipReason(ns *reflection.Namespace, obj T) string {
-	if obj.GetAnnotations()[consts.SkipReflectionAnnotation] == "true" {
+	if optedOut(obj) {
 		return "opted out with " + consts.SkipReflectionAnnotation
 	}
 	if obj.GetLabels()[consts.ReflectedLabel] == "true" {
 		return "it is itself a reflected copy"
+	}
+	if k.policy != "" && (k.exempt == nil || !k.exempt(obj)) {
+		if why := k.policy.reason(obj); why != "" {
+			return why
+		}
 	}
 	if k.skip != nil {
 		return k.skip(ns, obj)
@@ -144,6 +156,9 @@ func (k *kind[T]) desired(env *vnode.Env, ns *reflection.Namespace, local T, rem
 	out.SetLabels(lbl)
 	ann := make(map[string]string, len(local.GetAnnotations())+1)
 	maps.Copy(ann, local.GetAnnotations())
+	for _, key := range k.dropAnnotations {
+		delete(ann, key)
+	}
 	ann[consts.OriginNamespaceAnnotation] = ns.Local
 	out.SetAnnotations(ann)
 	return out

@@ -59,9 +59,12 @@ func otherSideConfigMapName(name, rootCA, otherRootCA string) string {
 	return name
 }
 
-func configMaps() handler {
+func configMaps(policy Policy) handler {
 	return &kind[*corev1.ConfigMap]{
 		plural: "configmaps",
+		policy: policy,
+		// Offloaded pods mount the root CA: reflected whatever the policy, unless opted out.
+		exempt: func(cm *corev1.ConfigMap) bool { return cm.Name == consts.RootCAConfigMap },
 		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredConfigMapInformer(cs, ns, noResync, cache.Indexers{}, tweak)
 		},
@@ -85,9 +88,10 @@ func configMaps() handler {
 
 // secrets are reflected write-only (writeonly.go): the consumer may not read Secrets on the
 // provider.
-func secrets() handler {
+func secrets(policy Policy) handler {
 	return &kind[*corev1.Secret]{
 		plural: "secrets",
+		policy: policy,
 		ledger: SecretLedgerConfigMap,
 		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredSecretInformer(cs, ns, noResync, cache.Indexers{}, tweak)
@@ -111,9 +115,10 @@ func secrets() handler {
 	}
 }
 
-func services() handler {
+func services(policy Policy) handler {
 	return &kind[*corev1.Service]{
 		plural: resourceServices,
+		policy: policy,
 		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 			return coreinformers.NewFilteredServiceInformer(cs, ns, noResync, cache.Indexers{}, tweak)
 		},
@@ -180,7 +185,9 @@ func serviceContent(next, want *corev1.Service) bool {
 	return true
 }
 
-func endpointSlices() handler {
+// endpointSlices follow their Service, judged by the Services' policy (servicePolicy), and their
+// own opt-out.
+func endpointSlices(servicePolicy Policy) handler {
 	return &kind[*discoveryv1.EndpointSlice]{
 		plural: "endpointslices",
 		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
@@ -195,7 +202,9 @@ func endpointSlices() handler {
 		client: func(cs kubernetes.Interface, ns string) api[*discoveryv1.EndpointSlice] {
 			return cs.DiscoveryV1().EndpointSlices(ns)
 		},
-		skip:           skipEndpointSlice,
+		skip: func(ns *reflection.Namespace, es *discoveryv1.EndpointSlice) string {
+			return skipEndpointSlice(ns, es, servicePolicy)
+		},
 		forge:          forgeEndpointSlice,
 		labelOverrides: map[string]string{discoveryv1.LabelManagedBy: EndpointSliceManagedBy},
 		content: func(next, want *discoveryv1.EndpointSlice) bool {
@@ -216,8 +225,8 @@ func endpointSlices() handler {
 	}
 }
 
-// skipEndpointSlice reflects the slices of the Services that are reflected.
-func skipEndpointSlice(ns *reflection.Namespace, es *discoveryv1.EndpointSlice) string {
+// skipEndpointSlice reflects the slices of the Services that are reflected (under policy).
+func skipEndpointSlice(ns *reflection.Namespace, es *discoveryv1.EndpointSlice, policy Policy) string {
 	name := es.Labels[discoveryv1.LabelServiceName]
 	if name == "" {
 		return "it belongs to no Service"
@@ -226,10 +235,11 @@ func skipEndpointSlice(ns *reflection.Namespace, es *discoveryv1.EndpointSlice) 
 	switch {
 	case !ok:
 		return "its Service is not there"
-	case svc.Annotations[consts.SkipReflectionAnnotation] == "true":
-		return "its Service opted out of reflection"
 	case svc.Labels[consts.ReflectedLabel] == "true":
 		return "its Service is itself a reflected copy"
+	}
+	if why := policy.reason(svc); why != "" {
+		return "its Service is not reflected: " + why
 	}
 	return ""
 }

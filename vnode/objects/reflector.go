@@ -15,6 +15,14 @@
 // Secrets are the exception: the consumer may write them on the provider but not read them, so
 // they have no remote informer and are reflected write-only, their copies recorded in a ledger
 // ConfigMap (writeonly.go).
+//
+// Which objects are reflected (policy.go): never those annotated liqo.io/skip-reflection (with
+// any value but "false"), nor copies reflected here from elsewhere; under a kind's AllowList
+// policy, only those annotated liqo.io/allow-reflection (the root CA ConfigMap always, unless
+// opted out); EndpointSlices follow their Service. An object that stops being reflected has its
+// copy deleted.
+//
+// Ingresses are reflected the same way by IngressReflector (ingress.go), which runs apart.
 package objects
 
 import (
@@ -49,6 +57,9 @@ type Reflector struct {
 	// copy changed or deleted on the provider (the reflector cannot watch Secrets there).
 	// Default DefaultSecretRefresh; negative: never.
 	SecretRefresh time.Duration
+	// Policies are the reflection policies of ConfigMaps, Secrets and Services (EndpointSlices
+	// follow their Service); DenyList for a kind not in it.
+	Policies Policies
 }
 
 var _ vnode.Reflector = (*Reflector)(nil)
@@ -72,20 +83,39 @@ type run struct {
 
 // Run reflects until ctx ends.
 func (r *Reflector) Run(ctx context.Context, env *vnode.Env) error {
-	env, err := reflection.Tuned(r.Name(), env, r.QPS, r.Burst)
+	if err := r.Policies.Validate(); err != nil {
+		return fmt.Errorf("%s reflector: %w", r.Name(), err)
+	}
+	p := r.Policies
+	kinds := []handler{configMaps(p.Of(ResourceConfigMap)), secrets(p.Of(ResourceSecret)),
+		services(p.Of(ResourceService)), endpointSlices(p.Of(ResourceService))}
+	refresh := r.SecretRefresh
+	if refresh == 0 {
+		refresh = DefaultSecretRefresh
+	}
+	return runKinds(ctx, env, r.Name(), limits{workers: r.Workers, qps: r.QPS, burst: r.Burst}, refresh, kinds)
+}
+
+// limits are a reflector's workers and request limits (zero: the defaults).
+type limits struct {
+	workers int
+	qps     float32
+	burst   int
+}
+
+// runKinds reflects kinds, as the reflector named name, until ctx ends; refresh is how often
+// write-only kinds are written again (<= 0: never).
+func runKinds(ctx context.Context, env *vnode.Env, name string, l limits, refresh time.Duration, kinds []handler) error {
+	env, err := reflection.Tuned(name, env, l.qps, l.burst)
 	if err != nil {
 		return err
 	}
-	rn := &run{env: env, kinds: []handler{configMaps(), secrets(), services(), endpointSlices()},
-		log: env.Log.WithValues("reflector", r.Name()), refresh: r.SecretRefresh}
-	if rn.refresh == 0 {
-		rn.refresh = DefaultSecretRefresh
-	}
-	workers := r.Workers
+	rn := &run{env: env, kinds: kinds, log: env.Log.WithValues("reflector", name), refresh: refresh}
+	workers := l.workers
 	if workers <= 0 {
 		workers = DefaultWorkers
 	}
-	loop := &reflection.Loop{Name: r.Name(), Workers: workers, Setup: rn.setup, Resync: rn.resync,
+	loop := &reflection.Loop{Name: name, Workers: workers, Setup: rn.setup, Resync: rn.resync,
 		Reconcile: func(ctx context.Context, ns *reflection.Namespace, k reflection.Key) error {
 			return rn.kinds[k.Kind].reconcile(ctx, rn, ns, k.Name)
 		}}

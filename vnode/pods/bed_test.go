@@ -60,6 +60,8 @@ type bedOptions struct {
 	shadowPodsInChild bool
 	log               logr.Logger
 	reflector         *pods.Reflector
+	// more are reflectors the virtual node runs besides the pod reflector.
+	more []vnode.Reflector
 }
 
 func newBed(tb testing.TB, o bedOptions) *bed {
@@ -123,7 +125,7 @@ func newBed(tb testing.TB, o bedOptions) *bed {
 		tb.Fatal(err)
 	}
 	b.runner = vnode.NewRunner(b.consKube, vnode.Options{ProbeInterval: time.Second, ConsumerID: consumerID,
-		LocalConfig: b.cons.Config, Reflectors: []vnode.Reflector{o.reflector}}, o.log)
+		LocalConfig: b.cons.Config, Reflectors: append([]vnode.Reflector{o.reflector}, o.more...)}, o.log)
 	vn := &offv1beta1.VirtualNode{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNs, Name: nodeName},
 		Spec: offv1beta1.VirtualNodeSpec{ClusterID: providerID, ResourceQuota: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"),

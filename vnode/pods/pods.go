@@ -11,7 +11,8 @@
 //     priority, scheduling and readiness gates); references keep their names (ConfigMaps and
 //     Secrets are reflected under the same names) except kube-root-ca.crt, which is
 //     liqo-kube-root-ca.crt on the provider. Service-account tokens: see remoteSpec; the
-//     service account of the same name is created in the remote namespace when missing.
+//     service account of the same name is created in the remote namespace when missing. With
+//     Reflector.APIServer, the tokens are the consumer's instead (tokens.go).
 //   - Offloading patch: the VirtualNode's spec.offloadingPatch (Env.OffloadingPatch), as
 //     upstream's virtual kubelet applies it: its nodeSelector, tolerations, node affinity and
 //     runtimeClassName go into the spec of the ShadowPods it creates (see patchSpec); the keys of
@@ -97,6 +98,9 @@ type Reflector struct {
 	// QPS and Burst limit the requests to each cluster. Default 200 and 400.
 	QPS   float32
 	Burst int
+	// APIServer, when set, gives offloaded pods service-account tokens of the consumer, for the
+	// consumer's API server at its address (tokens.go), instead of the provider's.
+	APIServer *APIServerSupport
 }
 
 // Name names the reflector in logs.
@@ -138,7 +142,10 @@ type reflection struct {
 	released map[string]bool
 	sas      sync.Map   // remote namespace/name of service accounts known to exist
 	saMu     sync.Mutex // serialises their creation
-	done     chan struct{}
+	// apiServer is Reflector.APIServer; tokens the origin tokens written, with it.
+	apiServer *APIServerSupport
+	tokens    tokenStore
+	done      chan struct{}
 }
 
 // remoteNamespace watches the node's ShadowPods and their pods in one remote namespace.
@@ -160,11 +167,15 @@ func (r *Reflector) start(ctx context.Context, env *vnode.Env) (*reflection, err
 	if env.LocalConfig == nil || env.RemoteConfig == nil {
 		return nil, errors.New("pod reflector: the environment has no LocalConfig or RemoteConfig")
 	}
+	if r.APIServer != nil && r.APIServer.Host == "" {
+		return nil, errors.New("pod reflector: API server support needs the host of the consumer's API server that the provider's pods reach")
+	}
 	cl, err := newClients(env, qps, burst)
 	if err != nil {
 		return nil, err
 	}
 	rf := newReflection(ctx, env, cl)
+	rf.apiServer = r.APIServer
 	broadcaster := rf.startRecorder(ctx, cl.scheme)
 	factories, podsSynced, err := rf.watchLocal(ctx)
 	if err != nil {

@@ -62,6 +62,9 @@ func (rf *reflection) reconcile(ctx context.Context, key string) error {
 	}
 	switch {
 	case pod == nil:
+		if err := rf.dropTokens(ctx, ns, name, n.remote); err != nil {
+			return err
+		}
 		if sp != nil && sp.DeletionTimestamp == nil {
 			return rf.deleteShadow(ctx, sp)
 		}
@@ -90,6 +93,9 @@ func (rf *reflection) reconcile(ctx context.Context, key string) error {
 		if _, err := rf.updateShadow(ctx, upd); err != nil {
 			return err
 		}
+	}
+	if err := rf.syncTokens(ctx, pod, n.remote, sp); err != nil {
+		return err
 	}
 	if rpod != nil {
 		return rf.reflectStatus(ctx, pod, rpod)
@@ -135,12 +141,19 @@ func (rf *reflection) reconcileDeleting(ctx context.Context, pod *corev1.Pod, sp
 	return rf.finalize(ctx, pod)
 }
 
-// createShadow creates the ShadowPod of a local pod, and first its service account.
+// createShadow creates the ShadowPod of a local pod, and first its service account (and its
+// origin tokens, with API server support).
 func (rf *reflection) createShadow(ctx context.Context, pod *corev1.Pod, remoteNs string) error {
 	if err := rf.ensureServiceAccount(ctx, remoteNs, serviceAccount(&pod.Spec)); err != nil {
 		return err
 	}
 	sp := shadowFor(pod, remoteNs, rf.labels, rf.env.OffloadingPatch)
+	if rf.apiServer != nil {
+		rf.apiServer.rewrite(&sp.Spec.Pod, pod.Name)
+		if err := rf.syncTokens(ctx, pod, remoteNs, nil); err != nil {
+			return err
+		}
+	}
 	err := rf.shadows.Post().Namespace(remoteNs).Resource("shadowpods").Body(sp).Do(ctx).Error()
 	switch {
 	case err == nil:
