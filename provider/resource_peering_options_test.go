@@ -265,3 +265,55 @@ func TestAccPeeringSliceClass(t *testing.T) {
 		},
 	})
 }
+
+// TestAccPeeringLiqoNamespace: both clusters run the controller manager installed in
+// liqo-system (--liqo-namespace), the provider block says so once (liqo_namespace, the default
+// of every clusters entry): liqo_peering peers them to a Ready virtual node, the cluster IDs
+// and Networks are in liqo-system and nothing of ours is in liqo; liqo_cluster reads them; the
+// provider left at the default namespace fails naming the ConfigMap it looked for and the
+// attribute to set.
+func TestAccPeeringLiqoNamespace(t *testing.T) {
+	const cid, pid, ns = "cl-consumer", "cl-provider", "liqo-system"
+	e := peeringEnvWith(t, []string{"--liqo-namespace", ns}, cid, pid)
+	cfg := func(liqoNS string) string {
+		return strings.Replace(peeringOptionsConfig(e, cid, pid, "  cpu    = \"1\"\n  memory = \"1Gi\"\n  pods   = \"10\""),
+			"provider \"liqo\" {\n", "provider \"liqo\" {\n  "+liqoNS+"\n", 1) + `
+data "liqo_cluster" "provider" {
+  cluster = "provider"
+}
+`
+	}
+	for _, id := range []string{cid, pid} {
+		cm := &corev1.ConfigMap{}
+		if err := e.Cluster(id).Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "liqo-clusterid-configmap"}, cm); err != nil ||
+			cm.Data["CLUSTER_ID"] != id {
+			t.Fatalf("cluster ID of %s in %s: %v, %v", id, ns, cm.Data, err)
+		}
+		if err := e.Cluster(id).Client.Get(context.Background(), client.ObjectKey{Name: "liqo"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace liqo on %s with --liqo-namespace %s: %v, want none", id, ns, err)
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6Providers,
+		CheckDestroy:             func(*terraform.State) error { return checkNothingLeft(e, cid, pid) },
+		Steps: []resource.TestStep{
+			{
+				Config:      cfg(""),
+				ExpectError: regexp.MustCompile(`(?s)no\s+cluster\s+ID\s+\(ConfigMap\s+liqo/liqo-clusterid-configmap.*set\s+liqo_namespace`),
+			},
+			{
+				Config: cfg(`liqo_namespace = "` + ns + `"`),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("liqo_peering.this", tfjsonpath.New("status").AtMapKey("offloading"), knownvalue.StringExact("Ready")),
+					statecheck.ExpectKnownValue("data.liqo_cluster.provider", tfjsonpath.New("cluster_id"), knownvalue.StringExact(pid)),
+					statecheck.ExpectKnownValue("data.liqo_cluster.provider", tfjsonpath.New("pod_cidrs"),
+						knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("10.131.0.0/16")})),
+				},
+				Check: func(*terraform.State) error {
+					return checkVirtualNode(e, cid, pid, map[corev1.ResourceName]string{"cpu": "1", "memory": "1Gi", "pods": "10"})
+				},
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}

@@ -76,6 +76,12 @@ func managerBinary(t *testing.T) string {
 // 16Gi, 200 pods: half of it is shared) and our controller manager, for the length of the test.
 func peeringEnv(t *testing.T, ids ...string) *testenv.Env {
 	t.Helper()
+	return peeringEnvWith(t, nil, ids...)
+}
+
+// peeringEnvWith is peeringEnv with more arguments for the controller managers.
+func peeringEnvWith(t *testing.T, managerArgs []string, ids ...string) *testenv.Env {
+	t.Helper()
 	bin := managerBinary(t)
 	opts := make([]testenv.ClusterOptions, len(ids))
 	for i, id := range ids {
@@ -84,13 +90,13 @@ func peeringEnv(t *testing.T, ids ...string) *testenv.Env {
 	}
 	e := testenv.New(t, opts...)
 	for i, id := range ids {
-		startPeeringManager(t, bin, e.Cluster(id), opts[i].PodCIDR)
+		startPeeringManager(t, bin, e.Cluster(id), opts[i].PodCIDR, managerArgs...)
 	}
 	return e
 }
 
 // startPeeringManager runs the controller manager binary for a cluster until the test ends.
-func startPeeringManager(t *testing.T, bin string, cl *testenv.Cluster, podCIDR string) {
+func startPeeringManager(t *testing.T, bin string, cl *testenv.Cluster, podCIDR string, args ...string) {
 	t.Helper()
 	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -102,8 +108,8 @@ func startPeeringManager(t *testing.T, bin string, cl *testenv.Cluster, podCIDR 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--kubeconfig", cl.KubeconfigPath, "--cluster-id", cl.Name, "--pod-cidr", podCIDR,
-		"--health-probe-bind-address", probe, "--metrics-bind-address", "0")
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", cl.KubeconfigPath, "--cluster-id", cl.Name, "--pod-cidr", podCIDR,
+		"--health-probe-bind-address", probe, "--metrics-bind-address", "0"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -78,6 +78,8 @@ func parse(args []string, out io.Writer) (*options, error) {
 		consts.NetworkNotRemappedLabel+"; peers remap it where it overlaps their networks)")
 	fs.StringVar(&o.apiServerURL, "api-server-url", "", "the API server URL peers should use (default: the one this manager connects to)")
 	fs.StringVar(&o.apiServerURL, "api-server-address-override", "", "upstream Liqo's name of --api-server-url (an address without scheme means https)")
+	fs.StringVar(&o.identity.Namespace, "liqo-namespace", consts.LiqoNamespace, "the namespace Liqo is installed in: the cluster ID, "+
+		"signing key, Networks, gateway templates, leader lease and webhook certificate are there (upstream's --liqo-namespace; liqoctl's --namespace)")
 	fs.StringVar(&o.gatewayImage, "gateway-image", "", "image of the gateway Deployments (default: the built-in one)")
 	manageCRDs := fs.Bool("manage-crds", true, "install and upgrade our CRDs; false: only check that they exist (someone else installs them)")
 	// client-go's own default (5 requests/s) would pace the ShadowPod controller's pod creations
@@ -167,12 +169,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("ensuring cluster identity: %w", err)
 	}
 	o.identity.ClusterID = id
-	if err := workload.EnsureDefaultTemplates(ctx, direct); err != nil {
+	if err := workload.EnsureDefaultTemplates(ctx, direct, o.identity.LiqoNamespace()); err != nil {
 		return fmt.Errorf("ensuring the default gateway templates: %w", err)
 	}
 	log.Info("cluster identity in place", "clusterID", id, "apiServer", cfg.Host)
 
-	mopts := o.ManagerOptions("liqo-controller-manager", consts.LiqoNamespace)
+	mopts := o.ManagerOptions("liqo-controller-manager", o.identity.LiqoNamespace())
 	mopts.Scheme, mopts.Logger = direct.Scheme(), log
 	// A stopping leader gives the Lease up, so that another replica takes over at once rather
 	// than when the Lease expires; safe because the process ends when run returns.
@@ -224,20 +226,22 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the nonce reconciler: %w", err)
 	}
-	if err := (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&nonce.ConsumerReconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the signed-nonce reconciler: %w", err)
 	}
 	if err := (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-tenant"),
 		APIServerURL: o.apiServerURL, CAData: o.caData}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the tenant reconciler: %w", err)
 	}
-	if err := (&identity.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&identity.Reconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the identity reconciler: %w", err)
 	}
-	if err := (&gatewayserver.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage, Recorder: mgr.GetEventRecorder("liqo-gatewayserver")}).SetupWithManager(mgr); err != nil {
+	if err := (&gatewayserver.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage, Recorder: mgr.GetEventRecorder("liqo-gatewayserver"),
+		LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gateway server reconciler: %w", err)
 	}
-	if err := (&gatewayclient.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage, Recorder: mgr.GetEventRecorder("liqo-gatewayclient")}).SetupWithManager(mgr); err != nil {
+	if err := (&gatewayclient.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage, Recorder: mgr.GetEventRecorder("liqo-gatewayclient"),
+		LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gateway client reconciler: %w", err)
 	}
 	if err := replication.NewResourceSliceReconciler(mgr.GetClient(), o.identity.ClusterID).SetupWithManager(mgr); err != nil {
@@ -274,10 +278,10 @@ func setup(mgr ctrl.Manager, o *options) error {
 			local = append(local, c)
 		}
 	}
-	if err := (&configuration.Reconciler{Client: mgr.GetClient(), LocalCIDRs: local}).SetupWithManager(mgr); err != nil {
+	if err := (&configuration.Reconciler{Client: mgr.GetClient(), LocalCIDRs: local, LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network configuration reconciler: %w", err)
 	}
-	return setupWebhooks(mgr, o.webhooks)
+	return setupWebhooks(mgr, o.webhooks, o.identity.LiqoNamespace())
 }
 
 // parseResourceList reads name=quantity pairs separated by commas (a trailing comma, as a

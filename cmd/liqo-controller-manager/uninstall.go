@@ -63,6 +63,8 @@ type uninstallOptions struct {
 	// deleteNamespace deletes the liqo namespace itself (false when it is the release's).
 	deleteNamespace bool
 	timeout         time.Duration
+	// liqoNS is the namespace Liqo is installed in (the manager's --liqo-namespace).
+	liqoNS string
 }
 
 func parseUninstall(args []string, out io.Writer) (*uninstallOptions, error) {
@@ -78,10 +80,11 @@ func parseUninstall(args []string, out io.Writer) (*uninstallOptions, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: in-cluster configuration)")
+	fs.StringVar(&o.liqoNS, "liqo-namespace", consts.LiqoNamespace, "the namespace Liqo is installed in (the manager's --liqo-namespace)")
 	fs.StringVar(&o.manager, "manager-deployment", "", "namespace/name of the manager's Deployment, scaled to zero first so that it does not make again what is removed")
 	fs.BoolVar(&o.purge, "purge", false, "remove the peerings too: every object of our kinds (their finalizers dropped), tenant and remote namespaces, virtual nodes")
 	fs.BoolVar(&o.manageCRDs, "manage-crds", true, "the CRDs are the manager's (as its own --manage-crds): delete them; false: keep them and delete only the manager's objects of our kinds")
-	fs.BoolVar(&o.deleteNamespace, "delete-namespace", true, "delete the "+consts.LiqoNamespace+" namespace itself; false (when it is the chart's release namespace): only the manager's objects in it")
+	fs.BoolVar(&o.deleteNamespace, "delete-namespace", true, "delete the Liqo namespace (--liqo-namespace) itself; false (when it is the chart's release namespace): only the manager's objects in it")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the manager to stop and for everything to be gone")
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
@@ -176,7 +179,7 @@ func (u *uninstaller) run(ctx context.Context) error {
 		}
 	}
 	if u.o.deleteNamespace {
-		if err := u.delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}); err != nil {
+		if err := u.delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespaceOr(u.o.liqoNS)}}); err != nil {
 			return err
 		}
 	}
@@ -201,9 +204,9 @@ func ourKinds() ([]schema.GroupVersionKind, error) {
 }
 
 // ownObject says whether an object of our kinds is one the manager made for itself (its
-// Networks and default gateway templates in the liqo namespace), not part of a peering.
-func ownObject(o *unstructured.Unstructured) bool {
-	return o.GetNamespace() == consts.LiqoNamespace && o.GetLabels()[managedByLabel] == managedBy
+// Networks and default gateway templates in the Liqo namespace liqoNS), not part of a peering.
+func ownObject(o *unstructured.Unstructured, liqoNS string) bool {
+	return o.GetNamespace() == liqoNS && o.GetLabels()[managedByLabel] == managedBy
 }
 
 // list lists the objects of kind, none when the kind is not served (its CRD is gone).
@@ -232,7 +235,7 @@ func (u *uninstaller) userObjects(ctx context.Context, kinds []schema.GroupVersi
 			switch {
 			case gvk.Kind == "ForeignCluster":
 				peerings = append(peerings, o.GetName())
-			case !ownObject(o):
+			case !ownObject(o, consts.LiqoNamespaceOr(u.o.liqoNS)):
 				others = append(others, gvk.Kind+" "+client.ObjectKeyFromObject(o).String())
 			}
 		}
@@ -428,7 +431,7 @@ func (u *uninstaller) deleteNamespaceObjects(ctx context.Context, kinds []schema
 	if u.o.deleteNamespace && u.o.manageCRDs {
 		return nil // all goes with the namespace and the CRDs
 	}
-	ns := consts.LiqoNamespace
+	ns := consts.LiqoNamespaceOr(u.o.liqoNS)
 	for _, obj := range []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: consts.ClusterIDConfigMap}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: consts.SigningKeySecret}},
@@ -454,7 +457,7 @@ func (u *uninstaller) deleteNamespaceObjects(ctx context.Context, kinds []schema
 			return err
 		}
 		for i := range items {
-			if o := &items[i]; ownObject(o) {
+			if o := &items[i]; ownObject(o, consts.LiqoNamespaceOr(u.o.liqoNS)) {
 				if err := u.delete(ctx, o); err != nil {
 					return err
 				}

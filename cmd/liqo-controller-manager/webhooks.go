@@ -58,12 +58,12 @@ func (w *webhookOptions) validate() error {
 // the pod-placement webhook (consumer side) and the grant-enforcement webhook (provider side).
 // Without either, the manager serves none (pods of offloaded namespaces are not shaped, and
 // the consumers' ShadowPods are limited only by RBAC).
-func setupWebhooks(mgr ctrl.Manager, w webhookOptions) error {
+func setupWebhooks(mgr ctrl.Manager, w webhookOptions, liqoNS string) error {
 	if w.service == "" && w.url == "" {
 		mgr.GetLogger().Info("admission webhooks disabled: set --webhook-service or --webhook-url to serve them")
 		return nil
 	}
-	opts := webhookserver.Options{URL: w.url, BindAddress: w.bindAddress}
+	opts := webhookserver.Options{URL: w.url, BindAddress: w.bindAddress, SecretNamespace: liqoNS}
 	if w.service != "" {
 		svc, err := webhookserver.ParseService(w.service)
 		if err != nil {
@@ -88,7 +88,7 @@ func setupWebhooks(mgr ctrl.Manager, w webhookOptions) error {
 	}
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	ws.Register(podplacement.Path, &podplacement.Handler{Client: mgr.GetClient(), Decoder: decoder})
-	ws.AddMutating(podplacement.Configuration, podplacement.Path, podplacement.Webhook())
+	ws.AddMutating(podplacement.Configuration, podplacement.Path, podplacement.Webhook(liqoNS))
 	ws.Register(grantenforcement.Path, &grantenforcement.Handler{Client: mgr.GetClient(), Decoder: decoder})
 	for _, wh := range grantenforcement.Webhooks() {
 		ws.AddValidating(grantenforcement.Configuration, grantenforcement.Path, wh)

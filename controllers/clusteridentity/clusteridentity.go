@@ -60,7 +60,13 @@ type Config struct {
 	// CRDsInstalledElsewhere says someone else installs and upgrades our CRDs (the manager's
 	// --manage-crds=false): Ensure only checks that they are there.
 	CRDsInstalledElsewhere bool
+	// Namespace is the namespace Liqo is installed in (the manager's --liqo-namespace; "":
+	// consts.LiqoNamespace): the cluster ID, the signing key and the Networks live there.
+	Namespace string
 }
+
+// LiqoNamespace is the namespace Liqo is installed in.
+func (c Config) LiqoNamespace() string { return consts.LiqoNamespaceOr(c.Namespace) }
 
 // Validate checks the configuration before anything is written.
 func (c Config) Validate() error {
@@ -137,15 +143,16 @@ func Ensure(ctx context.Context, c client.Client, cfg Config) (corev1beta1.Clust
 	} else if err := crds.Install(ctx, c); err != nil {
 		return "", err
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}
+	liqoNS := cfg.LiqoNamespace()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: liqoNS}}
 	if _, err := controllerutil.CreateOrPatch(ctx, c, ns, func() error { return nil }); err != nil {
-		return "", fmt.Errorf("ensuring namespace %s: %w", consts.LiqoNamespace, err)
+		return "", fmt.Errorf("ensuring namespace %s: %w", liqoNS, err)
 	}
-	id, err := ensureClusterID(ctx, c, cfg.ClusterID)
+	id, err := ensureClusterID(ctx, c, liqoNS, cfg.ClusterID)
 	if err != nil {
 		return "", err
 	}
-	if err := ensureSigningKey(ctx, c); err != nil {
+	if err := ensureSigningKey(ctx, c, liqoNS); err != nil {
 		return "", err
 	}
 	if err := ensureNetworks(ctx, c, cfg); err != nil {
@@ -178,30 +185,30 @@ func labelClusterIDConfigMap(ctx context.Context, c client.Client, cm *corev1.Co
 	}
 	maps.Copy(cm.Labels, clusterIDConfigMapLabels)
 	if err := c.Patch(ctx, cm, patch); err != nil {
-		return fmt.Errorf("labelling %s/%s: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+		return fmt.Errorf("labelling %s/%s: %w", cm.Namespace, consts.ClusterIDConfigMap, err)
 	}
 	return nil
 }
 
-func ensureClusterID(ctx context.Context, c client.Client, want corev1beta1.ClusterID) (corev1beta1.ClusterID, error) {
+func ensureClusterID(ctx context.Context, c client.Client, liqoNS string, want corev1beta1.ClusterID) (corev1beta1.ClusterID, error) {
 	cm := &corev1.ConfigMap{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap}, cm)
+	err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: consts.ClusterIDConfigMap}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		if want == "" {
-			return "", fmt.Errorf("no cluster ID recorded in %s/%s: set --cluster-id", consts.LiqoNamespace, consts.ClusterIDConfigMap)
+			return "", fmt.Errorf("no cluster ID recorded in %s/%s: set --cluster-id", liqoNS, consts.ClusterIDConfigMap)
 		}
 		cm = &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap, Labels: map[string]string{managedByLabel: managedBy}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: consts.ClusterIDConfigMap, Labels: map[string]string{managedByLabel: managedBy}},
 			Data:       map[string]string{consts.ClusterIDKey: string(want)},
 		}
 		maps.Copy(cm.Labels, clusterIDConfigMapLabels)
 		if err := c.Create(ctx, cm); err != nil {
-			return "", fmt.Errorf("recording cluster ID in %s/%s: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+			return "", fmt.Errorf("recording cluster ID in %s/%s: %w", liqoNS, consts.ClusterIDConfigMap, err)
 		}
 		return want, nil
 	case err != nil:
-		return "", fmt.Errorf("reading %s/%s: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+		return "", fmt.Errorf("reading %s/%s: %w", liqoNS, consts.ClusterIDConfigMap, err)
 	}
 	if err := labelClusterIDConfigMap(ctx, c, cm); err != nil {
 		return "", err
@@ -209,7 +216,7 @@ func ensureClusterID(ctx context.Context, c client.Client, want corev1beta1.Clus
 	got := corev1beta1.ClusterID(cm.Data[consts.ClusterIDKey])
 	switch {
 	case got == "" && want == "":
-		return "", fmt.Errorf("%s/%s has no %s: set --cluster-id", consts.LiqoNamespace, consts.ClusterIDConfigMap, consts.ClusterIDKey)
+		return "", fmt.Errorf("%s/%s has no %s: set --cluster-id", liqoNS, consts.ClusterIDConfigMap, consts.ClusterIDKey)
 	case got == "":
 		patch := client.MergeFrom(cm.DeepCopy())
 		if cm.Data == nil {
@@ -217,28 +224,28 @@ func ensureClusterID(ctx context.Context, c client.Client, want corev1beta1.Clus
 		}
 		cm.Data[consts.ClusterIDKey] = string(want)
 		if err := c.Patch(ctx, cm, patch); err != nil {
-			return "", fmt.Errorf("recording cluster ID in %s/%s: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+			return "", fmt.Errorf("recording cluster ID in %s/%s: %w", liqoNS, consts.ClusterIDConfigMap, err)
 		}
 		return want, nil
 	case want != "" && got != want:
 		return "", fmt.Errorf("this cluster's ID is %q (recorded in %s/%s), not %q: a cluster ID cannot change, since peers know it; "+
-			"drop --cluster-id or set it to %q", got, consts.LiqoNamespace, consts.ClusterIDConfigMap, want, got)
+			"drop --cluster-id or set it to %q", got, liqoNS, consts.ClusterIDConfigMap, want, got)
 	}
 	return got, nil
 }
 
-func ensureSigningKey(ctx context.Context, c client.Client) error {
+func ensureSigningKey(ctx context.Context, c client.Client, liqoNS string) error {
 	secret := &corev1.Secret{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.SigningKeySecret}, secret)
+	err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: consts.SigningKeySecret}, secret)
 	if err == nil {
 		if _, perr := signing.ParsePrivate(secret.Data[consts.PrivateKeySecretKey]); perr != nil {
 			return fmt.Errorf("secret %s/%s does not hold a valid signing key (%w): delete it to make a new one, "+
-				"knowing that peers must then re-authenticate", consts.LiqoNamespace, consts.SigningKeySecret, perr)
+				"knowing that peers must then re-authenticate", liqoNS, consts.SigningKeySecret, perr)
 		}
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading secret %s/%s: %w", consts.LiqoNamespace, consts.SigningKeySecret, err)
+		return fmt.Errorf("reading secret %s/%s: %w", liqoNS, consts.SigningKeySecret, err)
 	}
 	key, err := signing.Generate()
 	if err != nil {
@@ -253,12 +260,12 @@ func ensureSigningKey(ctx context.Context, c client.Client) error {
 		return err
 	}
 	secret = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: consts.SigningKeySecret, Labels: map[string]string{managedByLabel: managedBy}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: consts.SigningKeySecret, Labels: map[string]string{managedByLabel: managedBy}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{consts.PrivateKeySecretKey: priv, consts.PublicKeySecretKey: pub},
 	}
 	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating secret %s/%s: %w", consts.LiqoNamespace, consts.SigningKeySecret, err)
+		return fmt.Errorf("creating secret %s/%s: %w", liqoNS, consts.SigningKeySecret, err)
 	}
 	return nil
 }
@@ -281,9 +288,9 @@ var cidrFlags = map[string]string{
 // recorded ones gets its Network.
 func ensureNetworks(ctx context.Context, c client.Client, cfg Config) error {
 	spec := clusternet.Spec{PodCIDRs: cfg.PodCIDRs, ServiceCIDR: cfg.ServiceCIDR, ExternalCIDR: cfg.ExternalCIDR,
-		ExternalCIDRDefaulted: cfg.ExternalCIDRDefault}
+		ExternalCIDRDefaulted: cfg.ExternalCIDRDefault, Namespace: cfg.LiqoNamespace()}
 	if len(cfg.PodCIDRs) > 0 {
-		if err := checkPodCIDRs(ctx, c, cfg.PodCIDRs); err != nil {
+		if err := checkPodCIDRs(ctx, c, cfg.LiqoNamespace(), cfg.PodCIDRs); err != nil {
 			return err
 		}
 	}
@@ -293,7 +300,7 @@ func ensureNetworks(ctx context.Context, c client.Client, cfg Config) error {
 		}
 	}
 	if len(cfg.PodCIDRs) > 0 {
-		return retireLegacyPodCIDRNetwork(ctx, c, cfg.PodCIDRs)
+		return retireLegacyPodCIDRNetwork(ctx, c, cfg.LiqoNamespace(), cfg.PodCIDRs)
 	}
 	return nil
 }
@@ -302,8 +309,8 @@ func ensureNetworks(ctx context.Context, c client.Client, cfg Config) error {
 // (by this package, whatever their names): its Network's name follows the CIDR, so a changed
 // flag would otherwise drop a pod CIDR and add another under the peers' feet. Networks of
 // others (e.g. upstream's chart) are left to them.
-func checkPodCIDRs(ctx context.Context, c client.Client, cidrs []string) error {
-	nets, err := clusternet.List(ctx, c)
+func checkPodCIDRs(ctx context.Context, c client.Client, liqoNS string, cidrs []string) error {
+	nets, err := clusternet.ListIn(ctx, c, liqoNS)
 	if err != nil {
 		return err
 	}
@@ -390,14 +397,14 @@ func relabelNetwork(ctx context.Context, c client.Client, n *ipamv1alpha1.Networ
 // retireLegacyPodCIDRNetwork deletes the pod CIDR Network a previous version wrote (named
 // pod-cidr, with our managed-by label and one of the pod CIDRs cidrs, which its successor named
 // after the CIDR now holds). One written by others is left alone and still counts as a pod CIDR.
-func retireLegacyPodCIDRNetwork(ctx context.Context, c client.Client, cidrs []string) error {
+func retireLegacyPodCIDRNetwork(ctx context.Context, c client.Client, liqoNS string, cidrs []string) error {
 	n := &ipamv1alpha1.Network{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: legacyPodCIDRNetwork}, n)
+	err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: legacyPodCIDRNetwork}, n)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading network %s/%s: %w", consts.LiqoNamespace, legacyPodCIDRNetwork, err)
+		return fmt.Errorf("reading network %s/%s: %w", liqoNS, legacyPodCIDRNetwork, err)
 	}
 	cidr := string(n.Spec.CIDR)
 	if n.Labels[managedByLabel] != managedBy || !slices.Contains(cidrs, cidr) || !n.DeletionTimestamp.IsZero() ||
@@ -405,7 +412,7 @@ func retireLegacyPodCIDRNetwork(ctx context.Context, c client.Client, cidrs []st
 		return nil
 	}
 	if err := c.Delete(ctx, n, client.Preconditions{UID: &n.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting network %s/%s, replaced by %s: %w", consts.LiqoNamespace, legacyPodCIDRNetwork, consts.PodCIDRNetworkName(cidr), err)
+		return fmt.Errorf("deleting network %s/%s, replaced by %s: %w", liqoNS, legacyPodCIDRNetwork, consts.PodCIDRNetworkName(cidr), err)
 	}
 	return nil
 }

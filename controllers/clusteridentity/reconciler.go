@@ -41,10 +41,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 // the Secret admission policy) and funnels every event into one reconcile key.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: consts.LiqoNamespace, Name: "cluster-identity"}}}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: r.Config.LiqoNamespace(), Name: "cluster-identity"}}}
 	})
 	inLiqo := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == consts.LiqoNamespace
+		return o.GetNamespace() == r.Config.LiqoNamespace()
 	}))
 	peerRoles := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetName() == RemoteControlPlaneClusterRole || o.GetName() == RemoteWorkloadClusterRole

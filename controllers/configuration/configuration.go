@@ -48,6 +48,9 @@ type Reconciler struct {
 	LocalCIDRs []string
 	// Pool is where remapped CIDRs are taken from; empty: DefaultPool.
 	Pool []string
+	// LiqoNamespace is the namespace Liqo is installed in, where the local cluster's Networks
+	// are ("": consts.LiqoNamespace).
+	LiqoNamespace string
 	// Reader lists the other Configurations when allocating; SetupWithManager makes it the
 	// manager's uncached reader. A cached list may not show the remap just written for another
 	// peer yet, and two peers would get the same range.
@@ -159,7 +162,7 @@ func (r *Reconciler) usedCIDRs(ctx context.Context, conf *netv1beta1.Configurati
 		raw = append(raw, cidr.Strings(conf.Spec.Local.CIDR.Pod)...)
 		raw = append(raw, cidr.Strings(conf.Spec.Local.CIDR.External)...)
 	}
-	nets, err := clusternet.List(ctx, r.Client)
+	nets, err := clusternet.ListIn(ctx, r.Client, consts.LiqoNamespaceOr(r.LiqoNamespace))
 	if err != nil {
 		return nil, fmt.Errorf("reading the local cluster's Networks: %w", err)
 	}

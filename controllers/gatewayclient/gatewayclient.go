@@ -21,6 +21,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // Reconciler makes GatewayClients real.
@@ -32,6 +33,9 @@ type Reconciler struct {
 	// Recorder records why a GatewayClient cannot be rendered (e.g. a missing template), as
 	// Events on it; nil: none.
 	Recorder events.EventRecorder
+	// LiqoNamespace is the namespace Liqo is installed in, where the default templates are
+	// ("": consts.LiqoNamespace).
+	LiqoNamespace string
 }
 
 // clients is how the shared part reads GatewayClients.
@@ -58,7 +62,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile renders one GatewayClient's Secret and Deployment and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	p, err := clients.Prepare(ctx, r.Client, r.Recorder, req)
+	p, err := clients.Prepare(ctx, r.Client, r.Recorder, req, consts.LiqoNamespaceOr(r.LiqoNamespace))
 	if err != nil || p == nil {
 		return ctrl.Result{}, err
 	}

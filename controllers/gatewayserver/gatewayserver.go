@@ -38,6 +38,9 @@ type Reconciler struct {
 	// Recorder records why a GatewayServer cannot be rendered (e.g. a missing template), as
 	// Events on it; nil: none.
 	Recorder events.EventRecorder
+	// LiqoNamespace is the namespace Liqo is installed in, where the default templates are
+	// ("": consts.LiqoNamespace).
+	LiqoNamespace string
 }
 
 // servers is how the shared part reads GatewayServers.
@@ -72,7 +75,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile renders one GatewayServer's Secret, Deployment and Service and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	p, err := servers.Prepare(ctx, r.Client, r.Recorder, req)
+	p, err := servers.Prepare(ctx, r.Client, r.Recorder, req, consts.LiqoNamespaceOr(r.LiqoNamespace))
 	if err != nil || p == nil {
 		return ctrl.Result{}, err
 	}

@@ -37,6 +37,9 @@ type Reconciler struct {
 	// a renewed certificate; zero: a twentieth of the certificate's remaining life, between 10
 	// seconds and an hour.
 	RenewalCheck time.Duration
+	// LiqoNamespace is the namespace Liqo is installed in, where the signing key is ("":
+	// consts.LiqoNamespace).
+	LiqoNamespace string
 }
 
 // Reconcile writes the kubeconfig Secret of one Identity and points its status at it.
@@ -56,7 +59,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil // credentials not there yet
 	}
 	keySecret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.SigningKeySecret}, keySecret); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespaceOr(r.LiqoNamespace), Name: consts.SigningKeySecret}, keySecret); err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading the cluster's signing key for identity %s: %w", req, err)
 	}
 	kubeconfig, err := kubeconfigFor(string(id.Spec.ClusterID), p, keySecret.Data[consts.PrivateKeySecretKey], id.Spec.Namespace)

@@ -114,6 +114,9 @@ func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 type ConsumerReconciler struct {
 	// Client reads and writes the cluster.
 	Client client.Client
+	// LiqoNamespace is the namespace Liqo is installed in, where the cluster's signing key and
+	// ID are ("": consts.LiqoNamespace).
+	LiqoNamespace string
 }
 
 // Reconcile signs the nonce of a liqo-signed-nonce Secret that has no signature yet.
@@ -126,7 +129,7 @@ func (r *ConsumerReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if len(nonce) == 0 || len(secret.Data[consts.SignedNonceKey]) > 0 {
 		return reconcile.Result{}, nil
 	}
-	key, clusterID, err := localIdentity(ctx, r.Client)
+	key, clusterID, err := localIdentity(ctx, r.Client, consts.LiqoNamespaceOr(r.LiqoNamespace))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -160,9 +163,9 @@ func (r *ConsumerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // localIdentity reads the cluster's signing key and ID.
-func localIdentity(ctx context.Context, c client.Client) (*signing.KeyPair, string, error) {
+func localIdentity(ctx context.Context, c client.Client, liqoNS string) (*signing.KeyPair, string, error) {
 	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.SigningKeySecret}, secret); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: consts.SigningKeySecret}, secret); err != nil {
 		return nil, "", fmt.Errorf("reading the cluster's signing key: %w", err)
 	}
 	key, err := signing.ParsePrivate(secret.Data[consts.PrivateKeySecretKey])
@@ -170,7 +173,7 @@ func localIdentity(ctx context.Context, c client.Client) (*signing.KeyPair, stri
 		return nil, "", fmt.Errorf("the cluster's signing key: %w", err)
 	}
 	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ClusterIDConfigMap}, cm); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: consts.ClusterIDConfigMap}, cm); err != nil {
 		return nil, "", fmt.Errorf("reading the cluster ID: %w", err)
 	}
 	return key, cm.Data[consts.ClusterIDKey], nil

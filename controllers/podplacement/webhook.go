@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -26,13 +27,13 @@ const Path = "/mutate-pod-placement"
 // Configuration is the name of the MutatingWebhookConfiguration holding the webhook.
 const Configuration = "liqo-pod-placement"
 
-// SystemNamespaces are never shaped, whatever their labels.
-var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", consts.LiqoNamespace}
+// SystemNamespaces are never shaped, whatever their labels; nor is Liqo's own namespace.
+var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 
 // Webhook is the registration of the webhook (its client configuration is left to the
 // server): pod creation, in namespaces labelled consts.SchedulingEnabledLabel=true except
 // the system ones, failurePolicy Fail (see the package documentation).
-func Webhook() admissionregistrationv1.MutatingWebhook {
+func Webhook(liqoNS string) admissionregistrationv1.MutatingWebhook {
 	return admissionregistrationv1.MutatingWebhook{
 		Name: "pod-placement.offloading.liqo.io",
 		Rules: []admissionregistrationv1.RuleWithOperations{{
@@ -45,7 +46,7 @@ func Webhook() admissionregistrationv1.MutatingWebhook {
 		NamespaceSelector: &metav1.LabelSelector{
 			MatchLabels: map[string]string{consts.SchedulingEnabledLabel: "true"},
 			MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: SystemNamespaces}},
+				{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: append(slices.Clone(SystemNamespaces), liqoNS)}},
 		},
 		ObjectSelector:          &metav1.LabelSelector{},
 		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),

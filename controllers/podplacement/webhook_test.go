@@ -27,7 +27,7 @@ func startWebhook(t *testing.T, cl *testenv.Cluster) (stop func()) {
 	ws := testenv.LocalWebhookServer(t, cl)
 	return testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
 		ws.Register(podplacement.Path, &podplacement.Handler{Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())})
-		ws.AddMutating(podplacement.Configuration, podplacement.Path, podplacement.Webhook())
+		ws.AddMutating(podplacement.Configuration, podplacement.Path, podplacement.Webhook(consts.LiqoNamespace))
 		return mgr.Add(ws)
 	})
 }

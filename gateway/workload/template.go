@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
-	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // Default templates: what a GatewayServer's spec.serverTemplateRef and a GatewayClient's
@@ -30,11 +29,11 @@ import (
 const (
 	// ServerTemplateKind is the kind of the default server template.
 	ServerTemplateKind = "WgGatewayServerTemplate"
-	// ServerTemplateName is the name of the default server template, in consts.LiqoNamespace.
+	// ServerTemplateName is the name of the default server template, in Liqo's namespace.
 	ServerTemplateName = "wireguard-server"
 	// ClientTemplateKind is the kind of the default client template.
 	ClientTemplateKind = "WgGatewayClientTemplate"
-	// ClientTemplateName is the name of the default client template, in consts.LiqoNamespace.
+	// ClientTemplateName is the name of the default client template, in Liqo's namespace.
 	ClientTemplateName = "wireguard-client"
 )
 
@@ -312,27 +311,29 @@ func coerceFields(m map[string]any, t reflect.Type) {
 }
 
 // DefaultTemplateRef tells whether ref names the default template of its kind (see the
-// constants); the controllers create those when they are missing.
-func DefaultTemplateRef(ref corev1.ObjectReference) bool {
+// constants) in liqoNS, the namespace Liqo is installed in; the controllers create those when
+// they are missing.
+func DefaultTemplateRef(ref corev1.ObjectReference, liqoNS string) bool {
 	gvOK := ref.APIVersion == "" || ref.APIVersion == netv1beta1.GroupVersion.String()
-	return gvOK && ref.Namespace == consts.LiqoNamespace &&
+	return gvOK && ref.Namespace == liqoNS &&
 		(ref.Kind == ServerTemplateKind && ref.Name == ServerTemplateName || ref.Kind == ClientTemplateKind && ref.Name == ClientTemplateName)
 }
 
-// DefaultTemplateRefs are the references to the default server and client templates.
-func DefaultTemplateRefs() []corev1.ObjectReference {
+// DefaultTemplateRefs are the references to the default server and client templates, in
+// liqoNS, the namespace Liqo is installed in.
+func DefaultTemplateRefs(liqoNS string) []corev1.ObjectReference {
 	gv := netv1beta1.GroupVersion.String()
 	return []corev1.ObjectReference{
-		{APIVersion: gv, Kind: ServerTemplateKind, Namespace: consts.LiqoNamespace, Name: ServerTemplateName},
-		{APIVersion: gv, Kind: ClientTemplateKind, Namespace: consts.LiqoNamespace, Name: ClientTemplateName},
+		{APIVersion: gv, Kind: ServerTemplateKind, Namespace: liqoNS, Name: ServerTemplateName},
+		{APIVersion: gv, Kind: ClientTemplateKind, Namespace: liqoNS, Name: ClientTemplateName},
 	}
 }
 
 // EnsureDefaultTemplates creates the default server and client templates when missing, as
 // upstream Liqo's chart installs them: upstream liqoctl checks that they exist before it asks for
 // a gateway.
-func EnsureDefaultTemplates(ctx context.Context, c client.Client) error {
-	for _, ref := range DefaultTemplateRefs() {
+func EnsureDefaultTemplates(ctx context.Context, c client.Client, liqoNS string) error {
+	for _, ref := range DefaultTemplateRefs(liqoNS) {
 		if err := EnsureDefaultTemplate(ctx, c, ref); err != nil {
 			return err
 		}

@@ -39,6 +39,9 @@ type Spec struct {
 	// ExternalCIDRDefaulted says that ExternalCIDR is a default (DefaultExternalCIDR), not a CIDR
 	// the user set: as in upstream's chart, its Network is then not marked not-remapped.
 	ExternalCIDRDefaulted bool
+	// Namespace is where the Networks are: the namespace Liqo is installed in ("":
+	// consts.LiqoNamespace).
+	Namespace string
 }
 
 // AllPodCIDRs are the pod CIDRs of spec: PodCIDR (when set), then PodCIDRs, each once.
@@ -54,7 +57,7 @@ func (s Spec) AllPodCIDRs() []string {
 
 // Networks returns the Networks of spec's non-empty CIDRs, as upstream's chart writes them:
 // one per pod CIDR (AllPodCIDRs), named consts.PodCIDRNetworkName(cidr); consts.ServiceCIDRNetwork and
-// consts.ExternalCIDRNetwork in consts.LiqoNamespace; labelled with their type, the pod and
+// consts.ExternalCIDRNetwork in spec.Namespace; labelled with their type, the pod and
 // service CIDRs as not remapped and shared, the external CIDR as not remapped unless defaulted;
 // the CIDR in spec.cidr (status is left to the caller).
 func (s Spec) Networks() []*ipamv1alpha1.Network {
@@ -71,7 +74,7 @@ func (s Spec) Networks() []*ipamv1alpha1.Network {
 			labels[consts.NetworkSharedLabel] = "true"
 		}
 		out = append(out, &ipamv1alpha1.Network{
-			ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: name, Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace(), Name: name, Labels: labels},
 			Spec:       ipamv1alpha1.NetworkSpec{CIDR: netv1beta1.CIDR(cidr)},
 		})
 	}
@@ -81,6 +84,14 @@ func (s Spec) Networks() []*ipamv1alpha1.Network {
 	add(consts.ServiceCIDRNetwork, consts.ServiceCIDRNetwork, s.ServiceCIDR, true, true)
 	add(consts.ExternalCIDRNetwork, consts.ExternalCIDRNetwork, s.ExternalCIDR, !s.ExternalCIDRDefaulted, false)
 	return out
+}
+
+// namespace is where the Networks are.
+func (s Spec) namespace() string {
+	if s.Namespace == "" {
+		return consts.LiqoNamespace
+	}
+	return s.Namespace
 }
 
 // LabelKeys are the label keys Spec.Networks sets or leaves out on purpose: a Network kept after

@@ -181,3 +181,12 @@ const (
 func PeerGone(annotations map[string]string) bool {
 	return annotations[PeerGoneAnnotation] == "true" || annotations[PeerGoneUpstreamAnnotation] == "true"
 }
+
+// LiqoNamespaceOr is ns, the namespace Liqo is installed in when it is not LiqoNamespace (a
+// component's --liqo-namespace, a provider's liqo_namespace), or LiqoNamespace when ns is empty.
+func LiqoNamespaceOr(ns string) string {
+	if ns == "" {
+		return LiqoNamespace
+	}
+	return ns
+}

@@ -91,8 +91,9 @@ type Gateway[T client.Object] struct {
 // Prepare reads the gateway of req, makes sure its key Secret exists and loads its template
 // (see template). It returns nil when there is nothing to render: the gateway is gone, or going
 // (the garbage collector removes what it owns, and in a foreground deletion it waits for them,
-// so nothing is written again).
-func (k Kind[T]) Prepare(ctx context.Context, c client.Client, rec events.EventRecorder, req ctrl.Request) (*Gateway[T], error) {
+// so nothing is written again). liqoNS is the namespace Liqo is installed in, where the default
+// templates are.
+func (k Kind[T]) Prepare(ctx context.Context, c client.Client, rec events.EventRecorder, req ctrl.Request, liqoNS string) (*Gateway[T], error) {
 	gw := k.New()
 	if err := c.Get(ctx, req.NamespacedName, gw); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -107,7 +108,7 @@ func (k Kind[T]) Prepare(ctx context.Context, c client.Client, rec events.EventR
 	if err := workload.EnsureKeySecret(ctx, c, gw, secretName); err != nil {
 		return nil, err
 	}
-	base, err := k.template(ctx, c, rec, gw, secretName)
+	base, err := k.template(ctx, c, rec, gw, secretName, liqoNS)
 	if err != nil {
 		return nil, err
 	}
@@ -136,12 +137,12 @@ func SecretRef(namespace, name string) *corev1.ObjectReference {
 // the one referenced and it is missing. A missing template is recorded as a Warning Event on the
 // gateway (when rec is not nil) and returned as an error (retried with backoff, and at once when
 // a template of the kind appears); nothing is rendered meanwhile.
-func (k Kind[T]) template(ctx context.Context, c client.Client, rec events.EventRecorder, gw T, secretName string) (*workload.Base, error) {
+func (k Kind[T]) template(ctx context.Context, c client.Client, rec events.EventRecorder, gw T, secretName, liqoNS string) (*workload.Base, error) {
 	ref := k.TemplateRef(gw)
 	data := workload.TemplateData{Name: gw.GetName(), Namespace: gw.GetNamespace(), GatewayUID: string(gw.GetUID()),
 		ClusterID: gw.GetLabels()[consts.RemoteClusterIDLabel], SecretName: secretName, Spec: k.Spec(gw)}
 	base, err := workload.Load(ctx, c, ref, gw.GetNamespace(), data)
-	if errors.Is(err, workload.ErrTemplateNotFound) && workload.DefaultTemplateRef(ref) {
+	if errors.Is(err, workload.ErrTemplateNotFound) && workload.DefaultTemplateRef(ref, liqoNS) {
 		if err := workload.EnsureDefaultTemplate(ctx, c, ref); err != nil {
 			return nil, err
 		}
