@@ -180,3 +180,13 @@ func quantitiesResourcesAttribute(description string) schema.MapAttribute {
 		},
 	}
 }
+
+// resourceListValue makes a map attribute of quantities by resource name (granted, capacity);
+// null when empty.
+func resourceListValue(ctx context.Context, l corev1.ResourceList) (types.Map, error) {
+	out := make(map[string]string, len(l))
+	for name, q := range l {
+		out[string(name)] = q.String()
+	}
+	return stringMapValue(ctx, out)
+}

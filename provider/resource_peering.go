@@ -280,18 +280,11 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	if err := m.set(ctx, st.Granted, func(name corev1.ResourceName) bool { return asks(st, name) }); err != nil {
 		return err
 	}
-	granted := map[string]string{}
-	for name, q := range st.Granted {
-		granted[string(name)] = q.String()
+	granted, err := resourceListValue(ctx, st.Granted)
+	if err != nil {
+		return fmt.Errorf("building granted: %w", err)
 	}
-	m.Granted = types.MapNull(types.StringType)
-	if len(granted) > 0 {
-		v, d := types.MapValueFrom(ctx, types.StringType, granted)
-		if d.HasError() {
-			return fmt.Errorf("building granted: %w", diagsError(d))
-		}
-		m.Granted = v
-	}
+	m.Granted = granted
 	status, d := types.ObjectValue(peeringStatusAttrTypes, map[string]attr.Value{
 		"networking": types.StringValue(st.Networking), "authentication": types.StringValue(st.Authentication),
 		"offloading": types.StringValue(st.Offloading),

@@ -187,18 +187,11 @@ func (m *resourceSliceModel) refresh(ctx context.Context, clusterName string, rs
 			m.ResourcesCondition = stringOrNull(string(c.Status))
 		}
 	}
-	m.Granted = types.MapNull(types.StringType)
-	if len(rs.Status.Resources) > 0 {
-		granted := map[string]string{}
-		for name, q := range rs.Status.Resources {
-			granted[string(name)] = q.String()
-		}
-		v, d := types.MapValueFrom(ctx, types.StringType, granted)
-		if d.HasError() {
-			return fmt.Errorf("building granted: %v", d)
-		}
-		m.Granted = v
+	granted, err := resourceListValue(ctx, rs.Status.Resources)
+	if err != nil {
+		return fmt.Errorf("building granted: %w", err)
 	}
+	m.Granted = granted
 	return nil
 }
 

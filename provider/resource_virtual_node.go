@@ -292,14 +292,17 @@ func stringMapOf(ctx context.Context, m types.Map) (map[string]string, error) {
 
 // stringListOf reads a list of strings (nil when null).
 func stringListOf(ctx context.Context, l types.List) ([]string, error) {
-	if l.IsNull() || l.IsUnknown() {
-		return nil, nil
+	out, d := nwListStrings(ctx, l)
+	return out, diagsError(d)
+}
+
+// stringMapValue makes a map attribute of strings; null when empty.
+func stringMapValue(ctx context.Context, m map[string]string) (types.Map, error) {
+	if len(m) == 0 {
+		return types.MapNull(types.StringType), nil
 	}
-	var out []string
-	if d := l.ElementsAs(ctx, &out, false); d.HasError() {
-		return nil, diagsError(d)
-	}
-	return out, nil
+	v, d := types.MapValueFrom(ctx, types.StringType, m)
+	return v, diagsError(d)
 }
 
 // patch is the offloading patch the model asks for (nil when none).
@@ -360,17 +363,11 @@ func patchValue(ctx context.Context, p *offv1beta1.OffloadingPatch) (types.Objec
 		return types.ObjectNull(virtualNodePatchType), nil
 	}
 	strList := func(v []string) types.List {
-		if len(v) == 0 {
-			return types.ListNull(types.StringType)
-		}
-		l, _ := types.ListValueFrom(ctx, types.StringType, v)
+		l, _ := nwStringList(ctx, v) // strings always convert
 		return l
 	}
 	strMap := func(v map[string]string) types.Map {
-		if len(v) == 0 {
-			return types.MapNull(types.StringType)
-		}
-		m, _ := types.MapValueFrom(ctx, types.StringType, v)
+		m, _ := stringMapValue(ctx, v) // strings always convert
 		return m
 	}
 	pm := virtualNodePatchModel{NodeSelector: strMap(p.NodeSelector), LabelsNotReflected: strList(p.LabelsNotReflected),
@@ -417,29 +414,15 @@ func virtualNodeRefresh(ctx context.Context, c *clusterClient, m *virtualNodeMod
 	if m.WaitForReady.IsNull() || m.WaitForReady.IsUnknown() {
 		m.WaitForReady = types.BoolValue(true)
 	}
-	m.Labels = types.MapNull(types.StringType)
-	if len(vn.Spec.Labels) > 0 {
-		v, d := types.MapValueFrom(ctx, types.StringType, vn.Spec.Labels)
-		if d.HasError() {
-			return fmt.Errorf("building labels: %w", diagsError(d))
-		}
-		m.Labels = v
-	}
 	var err error
+	if m.Labels, err = stringMapValue(ctx, vn.Spec.Labels); err != nil {
+		return fmt.Errorf("building labels: %w", err)
+	}
 	if m.OffloadingPatch, err = patchValue(ctx, vn.Spec.OffloadingPatch); err != nil {
 		return err
 	}
-	capacity := map[string]string{}
-	for name, q := range vn.Spec.ResourceQuota.Hard {
-		capacity[string(name)] = q.String()
-	}
-	m.Capacity = types.MapNull(types.StringType)
-	if len(capacity) > 0 {
-		v, d := types.MapValueFrom(ctx, types.StringType, capacity)
-		if d.HasError() {
-			return fmt.Errorf("building capacity: %w", diagsError(d))
-		}
-		m.Capacity = v
+	if m.Capacity, err = resourceListValue(ctx, vn.Spec.ResourceQuota.Hard); err != nil {
+		return fmt.Errorf("building capacity: %w", err)
 	}
 	status, err := nodeStatus(ctx, c, vn.Name)
 	if err != nil {
