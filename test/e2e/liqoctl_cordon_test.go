@@ -51,21 +51,10 @@ func (r *sandboxRun) cordonAndUncordon(t *testing.T, bin, node, slice string) {
 	ctx := t.Context()
 	c := r.clients["consumer"]
 	const ns = "liqoctl-cordoned"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	r.liqoctl(t, bin, "consumer", "offload", "namespace", ns, "--pod-offloading-strategy", "Remote", "--timeout", "1m")
-	labels := map[string]string{"app": "web"}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web"}}}}}}
-	if err := c.Create(ctx, dep); err != nil {
-		t.Fatal(err)
-	}
+	dep := r.offloadedDeployment(t, bin, ns, 1)
 	webPods := func(ctx context.Context) ([]corev1.Pod, error) {
 		list := &corev1.PodList{}
-		if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil {
 			return nil, err
 		}
 		return list.Items, nil

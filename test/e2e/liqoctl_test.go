@@ -302,6 +302,26 @@ func (r *sandboxRun) importLiqoctlPeering(t *testing.T) {
 	r.expectNothingLeft(t)
 }
 
+// offloadedDeployment makes namespace ns on the consumer, offloads it with `liqoctl offload
+// namespace` (pods remote only), and creates in it Deployment "web" (label app=web) of replicas.
+func (r *sandboxRun) offloadedDeployment(t *testing.T, bin, ns string, replicas int32) *appsv1.Deployment {
+	t.Helper()
+	c := r.clients["consumer"]
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	r.liqoctl(t, bin, "consumer", "offload", "namespace", ns, "--pod-offloading-strategy", "Remote", "--timeout", "1m")
+	labels := map[string]string{"app": "web"}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web"}}}}}}
+	if err := c.Create(t.Context(), dep); err != nil {
+		t.Fatal(err)
+	}
+	return dep
+}
+
 // offloadAndUnoffload: `liqoctl offload namespace` sends a Deployment's pods to the virtual
 // node, where they run; `liqoctl unoffload namespace` leaves none of them Running there.
 func (r *sandboxRun) offloadAndUnoffload(t *testing.T, bin, node string) {
@@ -309,18 +329,7 @@ func (r *sandboxRun) offloadAndUnoffload(t *testing.T, bin, node string) {
 	ctx := t.Context()
 	c := r.clients["consumer"]
 	const ns = "liqoctl-offloaded"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	r.liqoctl(t, bin, "consumer", "offload", "namespace", ns, "--pod-offloading-strategy", "Remote", "--timeout", "1m")
-	labels := map[string]string{"app": "web"}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web"}}}}}}
-	if err := c.Create(ctx, dep); err != nil {
-		t.Fatal(err)
-	}
+	r.offloadedDeployment(t, bin, ns, 2)
 	runningOnNode := func(ctx context.Context) (int, error) {
 		pods := &corev1.PodList{}
 		if err := c.List(ctx, pods, client.InNamespace(ns)); err != nil {
