@@ -1,5 +1,6 @@
 // Package v1alpha1 contains the ipam.liqo.io/v1alpha1 API: Network, a network of a remote
-// cluster and the local network it is remapped to.
+// cluster and the local network it is remapped to; IP, a local address and the address of the
+// cluster's external CIDR remote clusters reach it at.
 // +kubebuilder:object:generate=true
 // +groupName=ipam.liqo.io
 package v1alpha1
