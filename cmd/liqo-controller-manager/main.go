@@ -28,6 +28,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayclient"
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayserver"
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/ipmapping"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespaceoffloading"
 	"github.com/peerkit/terraform-provider-liqo/controllers/negotiation"
@@ -280,6 +281,12 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := (&configuration.Reconciler{Client: mgr.GetClient(), LocalCIDRs: local, LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network configuration reconciler: %w", err)
+	}
+	if err := (&ipmapping.IPReconciler{Client: mgr.GetClient(), ExternalCIDR: o.identity.ExternalCIDR}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&ipmapping.ProxyReconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
+		return err
 	}
 	return setupWebhooks(mgr, o.webhooks, o.identity.LiqoNamespace())
 }

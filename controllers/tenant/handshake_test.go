@@ -326,7 +326,8 @@ func expectEvent(t *testing.T, c client.Client, obj client.Object, reason string
 }
 
 // TestHandshakeConvergesAfterRestart: the provider's controllers stop right after the Tenant is
-// created, before anything is issued; started again, they finish the job.
+// created, before anything is issued; started again, they finish the job. The Tenant asks for
+// in-band access (spec.proxyURL), which the issued identity carries.
 func TestHandshakeConvergesAfterRestart(t *testing.T) {
 	cons, prov := peerClusters(t)
 	ctx := t.Context()
@@ -346,6 +347,8 @@ func TestHandshakeConvergesAfterRestart(t *testing.T) {
 	answer := handshakeInTenantNamespaces(t, prov, cons)
 	stopProvider() // killed mid-handshake: the Tenant arrives while nothing runs
 	tn := answeredTenant(answer, "t-cons", authv1beta1.TenantConditionActive)
+	const proxyURL = "http://10.71.0.1:8118"
+	tn.Spec.ProxyURL = proxyURL
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
@@ -358,6 +361,9 @@ func TestHandshakeConvergesAfterRestart(t *testing.T) {
 		err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn)
 		return err == nil && tn.Status.AuthParams != nil && len(tn.Status.AuthParams.SignedCRT) > 0, nil
 	})
+	if got := tn.Status.AuthParams.ProxyURL; got != proxyURL {
+		t.Errorf("the issued identity's proxy URL %q, want the Tenant's %q", got, proxyURL)
+	}
 }
 
 // TestNonceForUpstreamLiqoctl: upstream liqoctl creates the provider's nonce Secret itself,

@@ -321,7 +321,9 @@ func (r *Reconciler) setStatus(ctx context.Context, t *authv1beta1.Tenant, cert 
 	t.Status.TenantNamespace = t.Namespace
 	if cert != nil {
 		issued := t.Status.AuthParams == nil || string(t.Status.AuthParams.SignedCRT) != string(cert)
-		t.Status.AuthParams = &authv1beta1.AuthParams{SignedCRT: cert, CA: r.CAData, APIServer: r.APIServerURL}
+		// The consumer's proxy URL (in-band peering: this cluster's API-server proxy as the
+		// consumer reaches it through the tunnel) goes into the identity it receives.
+		t.Status.AuthParams = &authv1beta1.AuthParams{SignedCRT: cert, CA: r.CAData, APIServer: r.APIServerURL, ProxyURL: t.Spec.ProxyURL}
 		if issued {
 			r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, reasonIssued, "Issue", "issued the control-plane identity of %s", t.Spec.ClusterID)
 		}
