@@ -53,6 +53,7 @@ type peeringModel struct {
 	ConsumerCluster         types.String   `tfsdk:"consumer_cluster"`
 	ProviderCluster         types.String   `tfsdk:"provider_cluster"`
 	Networking              types.Bool     `tfsdk:"networking"`
+	InBand                  types.Bool     `tfsdk:"in_band"`
 	CreateResourceSlice     types.Bool     `tfsdk:"create_resource_slice"`
 	CreateVirtualNode       types.Bool     `tfsdk:"create_virtual_node"`
 	ResourceSliceClass      types.String   `tfsdk:"resource_slice_class"`
@@ -208,7 +209,7 @@ func (m *peeringModel) options(ctx context.Context) (peering.Options, error) {
 	if err != nil {
 		return peering.Options{}, err
 	}
-	opts := peering.Options{Networking: m.Networking.IsNull() || m.Networking.ValueBool(), Resources: res,
+	opts := peering.Options{Networking: m.Networking.IsNull() || m.Networking.ValueBool(), Resources: res, InBand: m.InBand.ValueBool(),
 		SliceClass:      authv1beta1.ResourceSliceClass(m.ResourceSliceClass.ValueString()),
 		NoResourceSlice: !m.CreateResourceSlice.IsNull() && !m.CreateResourceSlice.ValueBool(),
 		NoVirtualNode:   !m.CreateVirtualNode.IsNull() && !m.CreateVirtualNode.ValueBool()}
@@ -259,6 +260,8 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	if m.Networking.IsNull() || m.Networking.IsUnknown() {
 		m.Networking = types.BoolValue(st.Networking != peering.StatusDisabled)
 	}
+	// Read back, so that a Tenant changed outside Terraform shows as a difference.
+	m.InBand = types.BoolValue(st.ProxyURL != "")
 	// What the slice is: read back, so that a slice changed outside Terraform shows as a difference.
 	m.CreateResourceSlice = types.BoolValue(st.ResourceSlice)
 	if st.ResourceSlice {

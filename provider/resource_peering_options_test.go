@@ -117,6 +117,7 @@ func TestAccPeeringSliceOptions(t *testing.T) {
 			bad("  create_resource_slice = false\n  create_virtual_node = true",
 				`(?s)A virtual node needs a resource slice.*create_virtual_node = true stands a virtual node for the slice`),
 			bad(asked+"  resource_slice_class = \"GPU!\"", `(?s)resource_slice_class.*must be a DNS label such as default or gpu`),
+			bad(asked+"  in_band = true", `(?s)in_band needs networking.*no tunnel: turn networking on, or remove in_band`),
 			bad(asked+"  gateway = { server_location = \"Elsewhere\" }", `(?s)gateway.server_location.*value must be one of`),
 			bad(asked+"  gateway = {\n    service_type = \"NodePort\"\n    load_balancer_ip = \"192.0.2.7\"\n  }",
 				`(?s)load_balancer_ip needs a LoadBalancer service.*service_type is NodePort`),

@@ -104,6 +104,19 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 					"pods run on the provider but cannot reach the consumer's pods. Changing it replaces the peering.",
 				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
 			},
+			"in_band": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Have the consumer's control plane reach the provider's API server through the tunnel, as " +
+					"`liqoctl peer --in-band`: for a provider whose API server the consumer's cluster cannot reach. The " +
+					"consumer's identity then goes through the provider's API-server proxy (Service `liqo-proxy` in its Liqo " +
+					"namespace), at the address of the provider's external CIDR its controller manager gave the proxy (IP " +
+					"`api-server-proxy`), as the consumer sees that CIDR, port 8118. Needs `networking`; default `false`. " +
+					"Terraform itself still reaches both clusters directly. Changing it replaces the peering.",
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplaceIf(
+					func(_ context.Context, req planmodifier.BoolRequest, resp *boolplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = !req.StateValue.IsNull() // null: a state from before the attribute, read back on refresh
+					}, "Changing in_band replaces the peering.", "Changing `in_band` replaces the peering.")},
+			},
 			"gateway": schema.SingleNestedAttribute{
 				Optional: true, Computed: true, Default: objectdefault.StaticValue(peeringDefaultGateway()),
 				MarkdownDescription: "How the tunnel is exposed, when `networking` is on; default: the provider's server " +
@@ -226,6 +239,11 @@ func (r *peeringResource) ValidateConfig(ctx context.Context, req resource.Valid
 				cfg.ConsumerCluster.ValueString()))
 	}
 	validateOffloading(&cfg, &resp.Diagnostics)
+	if cfg.InBand.ValueBool() && cfg.Networking.Equal(types.BoolValue(false)) {
+		resp.Diagnostics.AddAttributeError(path.Root("in_band"), "in_band needs networking",
+			"in_band = true has the consumer reach the provider's API server through the tunnel, and networking = false makes "+
+				"no tunnel: turn networking on, or remove in_band")
+	}
 	if cfg.Gateway.IsNull() || cfg.Gateway.IsUnknown() {
 		return
 	}

@@ -27,6 +27,7 @@ type tenantModel struct {
 	PublicKey         types.String `tfsdk:"public_key"`
 	CSR               types.String `tfsdk:"csr"`
 	Signature         types.String `tfsdk:"signature"`
+	ProxyURL          types.String `tfsdk:"proxy_url"`
 	TenantNamespace   types.String `tfsdk:"tenant_namespace"`
 }
 
@@ -76,6 +77,10 @@ func (r *tenantResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"public_key": b64("public key"),
 			"csr":        b64("certificate signing request for its control-plane identity"),
 			"signature":  b64("signature of the handshake nonce, made with its private key"),
+			"proxy_url": optionalString("Proxy the consumer reaches this cluster's API server through (`spec.proxyURL`, as "+
+				"`liqoctl generate tenant --proxy-url`): the identity issued to the consumer carries it. For an in-band peering, "+
+				"this cluster's API-server proxy as the consumer reaches it through the tunnel (`liqo_peering.in_band` computes "+
+				"it). Updated in place: the identity is issued again with it.", proxyURLValidator()),
 			"tenant_namespace": stableComputedString("The tenant namespace as reported by the controllers in " +
 				"`status.tenantNamespace`; null until they report it."),
 		})
@@ -91,7 +96,7 @@ func (r *tenantResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 // apply writes the plan into a Tenant object.
 func (m *tenantModel) apply(t *authv1beta1.Tenant) error {
 	o := forge.TenantOptions{AuthzPolicy: authv1beta1.AuthzPolicy(m.AuthzPolicy.ValueString()),
-		Condition: authv1beta1.TenantCondition(m.TenantCondition.ValueString())}
+		Condition: authv1beta1.TenantCondition(m.TenantCondition.ValueString()), ProxyURL: m.ProxyURL.ValueString()}
 	var err error
 	if o.PublicKey, err = authBytes(m.PublicKey); err != nil {
 		return fmt.Errorf("public_key: %w", err)
@@ -117,6 +122,7 @@ func tenantRefresh(_ context.Context, c *clusterClient, m *tenantModel, t *authv
 	m.PublicKey = authBase64OrNull(t.Spec.PublicKey)
 	m.CSR = authBase64OrNull(t.Spec.CSR)
 	m.Signature = authBase64OrNull(t.Spec.Signature)
+	m.ProxyURL = stringOrNull(t.Spec.ProxyURL)
 	m.TenantNamespace = stringOrNull(t.Status.TenantNamespace)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -130,10 +131,18 @@ func TestAccTenant(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			{
-				// In place: cordoned, with the handshake's keys; the policy goes back to the default.
+				// A proxy URL that is not one is refused at plan.
+				Config:      tenantConfig("tn-consumer-a", `proxy_url = "10.71.0.1:8118"`),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)proxy_url.*is\s+not\s+an\s+http\(s\)\s+URL\s+with\s+a\s+host`),
+			},
+			{
+				// In place: cordoned, with the handshake's keys and an in-band proxy URL; the policy
+				// goes back to the default.
 				Config: tenantConfig("tn-consumer-a", fmt.Sprintf(`tenant_condition = "Cordoned"
   public_key = %q
-  signature  = %q`, pub, sig)),
+  signature  = %q
+  proxy_url  = "http://10.71.0.1:8118"`, pub, sig)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(addr, tfjsonpath.New("authz_policy"), knownvalue.StringExact("KeysExchange")),
@@ -143,7 +152,8 @@ func TestAccTenant(t *testing.T) {
 				},
 				Check: checkTenant(ns, "tn-consumer-a", func(tn *authv1beta1.Tenant) error {
 					if tn.Spec.TenantCondition != authv1beta1.TenantConditionCordoned || tn.Spec.AuthzPolicy != authv1beta1.KeysExchange ||
-						string(tn.Spec.PublicKey) != "consumer public key" || string(tn.Spec.Signature) != "signed nonce" {
+						string(tn.Spec.PublicKey) != "consumer public key" || string(tn.Spec.Signature) != "signed nonce" ||
+						tn.Spec.ProxyURL != "http://10.71.0.1:8118" {
 						return fmt.Errorf("unexpected spec %+v", tn.Spec)
 					}
 					return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"time"
 
@@ -153,6 +154,18 @@ func authBase64Validator() validator.String {
 	return stringForm{"must be standard base64 with padding (as `base64encode()` gives)", "Invalid base64", func(s string) string {
 		if _, err := base64.StdEncoding.Strict().DecodeString(s); err != nil {
 			return fmt.Sprintf("the value is not standard base64 with padding: %v; encode the raw bytes with base64encode()", err)
+		}
+		return ""
+	}}
+}
+
+// proxyURLValidator checks that a string is an http or https URL with a host, as kubeconfigs'
+// proxy-url are (e.g. http://10.71.0.1:8118).
+func proxyURLValidator() validator.String {
+	return stringForm{"must be an http(s) URL such as http://10.71.0.1:8118", "Invalid proxy URL", func(s string) string {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Sprintf("%q is not an http(s) URL with a host, such as http://10.71.0.1:8118", s)
 		}
 		return ""
 	}}

@@ -15,6 +15,9 @@ type TenantOptions struct {
 	// PublicKey is the consumer's signing public key, Signature its signature of the
 	// provider's nonce, and CSR its certificate request.
 	PublicKey, Signature, CSR []byte
+	// ProxyURL is the proxy the consumer reaches the provider's API server through (in-band
+	// peering: the provider's API-server proxy, through the tunnel); "" for none.
+	ProxyURL string
 }
 
 // MutateTenant makes t the provider's Tenant for the consumer consumerID as o says: labelled
@@ -27,6 +30,7 @@ func MutateTenant(t *authv1beta1.Tenant, consumerID string, o TenantOptions) {
 	t.Spec.PublicKey = o.PublicKey
 	t.Spec.Signature = o.Signature
 	t.Spec.CSR = o.CSR
+	t.Spec.ProxyURL = o.ProxyURL
 }
 
 // MutateIdentity makes id the consumer's Identity of type typ towards the provider providerID,

@@ -18,10 +18,18 @@ import (
 // the consumer, verified in the provider's Tenant, whose issued certificate becomes the
 // consumer's Identity.
 func (p *pair) ensureAuthentication(ctx context.Context) error {
+	proxyURL := ""
+	if p.opts.InBand {
+		var err error
+		if proxyURL, err = p.inBandProxyURL(ctx); err != nil {
+			return err
+		}
+	}
 	tenant := &authv1beta1.Tenant{}
 	tenantKey := client.ObjectKey{Namespace: p.providerNS(), Name: string(p.consumerID)}
 	err := p.provider.Client.Get(ctx, tenantKey, tenant)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		signed, err := p.signedNonce(ctx)
 		if err != nil {
 			return err
@@ -29,12 +37,20 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 		tenant = &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tenantKey.Namespace, Name: tenantKey.Name}}
 		forge.MutateTenant(tenant, string(p.consumerID), forge.TenantOptions{AuthzPolicy: authv1beta1.KeysExchange,
 			Condition: authv1beta1.TenantConditionActive, PublicKey: signed.Data[consts.PublicKeySecretKey],
-			Signature: signed.Data[consts.SignedNonceKey], CSR: signed.Data[consts.CSRKey]})
+			Signature: signed.Data[consts.SignedNonceKey], CSR: signed.Data[consts.CSRKey], ProxyURL: proxyURL})
 		if err := p.provider.Client.Create(ctx, tenant); err != nil {
 			return fmt.Errorf("creating Tenant %s on %s: %w", tenantKey, p.provider.Name, err)
 		}
-	} else if err != nil {
+	case err != nil:
 		return fmt.Errorf("reading Tenant %s on %s: %w", tenantKey, p.provider.Name, err)
+	case tenant.Spec.ProxyURL != proxyURL:
+		// In-band turned on or off, or the proxy's address moved: the provider issues the
+		// identity again with the new proxy URL.
+		before := tenant.DeepCopy()
+		tenant.Spec.ProxyURL = proxyURL
+		if err := p.provider.Client.Patch(ctx, tenant, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("setting the proxy URL %q of Tenant %s on %s: %w", proxyURL, tenantKey, p.provider.Name, err)
+		}
 	}
 	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("Tenant %s on %s to issue the consumer's certificate", tenantKey, p.provider.Name),
 		func(ctx context.Context) (bool, error) {
@@ -44,7 +60,8 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 			if tenant.Spec.TenantCondition != "" && tenant.Spec.TenantCondition != authv1beta1.TenantConditionActive {
 				return false, stop("Tenant %s on %s is %s: the provider issues no identity; set it Active", tenantKey, p.provider.Name, tenant.Spec.TenantCondition)
 			}
-			return tenant.Status.AuthParams != nil && len(tenant.Status.AuthParams.SignedCRT) > 0, nil
+			return tenant.Status.AuthParams != nil && len(tenant.Status.AuthParams.SignedCRT) > 0 &&
+				tenant.Status.AuthParams.ProxyURL == proxyURL, nil
 		})
 	if err != nil {
 		return err
@@ -60,6 +77,12 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 		}
 	case err != nil:
 		return fmt.Errorf("reading Identity %s on %s: %w", client.ObjectKeyFromObject(id), p.consumer.Name, err)
+	case id.Spec.AuthParams.ProxyURL != proxyURL:
+		before := id.DeepCopy()
+		id.Spec.AuthParams.ProxyURL = proxyURL
+		if err := p.consumer.Client.Patch(ctx, id, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("setting the proxy URL %q of Identity %s on %s: %w", proxyURL, client.ObjectKeyFromObject(id), p.consumer.Name, err)
+		}
 	}
 	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("Identity %s on %s to have its kubeconfig", client.ObjectKeyFromObject(id), p.consumer.Name),
 		func(ctx context.Context) (bool, error) {

@@ -77,6 +77,11 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 		}
 	}
 	st.Authentication = string(peerstatus.Summary(auth))
+	tenant := &authv1beta1.Tenant{}
+	if err := p.provider.Client.Get(ctx, clientKey(p.providerNS(), string(p.consumerID)), tenant); client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("reading the Tenant of %s on %s: %w", p.consumerID, p.provider.Name, err)
+	}
+	st.ProxyURL = tenant.Spec.ProxyURL
 	st.Offloading = string(peerstatus.Summary(consumerView.Modules.Offloading.Conditions))
 	if err := p.observeSlice(ctx, st); err != nil {
 		return nil, err

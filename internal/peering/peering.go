@@ -87,6 +87,10 @@ type Options struct {
 	Networking bool
 	// Gateway parameterises the tunnel when Networking is set.
 	Gateway Gateway
+	// InBand makes the consumer's control plane reach the provider's API server through the
+	// tunnel (liqoctl peer --in-band): via the provider's API-server proxy, at its address in
+	// the provider's external CIDR. It needs Networking.
+	InBand bool
 	// Resources are what the consumer asks of the provider.
 	Resources corev1.ResourceList
 	// SliceClass is the class of the ResourceSlice ("": default). The provider's controllers
@@ -128,6 +132,9 @@ type State struct {
 	// ServerOnConsumer tells that the tunnel's gateway server is on the consumer (meaningful
 	// when the tunnel exists).
 	ServerOnConsumer bool
+	// ProxyURL is the proxy the consumer's control plane reaches the provider's API server
+	// through, as the provider's Tenant records it ("" when it reaches it directly).
+	ProxyURL string
 }
 
 // Names of the objects a peering is made of, so that they can be found again (import, drift).
@@ -191,6 +198,9 @@ func newPair(ctx context.Context, consumer, provider Cluster, opts Options) (*pa
 // Peer makes the peering of consumer with provider, or brings it in line with opts, and
 // waits until every module is up. It is idempotent; the context's deadline bounds it.
 func Peer(ctx context.Context, consumer, provider Cluster, opts Options) (*State, error) {
+	if opts.InBand && !opts.Networking {
+		return nil, stop("an in-band peering reaches the provider's API server through the tunnel: it needs networking")
+	}
 	p, err := newPair(ctx, consumer, provider, opts)
 	if err != nil {
 		return nil, err
