@@ -45,8 +45,8 @@ const uninstallCommand = "uninstall"
 
 // The label the manager puts on the objects it makes, and its value.
 const (
-	managedByLabel = "app.kubernetes.io/managed-by"
-	managedBy      = "liqo-controller-manager"
+	managedByLabel = consts.ManagedByLabel
+	managedBy      = consts.ManagedByControllerManager
 )
 
 // uninstallOptions are the flags of the uninstall subcommand.
@@ -204,7 +204,8 @@ func ourKinds() ([]schema.GroupVersionKind, error) {
 }
 
 // ownObject says whether an object of our kinds is one the manager made for itself (its
-// Networks and default gateway templates in the Liqo namespace liqoNS), not part of a peering.
+// Networks, API-server proxy IP and default gateway templates in the Liqo namespace liqoNS), not
+// part of a peering.
 func ownObject(o *unstructured.Unstructured, liqoNS string) bool {
 	return o.GetNamespace() == liqoNS && o.GetLabels()[managedByLabel] == managedBy
 }
@@ -467,10 +468,10 @@ func (u *uninstaller) deleteNamespaceObjects(ctx context.Context, kinds []schema
 	return nil
 }
 
-// ownKind says whether the manager makes objects of kind for itself: Networks and the default
-// gateway templates.
+// ownKind says whether the manager makes objects of kind for itself: Networks, IPs (the
+// API-server proxy's) and the default gateway templates.
 func ownKind(gvk schema.GroupVersionKind) bool {
-	return gvk.Kind == "Network" || gvk.Kind == workload.ServerTemplateKind || gvk.Kind == workload.ClientTemplateKind
+	return gvk.Kind == "Network" || gvk.Kind == "IP" || gvk.Kind == workload.ServerTemplateKind || gvk.Kind == workload.ClientTemplateKind
 }
 
 // waitGone waits until every deleted object is gone (a namespace no longer Terminating, a CRD

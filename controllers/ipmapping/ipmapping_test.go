@@ -146,9 +146,11 @@ func TestAPIServerProxyIP(t *testing.T) {
 			}
 			return string(ip.Spec.IP) == clusterIP && ip.Status.IP != "", err
 		})
-		if ip.Labels[consts.IPTypeLabel] != consts.APIServerProxyIP || ip.Annotations[consts.PreinstalledAnnotation] != "true" {
-			t.Errorf("IP %s: labels %v, annotations %v; want %s=%s and %s=true", key, ip.Labels, ip.Annotations,
-				consts.IPTypeLabel, consts.APIServerProxyIP, consts.PreinstalledAnnotation)
+		if ip.Labels[consts.IPTypeLabel] != consts.APIServerProxyIP || ip.Annotations[consts.PreinstalledAnnotation] != "true" ||
+			ip.Labels[consts.ManagedByLabel] != consts.ManagedByControllerManager {
+			t.Errorf("IP %s: labels %v, annotations %v; want %s=%s, %s=%s (the uninstall removes it) and %s=true", key, ip.Labels,
+				ip.Annotations, consts.IPTypeLabel, consts.APIServerProxyIP, consts.ManagedByLabel, consts.ManagedByControllerManager,
+				consts.PreinstalledAnnotation)
 		}
 		return ip
 	}

@@ -94,7 +94,7 @@ func (r *ProxyReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 		return reconcile.Result{}, nil
 	}
 	ip = &ipamv1alpha1.IP{ObjectMeta: metav1.ObjectMeta{Namespace: r.LiqoNamespace, Name: consts.APIServerProxyIP,
-		Labels:      map[string]string{consts.IPTypeLabel: consts.APIServerProxyIP},
+		Labels:      map[string]string{consts.IPTypeLabel: consts.APIServerProxyIP, consts.ManagedByLabel: consts.ManagedByControllerManager},
 		Annotations: map[string]string{consts.PreinstalledAnnotation: "true"}},
 		Spec: ipamv1alpha1.IPSpec{IP: netv1beta1.IP(clusterIP)}}
 	if err := r.Client.Create(ctx, ip); err != nil {

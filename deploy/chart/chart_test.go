@@ -51,7 +51,7 @@ var valueSets = []struct {
 	{"defaults", map[string]any{}, func(t *testing.T, objs []*unstructured.Unstructured) {
 		args := managerArgs(t, objs)
 		wantArgs(t, args, []string{"--manage-crds=true", "--webhook-service=liqo/liqo-webhook", "--enable-storage=true",
-			"--virtual-storage-class-name=liqo"}, []string{"--webhook-certificate-secret", "--remote-real-storage-class-name"})
+			"--virtual-storage-class-name=liqo", "--pod-cidr=10.244.0.0/16"}, []string{"--webhook-certificate-secret", "--remote-real-storage-class-name"})
 		if sc := chart.Find(objs, "StorageClass", "liqo"); sc == nil || sc.Object["provisioner"] != "liqo.io/storage" ||
 			sc.Object["volumeBindingMode"] != "WaitForFirstConsumer" {
 			t.Errorf("the virtual storage class: %v", sc)
@@ -120,6 +120,10 @@ var valueSets = []struct {
 				}
 			}
 		}},
+	{"several pod CIDRs", map[string]any{"podCIDRs": []any{"10.250.0.0/16", "10.251.0.0/16"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+		// podCIDRs wins over podCIDR (10.244.0.0/16 in every value set), as upstream's ipam.podCIDRs.
+		wantArgs(t, managerArgs(t, objs), []string{"--pod-cidr=10.250.0.0/16", "--pod-cidr=10.251.0.0/16"}, []string{"--pod-cidr=10.244.0.0/16"})
+	}},
 	{"virtual kubelets as Deployments", map[string]any{"virtualKubelet": map[string]any{"mode": "deployment"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
 		wantArgs(t, managerArgs(t, objs), []string{"--virtual-kubelet=deployment"}, nil)
 	}},

@@ -28,6 +28,10 @@ resource "liqo_peering" "this" {
   # the consumer). Turn it off where the gateways cannot run.
   networking = var.networking
 
+  # In-band control plane: the consumer's controllers reach the provider's API server through
+  # the tunnel (the provider's API-server proxy), for a provider they cannot reach directly.
+  in_band = var.in_band
+
   # How the provider exposes its gateway server: a LoadBalancer Service (the sandbox gives it
   # an address), or NodePort on clusters without a load balancer.
   gateway = {

@@ -16,6 +16,12 @@ variable "networking" {
   default     = true
 }
 
+variable "in_band" {
+  description = "Have the consumer reach the provider's API server through the tunnel (liqoctl peer --in-band): for a provider whose API server the consumer's cluster cannot reach. Needs networking."
+  type        = bool
+  default     = false
+}
+
 variable "gateway_service_type" {
   description = "Type of the Service exposing the provider's gateway server: LoadBalancer, NodePort or ClusterIP."
   type        = string

@@ -87,6 +87,11 @@ const (
 	AppNameLabel = "app.kubernetes.io/name"
 	// AppComponentLabel is app.kubernetes.io/component.
 	AppComponentLabel = "app.kubernetes.io/component"
+	// ManagedByLabel is app.kubernetes.io/managed-by; ManagedByControllerManager as its value
+	// marks what the controller manager makes for itself, which its uninstall removes.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByControllerManager is ManagedByLabel's value on the controller manager's own objects.
+	ManagedByControllerManager = "liqo-controller-manager"
 	// ClusterIDConfigMapApp is the name and component of the cluster-ID ConfigMap.
 	ClusterIDConfigMapApp = "clusterid-configmap"
 	// ControllerManagerApp is the name and component of the controller manager's Deployment, and

@@ -10,6 +10,7 @@ uninstall hook may delete. */}}
 - resourceslices.authentication.liqo.io
 - tenants.authentication.liqo.io
 - foreignclusters.core.liqo.io
+- ips.ipam.liqo.io
 - networks.ipam.liqo.io
 - configurations.networking.liqo.io
 - connections.networking.liqo.io
