@@ -52,6 +52,7 @@ type options struct {
 	cli.ManagerFlags
 	virtualNode   types.NamespacedName
 	consumerID    corev1beta1.ClusterID
+	liqoNamespace string
 	listen        string
 	nodeIP        string
 	probeInterval time.Duration
@@ -66,7 +67,10 @@ func parse(args []string, out io.Writer) (*options, error) {
 	o.Bind(fs, "the consumer cluster")
 	var vn, consumer string
 	fs.StringVar(&vn, "virtual-node", "", "the VirtualNode to run, namespace/name (required)")
-	fs.StringVar(&consumer, "consumer-cluster-id", "", "this cluster's ID (default: read from the liqo/"+consts.ClusterIDConfigMap+" ConfigMap)")
+	fs.StringVar(&consumer, "consumer-cluster-id", "", "this cluster's ID (default: read from the "+consts.ClusterIDConfigMap+
+		" ConfigMap in --liqo-namespace)")
+	fs.StringVar(&o.liqoNamespace, "liqo-namespace", consts.LiqoNamespace, "the namespace Liqo is installed in, where the cluster ID is "+
+		"read when --consumer-cluster-id is not given")
 	fs.StringVar(&o.listen, "listen", "0.0.0.0:10250", "address of the node's kubelet endpoint (logs, exec), host:port; port 0 picks a free one")
 	fs.StringVar(&o.nodeIP, "node-ip", "", "the IP the Node advertises for its kubelet endpoint (default: $POD_IP, else --listen's host)")
 	fs.DurationVar(&o.probeInterval, "probe-interval", 5*time.Second, "how often the provider's API server is checked")
@@ -111,9 +115,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("creating clientset: %w", err)
 	}
 	if o.consumerID == "" {
-		cm, err := kube.CoreV1().ConfigMaps(consts.LiqoNamespace).Get(ctx, consts.ClusterIDConfigMap, metav1.GetOptions{})
+		cm, err := kube.CoreV1().ConfigMaps(o.liqoNamespace).Get(ctx, consts.ClusterIDConfigMap, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("no --consumer-cluster-id and reading ConfigMap %s/%s failed: %w", consts.LiqoNamespace, consts.ClusterIDConfigMap, err)
+			return fmt.Errorf("no --consumer-cluster-id and reading ConfigMap %s/%s failed (set --liqo-namespace where Liqo is installed): %w",
+				o.liqoNamespace, consts.ClusterIDConfigMap, err)
 		}
 		o.consumerID = corev1beta1.ClusterID(cm.Data[consts.ClusterIDKey])
 	}
