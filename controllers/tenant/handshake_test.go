@@ -274,7 +274,9 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	}
 }
 
-// TestCordonedTenantGetsNoIdentity: a Cordoned tenant's request is not signed, and says why.
+// TestCordonedTenantGetsNoIdentity: a Cordoned tenant's request is not signed, and says why;
+// its consumer's ResourceSlices are marked liqo.io/cordon-tenant (another consumer's are not),
+// and unmarked once the tenant is Active again.
 func TestCordonedTenantGetsNoIdentity(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider", ControllerManager: true})
 	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
@@ -292,6 +294,14 @@ func TestCordonedTenantGetsNoIdentity(t *testing.T) {
 		return (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 	})
 	answer := handshakeInTenantNamespaces(t, prov, cons)
+	providerID := corev1beta1.ClusterID("cl-provider")
+	for name, consumer := range map[string]string{"mine": "cl-consumer", "theirs": "cl-other"} {
+		s := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: name,
+			Labels: map[string]string{consts.RemoteClusterIDLabel: consumer}}, Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID}}
+		if err := prov.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tn := answeredTenant(answer, "t-cons", authv1beta1.TenantConditionCordoned)
 	if err := prov.Client.Create(ctx, tn); err != nil {
 		t.Fatal(err)
@@ -300,6 +310,28 @@ func TestCordonedTenantGetsNoIdentity(t *testing.T) {
 	if err := prov.Client.Get(ctx, client.ObjectKeyFromObject(tn), tn); err != nil || tn.Status.AuthParams != nil {
 		t.Errorf("cordoned tenant got credentials: %+v %v", tn.Status.AuthParams, err)
 	}
+	marked := func(ctx context.Context, name string) (bool, error) {
+		s := &authv1beta1.ResourceSlice{}
+		if err := prov.Client.Get(ctx, client.ObjectKey{Namespace: "t-cons", Name: name}, s); err != nil {
+			return false, err
+		}
+		return s.Annotations[consts.CordonTenantAnnotation] == "true", nil
+	}
+	testenv.Poll(t, "the cordoned tenant's slice marked "+consts.CordonTenantAnnotation, 30*time.Second, func(ctx context.Context) (bool, error) {
+		return marked(ctx, "mine")
+	})
+	if m, err := marked(ctx, "theirs"); err != nil || m {
+		t.Errorf("another consumer's slice marked %s: %t (%v)", consts.CordonTenantAnnotation, m, err)
+	}
+	before := tn.DeepCopy()
+	tn.Spec.TenantCondition = authv1beta1.TenantConditionActive
+	if err := prov.Client.Patch(ctx, tn, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Poll(t, "the slice unmarked once the tenant is Active", 30*time.Second, func(ctx context.Context) (bool, error) {
+		m, err := marked(ctx, "mine")
+		return !m, err
+	})
 }
 
 // expectEvent waits for an Event with reason on obj.

@@ -35,6 +35,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
@@ -164,6 +165,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.revoke(ctx, t)
 	}
 	if err := finalizers.Add(ctx, r.Client, t, finalizer, "tenant"); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.cordonSlices(ctx, t); err != nil {
 		return reconcile.Result{}, err
 	}
 
@@ -362,12 +366,49 @@ func (r *Reconciler) revoke(ctx context.Context, t *authv1beta1.Tenant) error {
 	return finalizers.Remove(ctx, r.Client, t, finalizer, "tenant")
 }
 
+// cordonSlices marks every ResourceSlice of the tenant's consumer on this cluster with
+// liqo.io/cordon-tenant while the Tenant is Cordoned, and unmarks them otherwise, as upstream's
+// tenant controller does: the slices' new ShadowPods are refused, and the consumer's virtual
+// nodes take no new pods (the replication mirrors it to the consumer).
+func (r *Reconciler) cordonSlices(ctx context.Context, t *authv1beta1.Tenant) error {
+	if t.Spec.ClusterID == "" {
+		return nil
+	}
+	slices := &authv1beta1.ResourceSliceList{}
+	if err := r.Client.List(ctx, slices, client.MatchingLabels{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}); err != nil {
+		return fmt.Errorf("listing the ResourceSlices of tenant %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	cordoned := t.Spec.TenantCondition == authv1beta1.TenantConditionCordoned
+	for i := range slices.Items {
+		s := &slices.Items[i]
+		if _, marked := s.Annotations[consts.CordonTenantAnnotation]; marked == cordoned {
+			continue
+		}
+		before := s.DeepCopy()
+		if cordoned {
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations[consts.CordonTenantAnnotation] = "true"
+		} else {
+			delete(s.Annotations, consts.CordonTenantAnnotation)
+		}
+		if err := r.Client.Patch(ctx, s, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("setting %s=%t on ResourceSlice %s/%s of tenant %s/%s: %w", consts.CordonTenantAnnotation, cordoned,
+				s.Namespace, s.Name, t.Namespace, t.Name, err)
+		}
+		log.FromContext(ctx).Info("tenant cordon on its slice", "slice", client.ObjectKeyFromObject(s), "cordoned", cordoned)
+	}
+	return nil
+}
+
 // SetupWithManager watches Tenants, and the nonce Secrets and CSRs they depend on.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("tenant").
 		For(&authv1beta1.Tenant{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Watches(&certificatesv1.CertificateSigningRequest{}, tenantsOfCluster(mgr.GetClient())).
+		Watches(&authv1beta1.ResourceSlice{}, tenantsOfCluster(mgr.GetClient())).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the tenant controller: %w", err)

@@ -7,8 +7,8 @@ package consts
 //   - CordonAnnotation on the provider's copy: the provider (`liqoctl cordon resourceslice
 //     <name> --remote-cluster-id <consumer>` sets it, `liqoctl uncordon resourceslice` removes
 //     it); on the consumer's own slice: the consumer.
-//   - CordonTenantAnnotation on the provider's copy: the provider's tenant controller (upstream
-//     Liqo's sets it on every slice of a Cordoned Tenant; ours does not, but honours it).
+//   - CordonTenantAnnotation on the provider's copy: the provider's tenant controller, on every
+//     slice of a Cordoned Tenant's consumer, as upstream Liqo's does.
 //   - ConsumerCordonAnnotation on the provider's copy and ProviderCordonAnnotation on the
 //     consumer's slice: the consumer's replication controller, which mirrors each side's own
 //     cordon to the other side under these keys (never under CordonAnnotation, which upstream's
