@@ -71,7 +71,7 @@ func ensureProxyService(ctx context.Context, c *testenv.Cluster) (string, error)
 		return "", fmt.Errorf("creating Service %s/%s in %s: %w", svc.Namespace, svc.Name, c.Name, err)
 	}
 	if net.ParseIP(svc.Spec.ClusterIP).To4() == nil {
-		return "", fmt.Errorf("Service %s/%s in %s got no IPv4 cluster IP (%q)", svc.Namespace, svc.Name, c.Name, svc.Spec.ClusterIP)
+		return "", fmt.Errorf("the Service %s/%s in %s got no IPv4 cluster IP (%q)", svc.Namespace, svc.Name, c.Name, svc.Spec.ClusterIP)
 	}
 	return svc.Spec.ClusterIP, nil
 }
