@@ -40,6 +40,10 @@ func run(ctx context.Context, args []string) error {
 	fs.Func(sandbox.ExtraPodCIDRFlag, "a further pod CIDR of a cluster, as cluster=cidr (repeatable; e.g. provider=10.70.0.0/16): its "+
 		"controller manager records it besides the cluster's own, and with networking its stand-in pod also answers at the "+
 		"CIDR's .10 address (KWOK nodes only)", func(v string) error { return sandbox.ParseExtraPodCIDR(extraPodCIDRs, v) })
+	var isolate []string
+	fs.Func(sandbox.IsolateFlag, "a cluster whose controller manager runs in the cluster's stand-in pod network namespace (repeatable; e.g. consumer): "+
+		"it reaches its own API server but no other cluster's except through the tunnel and the peer's API-server proxy, to try in-band "+
+		"peering (KWOK nodes and networking, as root, only)", func(v string) error { return sandbox.ParseIsolate(&isolate, v) })
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: liqo-sandbox [flags] up|down|serve|request <from-cluster> <pod-address>\n")
 		fs.PrintDefaults()
@@ -55,7 +59,7 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("resolving -state: %w", err)
 	}
 	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, GatewayBin: *gatewayBin, Clusters: *count,
-		Nodes: *nodes, Images: *imagesDir, Helm: *helm, Chart: *chartDir, ExtraPodCIDRs: extraPodCIDRs, Out: os.Stdout}
+		Nodes: *nodes, Images: *imagesDir, Helm: *helm, Chart: *chartDir, ExtraPodCIDRs: extraPodCIDRs, Isolate: isolate, Out: os.Stdout}
 	switch fs.Arg(0) {
 	case "up":
 		self, err := os.Executable()
@@ -70,8 +74,12 @@ func run(ctx context.Context, args []string) error {
 		if err := sb.ValidateExtraPodCIDRs(mode); err != nil {
 			return err
 		}
+		if err := sb.ValidateIsolate(mode); err != nil {
+			return err
+		}
 		args := append([]string{"-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "-gateway-bin", *gatewayBin,
 			"-clusters", fmt.Sprint(*count), "-nodes", mode, "-images", *imagesDir, "-helm", *helm, "-chart", *chartDir}, sb.ExtraPodCIDRArgs()...)
+		args = append(args, sb.IsolateArgs()...)
 		return sb.Up(ctx, self, append(args, "serve")...)
 	case "down":
 		return sb.Down(ctx)

@@ -28,7 +28,9 @@ const managerReadyTimeout = 2 * time.Minute
 // manager is one cluster's liqo-controller-manager, a child process of the supervisor.
 type manager struct {
 	cluster string
+	args    []string // the manager's flags
 	cmd     *exec.Cmd
+	iso     *isolation // the forwards of an isolated manager (isolate.go), or nil
 	done    chan struct{}
 	err     error
 }
@@ -82,15 +84,26 @@ func (s *Sandbox) startManagers(ctx context.Context, env *testenv.Env, opts []te
 		if err != nil {
 			return managers, fmt.Errorf("creating %s: %w", logPath, err)
 		}
-		cmd := exec.Command(s.ManagerBin, managerArgs(c, o, s.ExtraPodCIDRs[o.Name], probe, webhook)...)
+		args := managerArgs(c, o, s.ExtraPodCIDRs[o.Name], probe, webhook)
+		cmd := exec.Command(s.ManagerBin, args...)
+		var iso *isolation
+		if s.isolated(c.Name) {
+			// ip execs the manager in the pod namespace: the same process, so it still dies
+			// with the supervisor.
+			cmd = exec.Command("ip", append([]string{"netns", "exec", PodNetns(c.Name), s.ManagerBin}, args...)...)
+			if iso, err = s.isolate(c, probe, webhook); err != nil {
+				_ = logf.Close()
+				return managers, err
+			}
+		}
 		cmd.Stdout, cmd.Stderr = logf, logf
 		// The manager dies with the supervisor, whatever kills it.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			_ = logf.Close()
-			return managers, fmt.Errorf("starting the controller manager of %s: %w", c.Name, err)
+			return managers, errors.Join(fmt.Errorf("starting the controller manager of %s: %w", c.Name, err), iso.close())
 		}
-		m := &manager{cluster: c.Name, cmd: cmd, done: make(chan struct{})}
+		m := &manager{cluster: c.Name, args: args, cmd: cmd, iso: iso, done: make(chan struct{})}
 		go func() {
 			m.err = cmd.Wait()
 			_ = logf.Close()
@@ -98,7 +111,11 @@ func (s *Sandbox) startManagers(ctx context.Context, env *testenv.Env, opts []te
 		}()
 		managers = append(managers, m)
 		probes[c.Name] = probe
-		fmt.Fprintf(s.Out, "controller manager of %s started (pid %d, log %s)\n", c.Name, cmd.Process.Pid, logPath)
+		where := ""
+		if iso != nil {
+			where = " in network namespace " + PodNetns(c.Name)
+		}
+		fmt.Fprintf(s.Out, "controller manager of %s started%s (pid %d, log %s)\n", c.Name, where, cmd.Process.Pid, logPath)
 	}
 	for _, m := range managers {
 		if err := waitReady(ctx, m, probes[m.cluster]); err != nil {
@@ -107,7 +124,7 @@ func (s *Sandbox) startManagers(ctx context.Context, env *testenv.Env, opts []te
 		}
 	}
 	for _, m := range managers {
-		if err := recordInstallation(ctx, env.Cluster(m.cluster), m.cmd.Args[1:], m.cmd.Process.Pid); err != nil {
+		if err := recordInstallation(ctx, env.Cluster(m.cluster), m.args, m.cmd.Process.Pid); err != nil {
 			return managers, err
 		}
 	}
@@ -124,7 +141,7 @@ func recordInstallation(ctx context.Context, c *testenv.Cluster, args []string, 
 		"app.kubernetes.io/part-of": "liqo"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: consts.ControllerManagerDeployment, Labels: labels,
-			Annotations: map[string]string{"liqo-sandbox/process": fmt.Sprintf("the controller manager runs as process %d of the sandbox's supervisor, "+
+			Annotations: map[string]string{sandboxServesAnnotation: fmt.Sprintf("the controller manager runs as process %d of the sandbox's supervisor, "+
 				"not as this Deployment's pods", pid)}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](0),
@@ -170,7 +187,8 @@ func waitReady(ctx context.Context, m *manager, probe string) error {
 	}
 }
 
-// stopManagers ends the managers gracefully (SIGTERM, then SIGKILL after 20 s).
+// stopManagers ends the managers gracefully (SIGTERM, then SIGKILL after 20 s), then the
+// forwards of the isolated ones.
 func stopManagers(managers []*manager) error {
 	var errs []error
 	for _, m := range managers {
@@ -184,6 +202,7 @@ func stopManagers(managers []*manager) error {
 			<-m.done
 			errs = append(errs, fmt.Errorf("the controller manager of %s did not stop within 20s", m.cluster))
 		}
+		errs = append(errs, m.iso.close())
 	}
 	return errors.Join(errs...)
 }

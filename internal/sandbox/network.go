@@ -35,8 +35,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -138,6 +140,9 @@ type network struct {
 	runner     *gatewayRunner
 	podServers []*http.Server // the stand-in pods' HTTP servers (podnet.go)
 	cancel     context.CancelFunc
+
+	stopProxies context.CancelFunc // ends the API-server proxies (apiproxy.go)
+	proxies     sync.WaitGroup
 }
 
 // startNetwork sets up the network of the clusters in env and starts the LoadBalancer controller
@@ -170,6 +175,9 @@ func (s *Sandbox) startNetwork(ctx context.Context, env *testenv.Env) (*network,
 	logDir := filepath.Join(s.StateDir, "logs")
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return nil, errors.Join(fmt.Errorf("creating %s: %w", logDir, err), n.teardown())
+	}
+	if err := n.startProxies(ctx, env); err != nil {
+		return nil, errors.Join(err, n.stop())
 	}
 	n.runner = &gatewayRunner{bin: s.GatewayBin, logDir: logDir, out: s.Out,
 		apiNetns: fmt.Sprintf("/proc/%d/ns/net", os.Getpid()), procs: map[gatewayKey]*gatewayProc{}}
@@ -296,6 +304,7 @@ func (n *network) stop() error {
 	for _, srv := range n.podServers {
 		errs = append(errs, srv.Close())
 	}
+	n.stopProxiesAndWait()
 	fmt.Fprintln(n.out, "removing the network namespaces and the bridge")
 	errs = append(errs, n.teardown())
 	return errors.Join(errs...)
@@ -337,4 +346,7 @@ func (s *Sandbox) printNetworkUsage() {
 		}
 		fmt.Fprintf(s.Out, "  %-10s ip netns exec %s <command>   (address %s)\n", name, PodNetns(name), strings.Join(addrs, ", "))
 	}
+	fmt.Fprintf(s.Out, "An API-server proxy per cluster, for in-band peering: Service %s/%s, served at its cluster IP, port %d,\n"+
+		"in the gateway host %s<cluster>; it reaches only that cluster's API server.\n",
+		consts.LiqoNamespace, consts.APIServerProxyService, consts.APIServerProxyPort, NetPrefix)
 }

@@ -97,6 +97,10 @@ type Sandbox struct {
 	// ExtraPodCIDRs gives clusters pod CIDRs besides their own: a cluster's name to its further
 	// pod CIDRs (podcidrs.go; KWOK nodes only). None by default.
 	ExtraPodCIDRs map[string][]string
+	// Isolate are the clusters whose controller manager runs in the cluster's stand-in pod
+	// network namespace, reaching no other cluster's API server but through the tunnel
+	// (isolate.go; KWOK nodes and networking only). None by default.
+	Isolate []string
 	// Out receives progress and instructions.
 	Out io.Writer
 }
@@ -174,6 +178,7 @@ func (s *Sandbox) printUsage() {
 	}
 	fmt.Fprintf(s.Out, "\nTerraform with the local provider build:\n  export TF_CLI_CONFIG_FILE=%s\n", s.CLIConfigPath())
 	s.printNetworkUsage()
+	s.printIsolatedUsage()
 	fmt.Fprintf(s.Out, "\nStop everything with: make sandbox-down\n")
 }
 
@@ -190,6 +195,9 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 	}
 	defer func() { _ = os.Remove(filepath.Join(s.StateDir, pidFile)) }()
 	if err := s.ValidateExtraPodCIDRs(s.Nodes); err != nil {
+		return err
+	}
+	if err := s.ValidateIsolate(s.Nodes); err != nil {
 		return err
 	}
 
@@ -236,10 +244,18 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 			return fmt.Errorf("writing networking state: %w", err)
 		}
 	} else {
-		if managers, err = s.startManagers(ctx, env, opts); err != nil {
+		// The network first: an isolated manager runs in it, and the API-server proxies'
+		// Services are there when the managers start (nothing else in it needs the managers).
+		if nw, err = s.startNetwork(ctx, env); err != nil {
 			return err
 		}
-		if nw, err = s.startNetwork(ctx, env); err != nil {
+		if len(s.Isolate) > 0 && nw == nil {
+			return fmt.Errorf("-%s %s needs the sandbox's networking, which is disabled (see above)", IsolateFlag, strings.Join(s.Isolate, ","))
+		}
+		if err := s.recordIsolated(); err != nil {
+			return err
+		}
+		if managers, err = s.startManagers(ctx, env, opts); err != nil {
 			return err
 		}
 	}
@@ -272,7 +288,7 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 }
 
 func (s *Sandbox) removeStateFiles() {
-	for _, f := range []string{readyFile, envDirFile, cliConfig, networkingFile, nodesFile} {
+	for _, f := range []string{readyFile, envDirFile, cliConfig, networkingFile, nodesFile, isolatedFile} {
 		_ = os.Remove(filepath.Join(s.StateDir, f))
 	}
 	for _, name := range ClusterNames {
