@@ -410,11 +410,13 @@ func (u *uninstaller) dropFinalizers(ctx context.Context, o client.Object) error
 	return nil
 }
 
-// deleteClusterObjects deletes the admission policy and the ClusterRoles the manager keeps.
+// deleteClusterObjects deletes the admission policies and the ClusterRoles the manager keeps.
 func (u *uninstaller) deleteClusterObjects(ctx context.Context) error {
 	for _, obj := range []client.Object{
 		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: consts.ReflectedSecretsPolicy}},
 		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: consts.ReflectedSecretsPolicy}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: consts.SliceCordonPolicy}},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: consts.SliceCordonPolicy}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusteridentity.RemoteControlPlaneClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusteridentity.RemoteWorkloadClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: virtualnode.KubeletClusterRole}},

@@ -161,6 +161,9 @@ func Ensure(ctx context.Context, c client.Client, cfg Config) (corev1beta1.Clust
 	if err := ensureClusterRoles(ctx, c); err != nil {
 		return "", err
 	}
+	if err := ensureSlicePolicy(ctx, c); err != nil {
+		return "", err
+	}
 	if err := ensureSecretPolicy(ctx, c); err != nil {
 		return "", err
 	}

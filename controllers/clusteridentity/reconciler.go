@@ -50,7 +50,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return o.GetName() == RemoteControlPlaneClusterRole || o.GetName() == RemoteWorkloadClusterRole
 	}))
 	secretPolicy := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetName() == consts.ReflectedSecretsPolicy
+		return o.GetName() == consts.ReflectedSecretsPolicy || o.GetName() == consts.SliceCordonPolicy
 	}))
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusteridentity").

@@ -62,7 +62,17 @@ func ours(v string) string {
 
 // ensureSecretPolicy installs the policy on consumers' Secret writes, and its binding.
 func ensureSecretPolicy(ctx context.Context, c client.Client) error {
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: consts.ReflectedSecretsPolicy}}
+	return ensurePolicy(ctx, c, consts.ReflectedSecretsPolicy, admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+		Resources: []string{"secrets"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		secretPolicyVariables, secretPolicyValidations)
+}
+
+// ensurePolicy installs a ValidatingAdmissionPolicy named name on the operations ops of rule's
+// resources, for users that are not system users, and its binding (Deny).
+func ensurePolicy(ctx context.Context, c client.Client, name string, rule admissionregistrationv1.Rule, ops []admissionregistrationv1.OperationType,
+	variables []admissionregistrationv1.Variable, validations []admissionregistrationv1.Validation) error {
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	_, err := controllerutil.CreateOrPatch(ctx, c, policy, func() error {
 		setManaged(&policy.ObjectMeta)
 		policy.Spec = admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -72,26 +82,24 @@ func ensureSecretPolicy(ctx context.Context, c client.Client) error {
 				ObjectSelector:    &metav1.LabelSelector{},
 				MatchPolicy:       ptr.To(admissionregistrationv1.Equivalent),
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"},
-						Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+					Operations: ops, Rule: rule,
 				}}},
 			},
 			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "not-a-system-user",
 				Expression: `!request.userInfo.username.startsWith('system:')`}},
-			Variables:   secretPolicyVariables,
-			Validations: secretPolicyValidations,
+			Variables:   variables,
+			Validations: validations,
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("ensuring ValidatingAdmissionPolicy %s: %w", consts.ReflectedSecretsPolicy, err)
+		return fmt.Errorf("ensuring ValidatingAdmissionPolicy %s: %w", name, err)
 	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: consts.ReflectedSecretsPolicy}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	_, err = controllerutil.CreateOrPatch(ctx, c, binding, func() error {
 		setManaged(&binding.ObjectMeta)
 		binding.Spec = admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        consts.ReflectedSecretsPolicy,
+			PolicyName:        name,
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 			MatchResources: &admissionregistrationv1.MatchResources{
 				NamespaceSelector: &metav1.LabelSelector{},
@@ -102,7 +110,7 @@ func ensureSecretPolicy(ctx context.Context, c client.Client) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("ensuring ValidatingAdmissionPolicyBinding %s: %w", consts.ReflectedSecretsPolicy, err)
+		return fmt.Errorf("ensuring ValidatingAdmissionPolicyBinding %s: %w", name, err)
 	}
 	return nil
 }

@@ -78,6 +78,10 @@ const (
 	// ReflectedLabel and OriginClusterIDLabel with its cluster ID): the consumer may write
 	// Secrets in its remote namespaces but not read them, so it cannot check for itself.
 	ReflectedSecretsPolicy = "liqo-reflected-secrets" //nolint:gosec // a policy's name, not a credential
+	// SliceCordonPolicy names the ValidatingAdmissionPolicy (and its binding) with which a
+	// provider keeps its cordon of a ResourceSlice (CordonAnnotation, CordonTenantAnnotation on
+	// its copy) its own: a consumer, which writes the copy, may not set, change or lift them.
+	SliceCordonPolicy = "liqo-slice-cordon"
 )
 
 // Kubernetes' recommended application labels, which upstream Liqo's tools select on: liqoctl
