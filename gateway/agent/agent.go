@@ -23,6 +23,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/probe"
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
@@ -72,7 +73,9 @@ func New(cfg *rest.Config, opts Options, log logr.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building scheme: %w", err)
 	}
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}})
+	// The tenant namespace's objects, and the IPs of the Liqo namespace (and no other).
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{&ipamv1alpha1.IP{}: {Namespaces: map[string]cache.Config{opts.LiqoNamespace: {}}}}})
 	if err != nil {
 		return nil, fmt.Errorf("creating cache: %w", err)
 	}
@@ -114,7 +117,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.opts.Mode == ModeClient {
 		gw = &netv1beta1.GatewayClient{}
 	}
-	for _, obj := range []client.Object{gw, &corev1.Secret{}, &netv1beta1.PublicKey{}, &netv1beta1.Configuration{}} {
+	for _, obj := range []client.Object{gw, &corev1.Secret{}, &netv1beta1.PublicKey{}, &netv1beta1.Configuration{}, &ipamv1alpha1.IP{}} {
 		inf, err := a.cache.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)
@@ -133,7 +136,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		}
 	}()
 	if !a.cache.WaitForCacheSync(ctx) {
-		return fmt.Errorf("syncing the cache of namespace %s: %w", a.opts.Namespace, ctx.Err())
+		return fmt.Errorf("syncing the cache of namespaces %s and %s (IPs): %w", a.opts.Namespace, a.opts.LiqoNamespace, ctx.Err())
 	}
 	defer func() { err = errors.Join(err, a.shutdown()) }()
 
@@ -261,13 +264,13 @@ func (a *Agent) apply(ctx context.Context, d *desired) error {
 	if err := netcfg.SyncRoutes(a.opts.Interface, 0, p.routes); err != nil {
 		return err
 	}
-	rules := &nat.Rules{Interface: a.opts.Interface, MTU: mtu, Remaps: p.remaps}
+	rules := &nat.Rules{Interface: a.opts.Interface, MTU: mtu, Remaps: p.remaps, ExternalIPs: d.externalIPs}
 	if a.rules == nil || !reflect.DeepEqual(*a.rules, *rules) {
 		if err := rules.Sync(); err != nil {
 			return fmt.Errorf("writing NAT rules: %w", err)
 		}
 		a.rules = rules
-		a.log.Info("NAT rules written", "remaps", len(p.remaps), "mssClamp", mtu-40)
+		a.log.Info("NAT rules written", "remaps", len(p.remaps), "externalIPs", fmt.Sprint(d.externalIPs), "mssClamp", mtu-40)
 	}
 	a.applied = d
 	return nil

@@ -54,7 +54,7 @@ func TestRulesShape(t *testing.T) {
 	}
 	var st State
 	for _, rule := range got[ChainPostrouting] {
-		st.read(rule)
+		st.read(ChainPostrouting, rule)
 	}
 	if st.Netmaps != 2 {
 		t.Errorf("%d address rewrites into the tunnel, want 2", st.Netmaps)
