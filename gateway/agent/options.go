@@ -1,8 +1,8 @@
 // Package agent is the gateway's brain: it watches the peering's objects in the tenant namespace
 // (GatewayServer or GatewayClient, the key Secret, the peer's PublicKey and the Configuration)
 // and the ipam.liqo.io IPs of the Liqo namespace (local addresses it exposes to the peer under
-// the external CIDR's), drives the tunnel, addresses, routes and NAT rules to match them, follows their changes live,
-// probes the tunnel and writes the Connection.
+// the external CIDR's), drives the tunnel, addresses, routes and NAT rules to match them,
+// follows their changes live, probes the tunnel and writes the Connection.
 package agent
 
 import (
