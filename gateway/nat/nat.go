@@ -319,6 +319,9 @@ type State struct {
 	// ExternalIPs counts the address rewrites of the external IPs (two per external IP: one
 	// each way).
 	ExternalIPs int
+	// ExternalIPWrites are the addresses the external IPs' rewrites write, in chain order:
+	// "dst=<Local>" coming out of the tunnel, then "src=<External>" going into it.
+	ExternalIPWrites []string
 }
 
 // Tables lists the gateways' tables (named TablePrefix + interface) in this network namespace:
@@ -378,9 +381,11 @@ func (r Rules) Installed() (State, error) {
 // the source coming out of the tunnel and the destination going in, an external IP the other
 // way round.
 func (st *State) read(chain string, exprs []expr.Any) {
-	var value []byte
+	var value, xor []byte
 	for _, e := range exprs {
 		switch e := e.(type) {
+		case *expr.Bitwise:
+			xor = e.Xor
 		case *expr.Immediate:
 			value = e.Data
 		case *expr.Exthdr:
@@ -395,6 +400,8 @@ func (st *State) read(chain string, exprs []expr.Any) {
 				st.Netmaps++
 			} else {
 				st.ExternalIPs++
+				field := map[uint32]string{srcOffset: "src", dstOffset: "dst"}[e.Offset]
+				st.ExternalIPWrites = append(st.ExternalIPWrites, field+"="+net.IP(xor).String())
 			}
 		}
 	}
