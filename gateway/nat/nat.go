@@ -121,7 +121,7 @@ func (r Rules) rules() (map[string][][]expr.Any, error) {
 	out := map[string][][]expr.Any{}
 	mss := uint16(r.MTU - 40)
 	clamp := func(dir expr.MetaKey) []expr.Any {
-		return concat(ifname(dir, r.Interface, expr.CmpOpEq), tcpSYN(), mssAtLeast(mss+1), setMSS(mss))
+		return concat(ifname(dir, r.Interface), tcpSYN(), mssAtLeast(mss+1), setMSS(mss))
 	}
 	out[ChainMangleForward] = [][]expr.Any{clamp(expr.MetaKeyOIFNAME), clamp(expr.MetaKeyIIFNAME)}
 	for _, m := range r.Remaps {
@@ -130,9 +130,9 @@ func (r Rules) rules() (map[string][][]expr.Any, error) {
 			return nil, err
 		}
 		out[ChainRawPrerouting] = append(out[ChainRawPrerouting],
-			concat(ifname(expr.MetaKeyIIFNAME, r.Interface, expr.CmpOpEq), addrIn(srcOffset, real), rewrite(srcOffset, mapped)))
+			concat(ifname(expr.MetaKeyIIFNAME, r.Interface), addrIn(srcOffset, real), rewrite(srcOffset, mapped)))
 		out[ChainPostrouting] = append(out[ChainPostrouting],
-			concat(ifname(expr.MetaKeyOIFNAME, r.Interface, expr.CmpOpEq), addrIn(dstOffset, mapped), rewrite(dstOffset, real)))
+			concat(ifname(expr.MetaKeyOIFNAME, r.Interface), addrIn(dstOffset, mapped), rewrite(dstOffset, real)))
 	}
 	for _, e := range r.ExternalIPs {
 		local, external := e.Local.To4(), e.External.To4()
@@ -141,9 +141,9 @@ func (r Rules) rules() (map[string][][]expr.Any, error) {
 		}
 		host := func(ip net.IP) net.IPNet { return net.IPNet{IP: ip, Mask: net.CIDRMask(32, 32)} }
 		out[ChainRawPrerouting] = append(out[ChainRawPrerouting],
-			concat(ifname(expr.MetaKeyIIFNAME, r.Interface, expr.CmpOpEq), addrIn(dstOffset, host(external)), rewrite(dstOffset, host(local))))
+			concat(ifname(expr.MetaKeyIIFNAME, r.Interface), addrIn(dstOffset, host(external)), rewrite(dstOffset, host(local))))
 		out[ChainPostrouting] = append(out[ChainPostrouting],
-			concat(ifname(expr.MetaKeyOIFNAME, r.Interface, expr.CmpOpEq), addrIn(srcOffset, host(local)), rewrite(srcOffset, host(external))))
+			concat(ifname(expr.MetaKeyOIFNAME, r.Interface), addrIn(srcOffset, host(local)), rewrite(srcOffset, host(external))))
 	}
 	return out, nil
 }
@@ -232,13 +232,13 @@ func v4(m Remap) (real, mapped net.IPNet, err error) {
 	return norm(m.Real), norm(m.Mapped), nil
 }
 
-// ifname matches the input or output interface name (op: equal or not).
-func ifname(key expr.MetaKey, name string, op expr.CmpOp) []expr.Any {
+// ifname matches the input or output interface name.
+func ifname(key expr.MetaKey, name string) []expr.Any {
 	data := make([]byte, unix.IFNAMSIZ)
 	copy(data, name)
 	return []expr.Any{
 		&expr.Meta{Key: key, Register: 1},
-		&expr.Cmp{Op: op, Register: 1, Data: data},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: data},
 	}
 }
 
