@@ -112,7 +112,7 @@ func (a *Agent) readDesired(ctx context.Context) (*desired, error) {
 // (the CRD validates both; one broken object must not stop the tunnel).
 func (a *Agent) externalIPs(ctx context.Context) ([]nat.ExternalIP, error) {
 	list := &ipamv1alpha1.IPList{}
-	if err := a.reader.List(ctx, list, client.InNamespace(a.opts.LiqoNamespace)); err != nil {
+	if err := a.ips.List(ctx, list, client.InNamespace(a.opts.LiqoNamespace)); err != nil {
 		return nil, fmt.Errorf("listing the IPs of namespace %s: %w", a.opts.LiqoNamespace, err)
 	}
 	slices.SortFunc(list.Items, func(x, y ipamv1alpha1.IP) int { return strings.Compare(x.Name, y.Name) })
