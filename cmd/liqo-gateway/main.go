@@ -1,6 +1,7 @@
 // Command liqo-gateway runs one end (server or client) of a peering's WireGuard tunnel. It
 // follows the GatewayServer or GatewayClient, the key Secret, the peer's PublicKey and the
-// Configuration in a tenant namespace, and writes the Connection.
+// Configuration in a tenant namespace, and the ipam.liqo.io IPs of the Liqo namespace (the local
+// addresses it exposes to the peer under the external CIDR's), and writes the Connection.
 //
 // In a cluster it runs in the gateway pod (NET_ADMIN, /dev/net/tun) with in-cluster credentials.
 // In process mode (tests, the sandbox) it runs as a local process, typically under
@@ -20,6 +21,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 )
 
@@ -35,6 +37,7 @@ func run() error {
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to follow; empty: in-cluster credentials")
 	flag.StringVar(&apiNetns, "api-netns", "", "process mode: network namespace (a path such as /proc/<pid>/ns/net) to reach the API server from, when it is not reachable from the gateway's own")
 	flag.StringVar(&opts.Namespace, "namespace", "", "tenant namespace holding the peering's objects (required)")
+	flag.StringVar(&opts.LiqoNamespace, "liqo-namespace", consts.LiqoNamespace, "namespace Liqo is installed in, whose ipam.liqo.io IPs the gateway exposes to the peer under their external CIDR address")
 	flag.StringVar(&opts.GatewayName, "gateway", "", "name of the GatewayServer (server) or GatewayClient (client) (required)")
 	flag.StringVar(&opts.SecretName, "secret", "", "name of the key Secret; empty: the one the gateway object names")
 	flag.StringVar(&opts.PublicKeyName, "public-key", "", "name of the peer's PublicKey; empty: the only one in the namespace")

@@ -67,7 +67,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	gw := p.Object
-	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: agent.ModeClient, SecretName: p.SecretName, Image: r.Image, Base: p.Base})
+	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: agent.ModeClient, SecretName: p.SecretName, Image: r.Image, Base: p.Base,
+		LiqoNamespace: r.LiqoNamespace})
 	if err != nil {
 		return ctrl.Result{}, err
 	}

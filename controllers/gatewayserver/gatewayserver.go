@@ -81,7 +81,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	gw := p.Object
 	port := listenPort(gw)
-	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: agent.ModeServer, SecretName: p.SecretName, Image: r.Image, Port: port, Base: p.Base})
+	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: agent.ModeServer, SecretName: p.SecretName, Image: r.Image, Port: port, Base: p.Base,
+		LiqoNamespace: r.LiqoNamespace})
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/probe"
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
@@ -40,6 +41,9 @@ type Agent struct {
 	reader client.Reader // the namespace's cache
 	writer client.Client // direct, for the Connection
 	cache  cache.Cache
+	// ips reads the IPs of the Liqo namespace (ipCache).
+	ips     client.Reader
+	ipCache cache.Cache
 
 	localAddr, peerAddr *net.IPNet
 
@@ -76,11 +80,18 @@ func New(cfg *rest.Config, opts Options, log logr.Logger) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating cache: %w", err)
 	}
+	// The IPs of the Liqo namespace, the only objects the gateway reads there (and the only ones
+	// it may read).
+	ipCache, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{opts.LiqoNamespace: {}}})
+	if err != nil {
+		return nil, fmt.Errorf("creating the cache of namespace %s: %w", opts.LiqoNamespace, err)
+	}
 	w, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
-	a := &Agent{opts: opts, log: log.WithValues("interface", opts.Interface, "namespace", opts.Namespace), reader: c, writer: w, cache: c}
+	a := &Agent{opts: opts, log: log.WithValues("interface", opts.Interface, "namespace", opts.Namespace), reader: c, writer: w, cache: c,
+		ips: ipCache, ipCache: ipCache}
 	server, clientAddr, err := tunnelAddrs(opts.TunnelCIDR)
 	if err != nil {
 		return nil, err
@@ -114,26 +125,42 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.opts.Mode == ModeClient {
 		gw = &netv1beta1.GatewayClient{}
 	}
-	for _, obj := range []client.Object{gw, &corev1.Secret{}, &netv1beta1.PublicKey{}, &netv1beta1.Configuration{}} {
-		inf, err := a.cache.GetInformer(ctx, obj)
+	watched := []struct {
+		cache cache.Cache
+		obj   client.Object
+	}{{a.cache, gw}, {a.cache, &corev1.Secret{}}, {a.cache, &netv1beta1.PublicKey{}}, {a.cache, &netv1beta1.Configuration{}},
+		{a.ipCache, &ipamv1alpha1.IP{}}}
+	for _, w := range watched {
+		inf, err := w.cache.GetInformer(ctx, w.obj)
 		if err != nil {
-			return fmt.Errorf("watching %T: %w", obj, err)
+			return fmt.Errorf("watching %T: %w", w.obj, err)
 		}
 		if _, err := inf.AddEventHandler(handler); err != nil {
-			return fmt.Errorf("handling events of %T: %w", obj, err)
+			return fmt.Errorf("handling events of %T: %w", w.obj, err)
 		}
 	}
 	cacheCtx, stopCache := context.WithCancel(ctx)
-	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- a.cache.Start(cacheCtx) }()
+	caches := map[string]cache.Cache{a.opts.Namespace: a.cache, a.opts.LiqoNamespace + " (IPs)": a.ipCache}
+	cacheDone := make(chan error, len(caches))
+	for ns, c := range caches {
+		go func() {
+			if err := c.Start(cacheCtx); err != nil {
+				cacheDone <- fmt.Errorf("running the cache of namespace %s: %w", ns, err)
+				return
+			}
+			cacheDone <- nil
+		}()
+	}
 	defer func() {
 		stopCache()
-		if cerr := <-cacheDone; cerr != nil {
-			err = errors.Join(err, fmt.Errorf("running the cache: %w", cerr))
+		for range caches {
+			err = errors.Join(err, <-cacheDone)
 		}
 	}()
-	if !a.cache.WaitForCacheSync(ctx) {
-		return fmt.Errorf("syncing the cache of namespace %s: %w", a.opts.Namespace, ctx.Err())
+	for ns, c := range caches {
+		if !c.WaitForCacheSync(ctx) {
+			return fmt.Errorf("syncing the cache of namespace %s: %w", ns, ctx.Err())
+		}
 	}
 	defer func() { err = errors.Join(err, a.shutdown()) }()
 
@@ -261,13 +288,13 @@ func (a *Agent) apply(ctx context.Context, d *desired) error {
 	if err := netcfg.SyncRoutes(a.opts.Interface, 0, p.routes); err != nil {
 		return err
 	}
-	rules := &nat.Rules{Interface: a.opts.Interface, MTU: mtu, Remaps: p.remaps}
+	rules := &nat.Rules{Interface: a.opts.Interface, MTU: mtu, Remaps: p.remaps, ExternalIPs: d.externalIPs}
 	if a.rules == nil || !reflect.DeepEqual(*a.rules, *rules) {
 		if err := rules.Sync(); err != nil {
 			return fmt.Errorf("writing NAT rules: %w", err)
 		}
 		a.rules = rules
-		a.log.Info("NAT rules written", "remaps", len(p.remaps), "mssClamp", mtu-40)
+		a.log.Info("NAT rules written", "remaps", len(p.remaps), "externalIPs", fmt.Sprint(d.externalIPs), "mssClamp", mtu-40)
 	}
 	a.applied = d
 	return nil

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/remap"
@@ -28,6 +31,8 @@ type desired struct {
 	endpoint   *net.UDPAddr // client only
 	mtu        int          // 0: from the underlay
 	remote     []nat.Remap  // Real == Mapped when not remapped
+	// externalIPs are the Liqo namespace's IPs with both addresses, by name.
+	externalIPs []nat.ExternalIP
 }
 
 // errWaiting marks a state that resolves itself once an object shows up.
@@ -95,7 +100,36 @@ func (a *Agent) readDesired(ctx context.Context) (*desired, error) {
 	if d.remote, err = remoteNetworks(conf); err != nil {
 		return nil, err
 	}
+	if d.externalIPs, err = a.externalIPs(ctx); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// externalIPs reads the IPs of the Liqo namespace that the gateway translates: those whose
+// spec.ip and status.ip are both set (the IPAM controller writes status.ip when it allocated
+// one), in the order of their names. An IP whose addresses do not parse is skipped and logged
+// (the CRD validates both; one broken object must not stop the tunnel).
+func (a *Agent) externalIPs(ctx context.Context) ([]nat.ExternalIP, error) {
+	list := &ipamv1alpha1.IPList{}
+	if err := a.ips.List(ctx, list, client.InNamespace(a.opts.LiqoNamespace)); err != nil {
+		return nil, fmt.Errorf("listing the IPs of namespace %s: %w", a.opts.LiqoNamespace, err)
+	}
+	slices.SortFunc(list.Items, func(x, y ipamv1alpha1.IP) int { return strings.Compare(x.Name, y.Name) })
+	var out []nat.ExternalIP
+	for _, ip := range list.Items {
+		if ip.Spec.IP == "" || ip.Status.IP == "" || ip.DeletionTimestamp != nil {
+			continue
+		}
+		local, external := net.ParseIP(string(ip.Spec.IP)).To4(), net.ParseIP(string(ip.Status.IP)).To4()
+		if local == nil || external == nil {
+			a.log.V(1).Info("IP skipped: spec.ip and status.ip must be IPv4 addresses", "ip", ip.Namespace+"/"+ip.Name,
+				"spec.ip", string(ip.Spec.IP), "status.ip", string(ip.Status.IP))
+			continue
+		}
+		out = append(out, nat.ExternalIP{Local: local, External: external})
+	}
+	return out, nil
 }
 
 func (a *Agent) peerPublicKey(ctx context.Context) (*netv1beta1.PublicKey, error) {

@@ -78,7 +78,7 @@ func newTestAgent(t *testing.T, cl *testenv.Cluster, opts Options) *Agent {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", opts, err)
 	}
-	a.reader = cl.Client
+	a.reader, a.ips = cl.Client, cl.Client
 	return a
 }
 

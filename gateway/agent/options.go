@@ -1,7 +1,8 @@
 // Package agent is the gateway's brain: it watches the peering's objects in the tenant namespace
-// (GatewayServer or GatewayClient, the key Secret, the peer's PublicKey and the Configuration),
-// drives the tunnel, addresses, routes and NAT rules to match them, follows their changes live,
-// probes the tunnel and writes the Connection.
+// (GatewayServer or GatewayClient, the key Secret, the peer's PublicKey and the Configuration)
+// and the ipam.liqo.io IPs of the Liqo namespace (local addresses it exposes to the peer under
+// the external CIDR's), drives the tunnel, addresses, routes and NAT rules to match them,
+// follows their changes live, probes the tunnel and writes the Connection.
 package agent
 
 import (
@@ -10,6 +11,8 @@ import (
 	"hash/fnv"
 	"net"
 	"time"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 // Mode says which end of the tunnel the gateway is.
@@ -32,6 +35,10 @@ type Options struct {
 	Mode Mode
 	// Namespace is the tenant namespace holding the objects.
 	Namespace string
+	// LiqoNamespace is the namespace Liqo is installed in, whose ipam.liqo.io IPs (a local
+	// address and the external CIDR's address the peer reaches it at) the gateway translates;
+	// empty: consts.LiqoNamespace.
+	LiqoNamespace string
 	// GatewayName names the GatewayServer (server) or GatewayClient (client).
 	GatewayName string
 	// SecretName overrides the key Secret named by the gateway object.
@@ -66,6 +73,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Namespace == "" || o.GatewayName == "" {
 		return o, errors.New("the tenant namespace and the gateway name are required")
 	}
+	o.LiqoNamespace = consts.LiqoNamespaceOr(o.LiqoNamespace)
 	if o.ConnectionName == "" {
 		o.ConnectionName = o.GatewayName
 	}

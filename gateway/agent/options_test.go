@@ -54,7 +54,7 @@ func TestWithDefaultsFillsEmptyOptions(t *testing.T) {
 func TestWithDefaultsKeepsGivenOptions(t *testing.T) {
 	in := Options{Mode: ModeServer, Namespace: "ns", GatewayName: "gw", SecretName: "keys", PublicKeyName: "pk",
 		ConfigurationName: "conf", ConnectionName: "conn", Interface: "wg-test", TunnelCIDR: "10.255.0.8/29",
-		RouteTable: 77, ProbeInterval: time.Second, Keepalive: 3 * time.Second}
+		RouteTable: 77, ProbeInterval: time.Second, Keepalive: 3 * time.Second, LiqoNamespace: "liqo-system"}
 	got, err := in.withDefaults()
 	if err != nil {
 		t.Fatal(err)

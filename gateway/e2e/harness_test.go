@@ -174,6 +174,8 @@ type peering struct {
 	serverGw, clientGw   *gatewayProc
 	// gatewayEnv is added to the gateways' environment (e.g. GOMAXPROCS).
 	gatewayEnv []string
+	// gatewayArgs are added to the gateways' flags (e.g. --liqo-namespace).
+	gatewayArgs []string
 }
 
 const (
@@ -245,13 +247,13 @@ func newPeering(ctx context.Context, tb testing.TB, env *testenv.Env, topo *topo
 // startServer and startClient run the gateways as processes in the gateway hosts.
 func (p *peering) startServer(tb testing.TB) *gatewayProc {
 	tb.Helper()
-	p.serverGw = startGateway(tb, p.topo.a.host, "server", p.server.KubeconfigPath, p.serverNS, serverName, p.serverIf, p.gatewayEnv)
+	p.serverGw = startGateway(tb, p.topo.a.host, "server", p.server.KubeconfigPath, p.serverNS, serverName, p.serverIf, p.gatewayEnv, p.gatewayArgs...)
 	return p.serverGw
 }
 
 func (p *peering) startClient(tb testing.TB) *gatewayProc {
 	tb.Helper()
-	p.clientGw = startGateway(tb, p.topo.b.host, "client", p.client.KubeconfigPath, p.clientNS, clientName, p.clientIf, p.gatewayEnv)
+	p.clientGw = startGateway(tb, p.topo.b.host, "client", p.client.KubeconfigPath, p.clientNS, clientName, p.clientIf, p.gatewayEnv, p.gatewayArgs...)
 	return p.clientGw
 }
 
@@ -265,13 +267,13 @@ type gatewayProc struct {
 	err   error
 }
 
-// startGateway runs liqo-gateway in netns ns, with env added to its environment; the test's end
-// stops it (SIGTERM, then SIGKILL).
-func startGateway(tb testing.TB, ns, mode, kubeconfig, namespace, gateway, ifc string, env []string) *gatewayProc {
+// startGateway runs liqo-gateway in netns ns, with env added to its environment and args to its
+// flags; the test's end stops it (SIGTERM, then SIGKILL).
+func startGateway(tb testing.TB, ns, mode, kubeconfig, namespace, gateway, ifc string, env []string, args ...string) *gatewayProc {
 	tb.Helper()
 	g := &gatewayProc{ifc: ifc, done: make(chan struct{})}
-	g.cmd = inNS(ns, gatewayBin, "--mode="+mode, "--kubeconfig="+kubeconfig, "--namespace="+namespace,
-		"--gateway="+gateway, "--interface="+ifc, fmt.Sprintf("--api-netns=/proc/%d/ns/net", os.Getpid()))
+	g.cmd = inNS(ns, append([]string{gatewayBin, "--mode=" + mode, "--kubeconfig=" + kubeconfig, "--namespace=" + namespace,
+		"--gateway=" + gateway, "--interface=" + ifc, fmt.Sprintf("--api-netns=/proc/%d/ns/net", os.Getpid())}, args...)...)
 	if len(env) > 0 {
 		g.cmd.Env = append(os.Environ(), env...)
 	}

@@ -18,6 +18,19 @@
 // connection (kube-proxy's Services, a CNI's masquerading): conntrack allows one destination
 // NAT per connection, which a Service's DNAT to a remapped endpoint has already taken.
 //
+// The gateway also exposes single local addresses under addresses of the local cluster's
+// external CIDR (ExternalIP: an ipam.liqo.io IP's spec.ip and status.ip), which the peer routes
+// into the tunnel like every other network of the cluster:
+//
+//   - what comes out of the tunnel to External arrives with its destination rewritten to Local
+//     (raw prerouting, before conntrack and before routing: the host delivers or forwards it to
+//     Local, and kube-proxy's DNAT of a Service's cluster IP still applies after it);
+//   - what goes into the tunnel from Local leaves with its source rewritten to External
+//     (postrouting, last: after the host's reverse NAT restored a Service's cluster IP).
+//
+// These are stateless too, with the same checksum updates, and independent of the remaps: a
+// remap rewrites the peer's addresses, an external IP the local cluster's.
+//
 // Every rule lives in one nftables table of the gateway's own (family ip, named after its
 // interface), so that Sync replaces it atomically and Remove never touches anybody else's rules
 // (kube-proxy's, a CNI's, another gateway's).
@@ -48,7 +61,22 @@ type Rules struct {
 	MTU int
 	// Remaps are the remapped remote networks.
 	Remaps []Remap
+	// ExternalIPs are the local addresses exposed to the peer under addresses of the local
+	// cluster's external CIDR.
+	ExternalIPs []ExternalIP
 }
+
+// ExternalIP is a local address and the address of the local cluster's external CIDR that the
+// peer reaches it at (an ipam.liqo.io IP's spec.ip and status.ip).
+type ExternalIP struct {
+	// Local is the address in the local cluster (e.g. a Service's cluster IP).
+	Local net.IP
+	// External is the address the peer reaches Local at.
+	External net.IP
+}
+
+// String is "External->Local".
+func (e ExternalIP) String() string { return e.External.String() + "->" + e.Local.String() }
 
 // TablePrefix starts the name of every gateway's table ("liqo-" + interface).
 const TablePrefix = "liqo-"
@@ -59,9 +87,11 @@ func (r Rules) Table() string { return TablePrefix + r.Interface }
 // Chain names in the gateway's table, one per hook.
 const (
 	ChainMangleForward = "mangle-forward"
-	// ChainRawPrerouting rewrites the source of what comes out of the tunnel, before conntrack.
+	// ChainRawPrerouting rewrites the source (remaps) and the destination (external IPs) of
+	// what comes out of the tunnel, before conntrack.
 	ChainRawPrerouting = "raw-prerouting"
-	// ChainPostrouting rewrites the destination of what goes into the tunnel, last.
+	// ChainPostrouting rewrites the destination (remaps) and the source (external IPs) of what
+	// goes into the tunnel, last.
 	ChainPostrouting = "postrouting"
 )
 
@@ -91,7 +121,7 @@ func (r Rules) rules() (map[string][][]expr.Any, error) {
 	out := map[string][][]expr.Any{}
 	mss := uint16(r.MTU - 40)
 	clamp := func(dir expr.MetaKey) []expr.Any {
-		return concat(ifname(dir, r.Interface, expr.CmpOpEq), tcpSYN(), mssAtLeast(mss+1), setMSS(mss))
+		return concat(ifname(dir, r.Interface), tcpSYN(), mssAtLeast(mss+1), setMSS(mss))
 	}
 	out[ChainMangleForward] = [][]expr.Any{clamp(expr.MetaKeyOIFNAME), clamp(expr.MetaKeyIIFNAME)}
 	for _, m := range r.Remaps {
@@ -100,9 +130,20 @@ func (r Rules) rules() (map[string][][]expr.Any, error) {
 			return nil, err
 		}
 		out[ChainRawPrerouting] = append(out[ChainRawPrerouting],
-			concat(ifname(expr.MetaKeyIIFNAME, r.Interface, expr.CmpOpEq), addrIn(srcOffset, real), rewrite(srcOffset, mapped)))
+			concat(ifname(expr.MetaKeyIIFNAME, r.Interface), addrIn(srcOffset, real), rewrite(srcOffset, mapped)))
 		out[ChainPostrouting] = append(out[ChainPostrouting],
-			concat(ifname(expr.MetaKeyOIFNAME, r.Interface, expr.CmpOpEq), addrIn(dstOffset, mapped), rewrite(dstOffset, real)))
+			concat(ifname(expr.MetaKeyOIFNAME, r.Interface), addrIn(dstOffset, mapped), rewrite(dstOffset, real)))
+	}
+	for _, e := range r.ExternalIPs {
+		local, external := e.Local.To4(), e.External.To4()
+		if local == nil || external == nil {
+			return nil, fmt.Errorf("external IP %s: only IPv4 addresses are supported", e)
+		}
+		host := func(ip net.IP) net.IPNet { return net.IPNet{IP: ip, Mask: net.CIDRMask(32, 32)} }
+		out[ChainRawPrerouting] = append(out[ChainRawPrerouting],
+			concat(ifname(expr.MetaKeyIIFNAME, r.Interface), addrIn(dstOffset, host(external)), rewrite(dstOffset, host(local))))
+		out[ChainPostrouting] = append(out[ChainPostrouting],
+			concat(ifname(expr.MetaKeyOIFNAME, r.Interface), addrIn(srcOffset, host(local)), rewrite(srcOffset, host(external))))
 	}
 	return out, nil
 }
@@ -191,13 +232,13 @@ func v4(m Remap) (real, mapped net.IPNet, err error) {
 	return norm(m.Real), norm(m.Mapped), nil
 }
 
-// ifname matches the input or output interface name (op: equal or not).
-func ifname(key expr.MetaKey, name string, op expr.CmpOp) []expr.Any {
+// ifname matches the input or output interface name.
+func ifname(key expr.MetaKey, name string) []expr.Any {
 	data := make([]byte, unix.IFNAMSIZ)
 	copy(data, name)
 	return []expr.Any{
 		&expr.Meta{Key: key, Register: 1},
-		&expr.Cmp{Op: op, Register: 1, Data: data},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: data},
 	}
 }
 
@@ -273,8 +314,14 @@ type State struct {
 	Rules map[string]int
 	// ClampMSS is the value the forward chain writes into TCP's MSS option (0: no clamp).
 	ClampMSS int
-	// Netmaps counts the address rewrites (two per remap: one each way).
+	// Netmaps counts the address rewrites of the remaps (two per remap: one each way).
 	Netmaps int
+	// ExternalIPs counts the address rewrites of the external IPs (two per external IP: one
+	// each way).
+	ExternalIPs int
+	// ExternalIPWrites are the addresses the external IPs' rewrites write, in chain order:
+	// "dst=<Local>" coming out of the tunnel, then "src=<External>" going into it.
+	ExternalIPWrites []string
 }
 
 // Tables lists the gateways' tables (named TablePrefix + interface) in this network namespace:
@@ -324,17 +371,21 @@ func (r Rules) Installed() (State, error) {
 		}
 		st.Rules[name] = len(rules)
 		for _, rule := range rules {
-			st.read(rule.Exprs)
+			st.read(name, rule.Exprs)
 		}
 	}
 	return st, nil
 }
 
-// read notes the clamp's value and the address rewrites of one rule.
-func (st *State) read(exprs []expr.Any) {
-	var value []byte
+// read notes the clamp's value and the address rewrites of one rule of chain: a remap rewrites
+// the source coming out of the tunnel and the destination going in, an external IP the other
+// way round.
+func (st *State) read(chain string, exprs []expr.Any) {
+	var value, xor []byte
 	for _, e := range exprs {
 		switch e := e.(type) {
+		case *expr.Bitwise:
+			xor = e.Xor
 		case *expr.Immediate:
 			value = e.Data
 		case *expr.Exthdr:
@@ -342,8 +393,15 @@ func (st *State) read(exprs []expr.Any) {
 				st.ClampMSS = int(binary.BigEndian.Uint16(value))
 			}
 		case *expr.Payload:
-			if e.OperationType == expr.PayloadWrite && e.Base == expr.PayloadBaseNetworkHeader && (e.Offset == srcOffset || e.Offset == dstOffset) {
+			if e.OperationType != expr.PayloadWrite || e.Base != expr.PayloadBaseNetworkHeader || (e.Offset != srcOffset && e.Offset != dstOffset) {
+				continue
+			}
+			if (chain == ChainRawPrerouting) == (e.Offset == srcOffset) {
 				st.Netmaps++
+			} else {
+				st.ExternalIPs++
+				field := map[uint32]string{srcOffset: "src", dstOffset: "dst"}[e.Offset]
+				st.ExternalIPWrites = append(st.ExternalIPWrites, field+"="+net.IP(xor).String())
 			}
 		}
 	}

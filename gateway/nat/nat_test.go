@@ -54,7 +54,7 @@ func TestRulesShape(t *testing.T) {
 	}
 	var st State
 	for _, rule := range got[ChainPostrouting] {
-		st.read(rule)
+		st.read(ChainPostrouting, rule)
 	}
 	if st.Netmaps != 2 {
 		t.Errorf("%d address rewrites into the tunnel, want 2", st.Netmaps)
@@ -170,4 +170,55 @@ func TestSyncReplaceRemove(t *testing.T) {
 		}
 		return r.Remove()
 	})
+}
+
+// TestExternalIPRules: each external IP adds, beside the remaps', a destination rewrite of
+// External to Local coming out of the tunnel and a source rewrite of Local to External going
+// into it, matching single addresses; the kernel holds them, told apart from the remaps'.
+func TestExternalIPRules(t *testing.T) {
+	r := remapRules(t)
+	r.ExternalIPs = []ExternalIP{{Local: net.ParseIP("10.96.0.10"), External: net.ParseIP("10.80.0.5")}}
+	got, err := r.rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, m := len(got[ChainRawPrerouting]), len(got[ChainPostrouting]); n != 3 || m != 3 {
+		t.Fatalf("%d/%d rules in raw prerouting/postrouting, want 3/3 (two remaps, one external IP)", n, m)
+	}
+	pre, post := got[ChainRawPrerouting][2], got[ChainPostrouting][2]
+	if cmp := pre[4].(*expr.Cmp); !bytes.Equal(pre[3].(*expr.Bitwise).Mask, []byte{255, 255, 255, 255}) || !bytes.Equal(cmp.Data, []byte{10, 80, 0, 5}) ||
+		pre[2].(*expr.Payload).Offset != dstOffset {
+		t.Errorf("from the tunnel: matches %v, want the destination 10.80.0.5 exactly", pre[2:5])
+	}
+	if cmp := post[4].(*expr.Cmp); !bytes.Equal(cmp.Data, []byte{10, 96, 0, 10}) || post[2].(*expr.Payload).Offset != srcOffset {
+		t.Errorf("into the tunnel: matches %v, want the source 10.96.0.10", post[2:5])
+	}
+	inNewNetns(t, func() error {
+		if err := r.Sync(); err != nil {
+			return err
+		}
+		st, err := r.Installed()
+		if err != nil {
+			return err
+		}
+		if st.Netmaps != 4 || st.ExternalIPs != 2 || !slices.Equal(st.ExternalIPWrites, []string{"dst=10.96.0.10", "src=10.80.0.5"}) {
+			t.Errorf("in the kernel: %+v, want 4 remap rewrites and the external IP's two (dst=10.96.0.10, src=10.80.0.5)", st)
+		}
+		r.ExternalIPs = nil
+		if err := r.Sync(); err != nil {
+			return err
+		}
+		if st, err = r.Installed(); err != nil || st.ExternalIPs != 0 || st.Netmaps != 4 {
+			t.Errorf("after the external IP went: %+v (%v), want the remaps' rewrites only", st, err)
+		}
+		return r.Remove()
+	})
+}
+
+// TestExternalIPRejectsIPv6: an external IP that is not IPv4 is an error naming it.
+func TestExternalIPRejectsIPv6(t *testing.T) {
+	r := Rules{Interface: "x", MTU: 1400, ExternalIPs: []ExternalIP{{Local: net.ParseIP("fd00::10"), External: net.ParseIP("10.80.0.5")}}}
+	if _, err := r.rules(); err == nil || !strings.Contains(err.Error(), "external IP 10.80.0.5->fd00::10: only IPv4") {
+		t.Errorf("error %v, want one naming the external IP and IPv4", err)
+	}
 }

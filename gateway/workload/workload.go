@@ -1,6 +1,7 @@
 // Package workload renders what runs a gateway in a cluster, for the GatewayServer and
 // GatewayClient controllers: the key Secret (generated when missing), the ServiceAccount and
-// Role the gateway reads its objects with, and the Deployment of cmd/liqo-gateway (NET_ADMIN,
+// Role the gateway reads its objects with (and, in the Liqo namespace, its binding to the Role
+// that reads the IPs it exposes), and the Deployment of cmd/liqo-gateway (NET_ADMIN,
 // /dev/net/tun).
 package workload
 
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
@@ -45,7 +47,24 @@ type Params struct {
 	Port int32
 	// Base is the template the Deployment starts from (Load); nil: the built-in one.
 	Base *Base
+	// LiqoNamespace is the namespace Liqo is installed in, whose IPs the gateway reads (the
+	// IPsRole there, bound to the gateway's ServiceAccount); empty: consts.LiqoNamespace.
+	LiqoNamespace string
 }
+
+// IPsRole is the Role, in the Liqo namespace, that lets gateways read its ipam.liqo.io IPs (the
+// local addresses they expose to their peers): get, list and watch of ips, and nothing else.
+// Each gateway's ServiceAccount is bound to it by a RoleBinding of its own there
+// (IPsBindingName).
+const IPsRole = "liqo-gateway-ips"
+
+// IPsBindingName is the name of the RoleBinding, in the Liqo namespace, of the gateway owner's
+// ServiceAccount to IPsRole: "<tenant namespace>.<Name(owner)>" (a namespace name holds no dot,
+// so no two gateways share one).
+func IPsBindingName(owner client.Object) string { return owner.GetNamespace() + "." + Name(owner) }
+
+// ipsRules are IPsRole's rules.
+var ipsRules = []rbacv1.PolicyRule{{APIGroups: []string{ipamv1alpha1.GroupVersion.Group}, Resources: []string{"ips"}, Verbs: []string{"get", "list", "watch"}}}
 
 // Name is the name of the Deployment, ServiceAccount, Role and RoleBinding of a gateway.
 func Name(owner client.Object) string { return "gw-" + owner.GetName() }
@@ -109,11 +128,62 @@ func Ensure(ctx context.Context, c client.Client, p Params) (*appsv1.Deployment,
 	}); err != nil {
 		return nil, err
 	}
+	if err := ensureIPsBinding(ctx, c, p); err != nil {
+		return nil, err
+	}
 	dep := &appsv1.Deployment{ObjectMeta: meta()}
 	if err := createOrUpdate(ctx, c, p.Owner, dep, func() { renderDeployment(dep, p) }); err != nil {
 		return nil, err
 	}
 	return dep, nil
+}
+
+// ensureIPsBinding creates or updates IPsRole in the Liqo namespace and the binding of the
+// gateway's ServiceAccount to it (nothing when there is no Liqo namespace). An object cannot be owned across namespaces: the binding is
+// owned by the tenant Namespace (the garbage collector removes it with the namespace) and
+// RemoveIPsBinding removes it with its gateway; the Role, shared by every gateway, is owned by
+// nobody.
+func ensureIPsBinding(ctx context.Context, c client.Client, p Params) error {
+	liqoNS := consts.LiqoNamespaceOr(p.LiqoNamespace)
+	if err := c.Get(ctx, client.ObjectKey{Name: liqoNS}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+		return nil // no Liqo namespace (a bare test cluster): no IPs to read either
+	} else if err != nil {
+		return fmt.Errorf("reading the Liqo namespace %s: %w", liqoNS, err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: IPsRole}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
+		role.Labels = Merge(role.Labels, map[string]string{consts.AppComponentLabel: "gateway"})
+		role.Rules = ipsRules
+		return nil
+	}); err != nil {
+		return fmt.Errorf("writing Role %s/%s: %w", liqoNS, IPsRole, err)
+	}
+	tenant := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: p.Owner.GetNamespace()}, tenant); err != nil {
+		return fmt.Errorf("reading namespace %s, the owner of the gateway's RoleBinding in %s: %w", p.Owner.GetNamespace(), liqoNS, err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: liqoNS, Name: IPsBindingName(p.Owner)}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, rb, func() error {
+		rb.Labels = Merge(rb.Labels, map[string]string{consts.AppComponentLabel: "gateway"})
+		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: IPsRole}
+		rb.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name(p.Owner), Namespace: p.Owner.GetNamespace()}}
+		return controllerutil.SetOwnerReference(tenant, rb, c.Scheme())
+	}); err != nil {
+		return fmt.Errorf("writing RoleBinding %s/%s: %w", liqoNS, rb.Name, err)
+	}
+	return nil
+}
+
+// RemoveIPsBinding deletes the RoleBinding in the Liqo namespace (liqoNS; empty:
+// consts.LiqoNamespace) of the gateway namespace/name, once the gateway is gone or going. A
+// missing one is not an error.
+func RemoveIPsBinding(ctx context.Context, c client.Client, liqoNS, namespace, name string) error {
+	owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespaceOr(liqoNS), Name: IPsBindingName(owner)}}
+	if err := c.Delete(ctx, rb); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting RoleBinding %s/%s: %w", rb.Namespace, rb.Name, err)
+	}
+	return nil
 }
 
 // ContainerName is the name of the gateway's container in its pod.
@@ -175,7 +245,7 @@ func renderDeployment(dep *appsv1.Deployment, p Params) {
 		ctr.Image = image
 	}
 	ctr.Args = append([]string{"--mode=" + string(p.Mode), "--namespace=" + p.Owner.GetNamespace(), "--gateway=" + p.Owner.GetName(),
-		"--secret=" + p.SecretName}, ctr.Args...)
+		"--secret=" + p.SecretName, "--liqo-namespace=" + consts.LiqoNamespaceOr(p.LiqoNamespace)}, ctr.Args...)
 	if p.Mode == agent.ModeServer {
 		ctr.Ports = slices.DeleteFunc(ctr.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == PortName || cp.ContainerPort == p.Port })
 		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: PortName, ContainerPort: p.Port, Protocol: corev1.ProtocolUDP})

@@ -91,18 +91,19 @@ type Gateway[T client.Object] struct {
 // Prepare reads the gateway of req, makes sure its key Secret exists and loads its template
 // (see template). It returns nil when there is nothing to render: the gateway is gone, or going
 // (the garbage collector removes what it owns, and in a foreground deletion it waits for them,
-// so nothing is written again). liqoNS is the namespace Liqo is installed in, where the default
+// so nothing is written again; the binding of its ServiceAccount in the Liqo namespace, which it
+// cannot own, is removed here). liqoNS is the namespace Liqo is installed in, where the default
 // templates are.
 func (k Kind[T]) Prepare(ctx context.Context, c client.Client, rec events.EventRecorder, req ctrl.Request, liqoNS string) (*Gateway[T], error) {
 	gw := k.New()
 	if err := c.Get(ctx, req.NamespacedName, gw); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, workload.RemoveIPsBinding(ctx, c, liqoNS, req.Namespace, req.Name)
 		}
 		return nil, fmt.Errorf("reading %s %s: %w", k.Name, req.NamespacedName, err)
 	}
 	if gw.GetDeletionTimestamp() != nil {
-		return nil, nil
+		return nil, workload.RemoveIPsBinding(ctx, c, liqoNS, req.Namespace, req.Name)
 	}
 	secretName := SecretName(k.SecretRef(gw), gw.GetName())
 	if err := workload.EnsureKeySecret(ctx, c, gw, secretName); err != nil {
