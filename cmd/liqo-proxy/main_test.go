@@ -126,6 +126,7 @@ func connect(t *testing.T, addr, target string) (int, net.Conn, *bufio.Reader) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_ = resp.Body.Close() // none after a 200: the tunnel's bytes follow in br
 	return resp.StatusCode, c, br
 }
 
