@@ -1,5 +1,5 @@
-// Command liqo-images builds the OCI images of the controller manager, the gateway and the
-// virtual kubelet (internal/images) from their static linux/amd64 binaries, without a container
+// Command liqo-images builds the OCI images of the controller manager, the gateway, the
+// virtual kubelet and the API-server proxy (internal/images) from their static linux/amd64 binaries, without a container
 // daemon. Each image is written to -out as <name>-<version>.tar, an OCI image layout that
 // `ctr -n k8s.io images import`, `docker load` and `kind load image-archive` accept, tagged
 // ghcr.io/peerkit/<name>:<version> as the chart runs it; with -push <registry>/<repo>, it is

@@ -3,7 +3,9 @@ package chart_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
@@ -33,6 +36,8 @@ func TestLint(t *testing.T) {
 			"webhook.certificate.secretName=liqo-webhook-tls,virtualKubelet.mode=deployment,uninstall.purge=true,nodeSelector.role=infra," +
 			"resources.requests.cpu=100m"},
 		{"lint", "--strict", chart.Dir(t), "--set", "uninstall.enabled=false"},
+		{"lint", "--strict", chart.Dir(t), "--set", "proxy.enabled=false"},
+		{"lint", "--strict", chart.Dir(t), "--set", "apiServerURL=https://api.example.com:6443,proxy.allow[0]=x.example.com:443,proxy.resources.requests.cpu=10m"},
 	} {
 		if out, err := h.Run(t.Context(), args...); err != nil {
 			t.Error(err)
@@ -84,6 +89,32 @@ var valueSets = []struct {
 				t.Errorf("the uninstall hook's %s is not a hook: %v", kind, o)
 			}
 		}
+		checkProxy(t, objs)
+		// Only the in-cluster API server, which the proxy allows by itself.
+		wantArgs(t, proxyArgs(t, objs), []string{"--listen=:8118", "--health-probe-bind-address=:8081"}, []string{"--allow"})
+	}},
+	{"no API-server proxy", map[string]any{"proxy": map[string]any{"enabled": false}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+		for _, kind := range []string{"Deployment", "Service"} {
+			if o := chart.Find(objs, kind, consts.APIServerProxyService); o != nil {
+				t.Errorf("with proxy.enabled=false the chart renders %s %s", kind, o.GetName())
+			}
+		}
+	}},
+	{"API server URL and extra proxy targets", map[string]any{"apiServerURL": "https://192.0.2.10:6443",
+		"proxy": map[string]any{"allow": []any{"api.example.com:443"}, "image": "registry.example.com/liqo/liqo-proxy:1", "replicas": 2}},
+		func(t *testing.T, objs []*unstructured.Unstructured) {
+			checkProxy(t, objs)
+			wantArgs(t, proxyArgs(t, objs), []string{"--allow=192.0.2.10:6443", "--allow=api.example.com:443"}, nil)
+			dep := chart.Find(objs, "Deployment", consts.APIServerProxyService)
+			if img := firstContainer(t, dep)["image"]; img != "registry.example.com/liqo/liqo-proxy:1" {
+				t.Errorf("the proxy's image %v", img)
+			}
+			if n, _, _ := unstructured.NestedFieldNoCopy(dep.Object, "spec", "replicas"); fmt.Sprint(n) != "2" {
+				t.Errorf("the proxy's replicas %v", n)
+			}
+		}},
+	{"API server URL without a port", map[string]any{"apiServerURL": "https://api.example.com"}, func(t *testing.T, objs []*unstructured.Unstructured) {
+		wantArgs(t, proxyArgs(t, objs), []string{"--allow=api.example.com:443"}, nil)
 	}},
 	{"user webhook certificate", map[string]any{"webhook": map[string]any{"certificate": map[string]any{"secretName": "liqo-webhook-tls"}}},
 		func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -138,7 +169,8 @@ var valueSets = []struct {
 			if cpu, _, _ := unstructured.NestedString(c, "resources", "requests", "cpu"); cpu != "100m" {
 				t.Errorf("resources %v", c["resources"])
 			}
-			for _, o := range []*unstructured.Unstructured{deployment(t, objs), chart.Find(objs, "Job", "liqo-uninstall")} {
+			for _, o := range []*unstructured.Unstructured{deployment(t, objs), chart.Find(objs, "Job", "liqo-uninstall"),
+				chart.Find(objs, "Deployment", consts.APIServerProxyService)} {
 				if sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "spec", "nodeSelector"); sel["role"] != "infra" {
 					t.Errorf("%s %s: nodeSelector %v", o.GetKind(), o.GetName(), sel)
 				}
@@ -308,6 +340,77 @@ func firstContainer(t *testing.T, o *unstructured.Unstructured) map[string]any {
 	}
 	c, _ := cs[0].(map[string]any)
 	return c
+}
+
+// checkProxy checks the API-server proxy's Deployment and Service: the Service (ClusterIP, port
+// 8118 TCP named http, upstream's labels, which the manager finds it by) selects the proxy's
+// pods and no other pod of the chart; the pods run as non-root without a ServiceAccount token,
+// with health probes.
+func checkProxy(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	svc, dep := chart.Find(objs, "Service", consts.APIServerProxyService), chart.Find(objs, "Deployment", consts.APIServerProxyService)
+	if svc == nil || dep == nil {
+		t.Fatalf("the API-server proxy: Service %v, Deployment %v", svc, dep)
+	}
+	for _, o := range []*unstructured.Unstructured{svc, dep} {
+		if l := o.GetLabels(); l[consts.AppNameLabel] != consts.APIServerProxyApp || l["app.kubernetes.io/part-of"] != "liqo" {
+			t.Errorf("%s %s labels %v", o.GetKind(), o.GetName(), l)
+		}
+	}
+	if typ, _, _ := unstructured.NestedString(svc.Object, "spec", "type"); typ != "ClusterIP" {
+		t.Errorf("the proxy's Service type %q", typ)
+	}
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if len(ports) != 1 {
+		t.Fatalf("the proxy's Service ports %v", ports)
+	}
+	port, _ := ports[0].(map[string]any)
+	if port["name"] != "http" || port["protocol"] != "TCP" || fmt.Sprint(port["port"]) != strconv.Itoa(consts.APIServerProxyPort) {
+		t.Errorf("the proxy's Service port %v, want %d TCP named http", port, consts.APIServerProxyPort)
+	}
+	selector, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+	podLabels, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "template", "metadata", "labels")
+	if len(selector) == 0 || !labels.SelectorFromSet(selector).Matches(labels.Set(podLabels)) {
+		t.Errorf("the proxy's Service selector %v does not select its pods %v", selector, podLabels)
+	}
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" && o.GetKind() != "Job" || o == dep {
+			continue
+		}
+		other, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "labels")
+		if labels.SelectorFromSet(selector).Matches(labels.Set(other)) {
+			t.Errorf("the proxy's Service selects the pods of %s %s", o.GetKind(), o.GetName())
+		}
+	}
+	spec, _, _ := unstructured.NestedMap(dep.Object, "spec", "template", "spec")
+	if spec["automountServiceAccountToken"] != false {
+		t.Errorf("the proxy's pods get a ServiceAccount token (automountServiceAccountToken %v)", spec["automountServiceAccountToken"])
+	}
+	if nonRoot, _, _ := unstructured.NestedBool(spec, "securityContext", "runAsNonRoot"); !nonRoot {
+		t.Error("the proxy's pods may run as root")
+	}
+	if sc, _, _ := unstructured.NestedString(spec, "securityContext", "seccompProfile", "type"); sc != "RuntimeDefault" {
+		t.Errorf("the proxy's seccomp profile %q", sc)
+	}
+	c := firstContainer(t, dep)
+	if ro, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !ro {
+		t.Error("the proxy's root filesystem is writable")
+	}
+	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+		if _, ok := c[probe]; !ok {
+			t.Errorf("the proxy has no %s", probe)
+		}
+	}
+}
+
+func proxyArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	dep := chart.Find(objs, "Deployment", consts.APIServerProxyService)
+	if dep == nil {
+		t.Fatal("no Deployment of the API-server proxy rendered")
+	}
+	args, _, _ := unstructured.NestedStringSlice(firstContainer(t, dep), "args")
+	return args
 }
 
 func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {

@@ -28,6 +28,9 @@ func TestChartImages(t *testing.T) {
 		VirtualKubelet struct {
 			Image string `json:"image"`
 		} `json:"virtualKubelet"`
+		Proxy struct {
+			Image string `json:"image"`
+		} `json:"proxy"`
 	}
 	if err := yaml.Unmarshal(raw, &values); err != nil {
 		t.Fatal(err)
@@ -36,11 +39,13 @@ func TestChartImages(t *testing.T) {
 		"image":                values.Image,
 		"gatewayImage":         values.GatewayImage,
 		"virtualKubelet.image": values.VirtualKubelet.Image,
+		"proxy.image":          values.Proxy.Image,
 	}
 	want := map[string]string{
 		"image":                version.ControllerManagerImage,
 		"gatewayImage":         version.GatewayImage,
 		"virtualKubelet.image": version.VirtualKubeletImage,
+		"proxy.image":          version.ProxyImage,
 	}
 	for k, v := range want {
 		if chart[k] != v {

@@ -58,12 +58,13 @@ type Component struct {
 //
 // The gateway runs as root: it creates the WireGuard interface (/dev/net/tun), routes and
 // nftables rules (through netlink: the image needs no other binary), and its Deployment grants it NET_ADMIN (gateway/workload). The controller
-// manager and the virtual kubelet run as NonRootUser (the chart and the virtual kubelet's
-// Deployment set runAsNonRoot).
+// manager, the virtual kubelet and the API-server proxy run as NonRootUser (the chart and the
+// virtual kubelet's Deployment set runAsNonRoot).
 var Components = []Component{
 	{Name: "liqo-controller-manager", NonRoot: true},
 	{Name: "liqo-gateway", NonRoot: false},
 	{Name: "liqo-virtual-kubelet", NonRoot: true},
+	{Name: "liqo-proxy", NonRoot: true},
 }
 
 // Reference is c's image in repository repo (such as version.Registry, or a registry and path

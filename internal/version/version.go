@@ -19,3 +19,7 @@ const GatewayImage = Registry + "/liqo-gateway:" + Version
 // VirtualKubeletImage is the virtual kubelet's image at this version (the chart's
 // virtualKubelet.image, run per virtual node when virtualKubelet.mode is deployment).
 const VirtualKubeletImage = Registry + "/liqo-virtual-kubelet:" + Version
+
+// ProxyImage is the API-server proxy's image at this version (the chart's proxy.image: the
+// in-band control plane's HTTP CONNECT proxy).
+const ProxyImage = Registry + "/liqo-proxy:" + Version

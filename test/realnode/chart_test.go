@@ -3,6 +3,8 @@ package realnode
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +19,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/podplacement"
@@ -87,7 +91,8 @@ func helmArgs(c *testenv.Cluster, args ...string) []string {
 // TestChartOnRealNode installs the chart with helm into a cluster whose node is a real kubelet,
 // from the images `make images` built: the manager runs as a real container, sets up the
 // cluster's identity through its in-cluster configuration and serves its admission webhooks to
-// the API server; `helm upgrade` keeps the cluster's identity; `helm uninstall` runs the
+// the API server; the API-server proxy runs as a real container and, through its Service's
+// cluster IP, reaches the API server and nothing else; `helm upgrade` keeps the cluster's identity; `helm uninstall` runs the
 // pre-delete hook as a real Job and leaves nothing of ours.
 func TestChartOnRealNode(t *testing.T) {
 	requireRealNodes(t)
@@ -112,6 +117,7 @@ func TestChartOnRealNode(t *testing.T) {
 		t.Logf("controller manager pod RSS: %.1f MiB", float64(rss)/(1<<20))
 	}
 	firstID := waitClusterID(ctx, t, c, "chart-real")
+	expectAPIServerProxy(ctx, t, c)
 
 	// The API server calls the pod-placement webhook the manager serves from its pod: a pod in a
 	// scheduling-enabled namespace with a NamespaceOffloading is admitted (the webhook fails
@@ -174,6 +180,68 @@ func TestChartOnRealNode(t *testing.T) {
 	t.Logf("helm uninstall (hook included): %s", time.Since(start).Round(100*time.Millisecond))
 	if left := leftovers(ctx, t, c); len(left) > 0 {
 		t.Errorf("left after helm uninstall: %v", left)
+	}
+}
+
+// expectAPIServerProxy checks the chart's API-server proxy: its pod is a Running, Ready container
+// on the real node, and a client on the node reaches the API server through a CONNECT to the
+// Service liqo-proxy's cluster IP (kube-proxy's DNAT to the pod): at the in-cluster address
+// (the kubernetes Service) and at apiServerURL's host:port, as peers address it; another target
+// is refused.
+func expectAPIServerProxy(ctx context.Context, t *testing.T, c *testenv.Cluster) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := c.Client.List(ctx, pods, client.InNamespace(releaseNamespace), client.MatchingLabels{consts.AppNameLabel: consts.APIServerProxyApp}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d API-server proxy pods, want 1\n%s", len(pods.Items), describePods(ctx, c, releaseNamespace))
+	}
+	pod := pods.Items[0]
+	if pod.Status.Phase != corev1.PodRunning || pod.Spec.NodeName != c.RealNode.Name || len(pod.Status.ContainerStatuses) != 1 ||
+		!pod.Status.ContainerStatuses[0].Ready || !strings.HasPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://") {
+		t.Fatalf("the API-server proxy pod %s is not a Ready container on the real node\n%s", pod.Name, describePods(ctx, c, releaseNamespace))
+	}
+	if rss, err := processRSS("liqo-proxy"); err == nil {
+		t.Logf("API-server proxy pod RSS: %.1f MiB", float64(rss)/(1<<20))
+	}
+	svc := &corev1.Service{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: consts.APIServerProxyService}, svc); err != nil {
+		t.Fatal(err)
+	}
+	proxyURL := &url.URL{Scheme: "http", Host: net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(consts.APIServerProxyPort))}
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubernetesSvc := &corev1.Service{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}, kubernetesSvc); err != nil {
+		t.Fatal(err)
+	}
+	through := func(host string) error {
+		cfg := rest.CopyConfig(c.Config)
+		cfg.Host = "https://" + host
+		cfg.Proxy = http.ProxyURL(proxyURL)
+		cfg.Dial = c.RealNode.DialContext
+		cfg.Timeout = 10 * time.Second
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("a client of %s: %w", host, err)
+		}
+		v, err := kube.Discovery().ServerVersion()
+		if err != nil {
+			return fmt.Errorf("GET https://%s/version through the proxy %s: %w", host, proxyURL.Host, err)
+		}
+		t.Logf("through the API-server proxy (Service %s, %s): the API server at %s, %s", consts.APIServerProxyService, proxyURL.Host, host, v.GitVersion)
+		return nil
+	}
+	for _, host := range []string{net.JoinHostPort(kubernetesSvc.Spec.ClusterIP, "443"), net.JoinHostPort(c.RealNode.HostIP, u.Port())} {
+		// The Service's endpoints and kube-proxy's rules follow the pod's readiness shortly.
+		testenv.EventuallyOK(t, "the API server at "+host+" through the API-server proxy", 30*time.Second, func() error { return through(host) })
+	}
+	// The API server's loopback address, which no client on the node means: not allowed.
+	if err := through(net.JoinHostPort("127.0.0.1", u.Port())); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("a CONNECT to a target the proxy does not allow: %v, want 403 Forbidden", err)
 	}
 }
 
@@ -241,10 +309,30 @@ func waitDefaultServiceAccount(ctx context.Context, t *testing.T, c *testenv.Clu
 	})
 }
 
-// leftovers lists what of ours is still in the cluster: liqo.io CRDs, the liqo namespace (even
+// leftovers lists what of ours is still in the cluster after `helm uninstall --wait` (see
+// listLeftovers), waiting up to 30 s for it to go: helm waits for the Deployments it deletes,
+// not for their pods, which the garbage collector removes after (the API-server proxy's; the
+// manager's are gone before, its Deployment scaled to zero by the uninstall hook).
+func leftovers(ctx context.Context, t *testing.T, c *testenv.Cluster) []string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left := listLeftovers(ctx, t, c)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		select {
+		case <-ctx.Done():
+			return left
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// listLeftovers lists what of ours is in the cluster: liqo.io CRDs, the liqo namespace (even
 // Terminating), webhook configurations and ClusterRoles named liqo-*, and any object in the
 // release namespace made by the chart or the manager.
-func leftovers(ctx context.Context, t *testing.T, c *testenv.Cluster) []string {
+func listLeftovers(ctx context.Context, t *testing.T, c *testenv.Cluster) []string {
 	t.Helper()
 	var left []string
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}

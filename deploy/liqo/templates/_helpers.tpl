@@ -41,3 +41,28 @@ tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}
+
+{{/* The API-server proxy's labels (upstream Liqo v1.2's name and component), its selector too. */}}
+{{- define "liqo.proxyLabels" -}}
+app.kubernetes.io/name: proxy
+app.kubernetes.io/component: networking
+app.kubernetes.io/part-of: liqo
+{{- end -}}
+
+{{/* The proxy's --allow targets beside the in-cluster API server (which it allows itself):
+apiServerURL's host:port (443 or 80 when the URL has no port) and proxy.allow, as a YAML list. */}}
+{{- define "liqo.proxyTargets" -}}
+{{- $targets := list }}
+{{- with .Values.apiServerURL }}
+{{- $u := urlParse . }}
+{{- if not $u.host }}{{ fail (printf "apiServerURL %q is not a URL with a host: give e.g. https://api.example.com:6443" .) }}{{ end }}
+{{- $hostPort := $u.host }}
+{{- if not (regexMatch ":[0-9]+$" $hostPort) }}{{ $hostPort = printf "%s:%s" $hostPort (ternary "80" "443" (eq $u.scheme "http")) }}{{ end }}
+{{- $targets = append $targets $hostPort }}
+{{- end }}
+{{- range .Values.proxy.allow }}
+{{- if not (regexMatch ":[0-9]+$" .) }}{{ fail (printf "proxy.allow %q is not host:port: give e.g. api.example.com:6443" .) }}{{ end }}
+{{- $targets = append $targets . }}
+{{- end }}
+{{- toYaml (uniq $targets) }}
+{{- end -}}
