@@ -56,6 +56,7 @@ type options struct {
 	apiServerURL string
 	caData       []byte
 	gatewayImage string
+	proxyNS      string
 	share        negotiation.Policy
 	defaults     corev1.ResourceList
 	qps          float64
@@ -81,6 +82,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.apiServerURL, "api-server-address-override", "", "upstream Liqo's name of --api-server-url (an address without scheme means https)")
 	fs.StringVar(&o.identity.Namespace, "liqo-namespace", consts.LiqoNamespace, "the namespace Liqo is installed in: the cluster ID, "+
 		"signing key, Networks, gateway templates, leader lease and webhook certificate are there (upstream's --liqo-namespace; liqoctl's --namespace)")
+	fs.StringVar(&o.proxyNS, "api-server-proxy-namespace", "", "the namespace of the API-server proxy's Service (label "+
+		consts.AppNameLabel+"="+consts.APIServerProxyApp+"; the chart's release namespace), whose cluster IP the IP "+consts.APIServerProxyIP+
+		" in --liqo-namespace records for in-band peers (default: --liqo-namespace)")
 	fs.StringVar(&o.gatewayImage, "gateway-image", "", "image of the gateway Deployments (default: the built-in one)")
 	manageCRDs := fs.Bool("manage-crds", true, "install and upgrade our CRDs; false: only check that they exist (someone else installs them)")
 	// client-go's own default (5 requests/s) would pace the ShadowPod controller's pod creations
@@ -285,7 +289,8 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&ipmapping.IPReconciler{Client: mgr.GetClient(), ExternalCIDR: o.identity.ExternalCIDR}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&ipmapping.ProxyReconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
+	if err := (&ipmapping.ProxyReconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace(),
+		ServiceNamespace: o.proxyNS}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return setupWebhooks(mgr, o.webhooks, o.identity.LiqoNamespace())

@@ -98,10 +98,10 @@ func TestUnknownSourceIP(t *testing.T) {
 	}
 }
 
-// TestAPIServerProxyIP: the proxy's Service in the Liqo namespace (label
-// app.kubernetes.io/name=proxy) gets the IP api-server-proxy, labelled and annotated as upstream
-// does, holding its cluster IP and an external address; a Service of that name elsewhere, or
-// without the label, gets none. When the Service goes, so does the IP; a new Service (another
+// TestAPIServerProxyIP: the proxy's Service in its namespace (label app.kubernetes.io/name=proxy;
+// here the chart's release namespace, not the Liqo namespace) gets the IP api-server-proxy in
+// the Liqo namespace, labelled and annotated as upstream does, holding its cluster IP and an
+// external address; a Service of that name elsewhere, or without the label, gets none. When the Service goes, so does the IP; a new Service (another
 // cluster IP) gets a new one.
 func TestAPIServerProxyIP(t *testing.T) {
 	ctx := t.Context()
@@ -111,9 +111,9 @@ func TestAPIServerProxyIP(t *testing.T) {
 		if err := (&ipmapping.IPReconciler{Client: mgr.GetClient(), ExternalCIDR: "10.70.0.0/16"}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return (&ipmapping.ProxyReconciler{Client: mgr.GetClient(), LiqoNamespace: "liqo-system"}).SetupWithManager(mgr)
+		return (&ipmapping.ProxyReconciler{Client: mgr.GetClient(), LiqoNamespace: "liqo-system", ServiceNamespace: "release"}).SetupWithManager(mgr)
 	})
-	for _, ns := range []string{"liqo-system", "other"} {
+	for _, ns := range []string{"liqo-system", "release"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
@@ -123,15 +123,15 @@ func TestAPIServerProxyIP(t *testing.T) {
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: consts.APIServerProxyPort}}}}
 	}
 	proxyLabels := map[string]string{consts.AppNameLabel: consts.APIServerProxyApp}
-	if err := c.Create(ctx, service("other", proxyLabels)); err != nil {
+	if err := c.Create(ctx, service("liqo-system", proxyLabels)); err != nil {
 		t.Fatal(err)
 	}
-	unlabelled := service("liqo-system", nil)
+	unlabelled := service("release", nil)
 	unlabelled.Name = "not-the-proxy"
 	if err := c.Create(ctx, unlabelled); err != nil {
 		t.Fatal(err)
 	}
-	svc := service("liqo-system", proxyLabels)
+	svc := service("release", proxyLabels)
 	if err := c.Create(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestAPIServerProxyIP(t *testing.T) {
 		err := c.Get(ctx, key, &ipamv1alpha1.IP{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
-	again := service("liqo-system", proxyLabels)
+	again := service("release", proxyLabels)
 	if err := c.Create(ctx, again); err != nil {
 		t.Fatal(err)
 	}

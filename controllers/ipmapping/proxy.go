@@ -25,8 +25,19 @@ import (
 type ProxyReconciler struct {
 	// Client reads and writes the cluster.
 	Client client.Client
-	// LiqoNamespace holds the proxy's Service and its IP.
+	// LiqoNamespace holds the proxy's IP, where upstream's tools look for it.
 	LiqoNamespace string
+	// ServiceNamespace holds the proxy's Service ("": LiqoNamespace): the chart's release
+	// namespace, which may be another.
+	ServiceNamespace string
+}
+
+// serviceNamespace is where the proxy's Service is.
+func (r *ProxyReconciler) serviceNamespace() string {
+	if r.ServiceNamespace == "" {
+		return r.LiqoNamespace
+	}
+	return r.ServiceNamespace
 }
 
 // SetupWithManager registers the reconciler on the Liqo namespace's proxy Services and the IP
@@ -36,8 +47,9 @@ func (r *ProxyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return []reconcile.Request{{NamespacedName: r.key()}}
 	})
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.LiqoNamespace })
+	inServiceNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.serviceNamespace() })
 	err := ctrl.NewControllerManagedBy(mgr).Named("ipmapping-apiserverproxy").
-		Watches(&corev1.Service{}, only, builder.WithPredicates(inNamespace, predicate.NewPredicateFuncs(func(o client.Object) bool {
+		Watches(&corev1.Service{}, only, builder.WithPredicates(inServiceNamespace, predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[consts.AppNameLabel] == consts.APIServerProxyApp
 		}))).
 		Watches(&ipamv1alpha1.IP{}, only, builder.WithPredicates(inNamespace, predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -60,15 +72,15 @@ func (r *ProxyReconciler) key() client.ObjectKey {
 // Service goes. Several proxy Services leave the IP as it is and say so.
 func (r *ProxyReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	svcs := &corev1.ServiceList{}
-	if err := r.Client.List(ctx, svcs, client.InNamespace(r.LiqoNamespace),
+	if err := r.Client.List(ctx, svcs, client.InNamespace(r.serviceNamespace()),
 		client.MatchingLabels{consts.AppNameLabel: consts.APIServerProxyApp}); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing the API-server proxy Services in %s: %w", r.LiqoNamespace, err)
+		return reconcile.Result{}, fmt.Errorf("listing the API-server proxy Services in %s: %w", r.serviceNamespace(), err)
 	}
 	var clusterIP string
 	switch n := len(svcs.Items); {
 	case n > 1:
 		return reconcile.Result{}, fmt.Errorf("%d Services in %s are labelled %s=%s; keep one, the API-server proxy's",
-			n, r.LiqoNamespace, consts.AppNameLabel, consts.APIServerProxyApp)
+			n, r.serviceNamespace(), consts.AppNameLabel, consts.APIServerProxyApp)
 	case n == 1:
 		clusterIP = svcs.Items[0].Spec.ClusterIP
 		if clusterIP == corev1.ClusterIPNone {

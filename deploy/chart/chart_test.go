@@ -56,7 +56,8 @@ var valueSets = []struct {
 	{"defaults", map[string]any{}, func(t *testing.T, objs []*unstructured.Unstructured) {
 		args := managerArgs(t, objs)
 		wantArgs(t, args, []string{"--manage-crds=true", "--webhook-service=liqo/liqo-webhook", "--enable-storage=true",
-			"--virtual-storage-class-name=liqo", "--pod-cidr=10.244.0.0/16"}, []string{"--webhook-certificate-secret", "--remote-real-storage-class-name"})
+			"--virtual-storage-class-name=liqo", "--pod-cidr=10.244.0.0/16",
+			"--api-server-proxy-namespace=liqo"}, []string{"--webhook-certificate-secret", "--remote-real-storage-class-name"})
 		if sc := chart.Find(objs, "StorageClass", "liqo"); sc == nil || sc.Object["provisioner"] != "liqo.io/storage" ||
 			sc.Object["volumeBindingMode"] != "WaitForFirstConsumer" {
 			t.Errorf("the virtual storage class: %v", sc)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/podplacement"
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/images"
@@ -243,6 +244,20 @@ func expectAPIServerProxy(ctx context.Context, t *testing.T, c *testenv.Cluster)
 	if err := through(net.JoinHostPort("127.0.0.1", u.Port())); err == nil || !strings.Contains(err.Error(), "Forbidden") {
 		t.Errorf("a CONNECT to a target the proxy does not allow: %v, want 403 Forbidden", err)
 	}
+	// The manager records the Service (in the release's namespace) as the IP api-server-proxy
+	// of the Liqo namespace, with an address of the external CIDR: what in-band peers dial.
+	ip := &ipamv1alpha1.IP{}
+	testenv.EventuallyOK(t, "the IP "+consts.APIServerProxyIP+" of the proxy's cluster IP", 30*time.Second, func() error {
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.APIServerProxyIP}, ip); err != nil {
+			return err
+		}
+		if string(ip.Spec.IP) != svc.Spec.ClusterIP || ip.Status.IP == "" {
+			return fmt.Errorf("IP %s: spec.ip %s, status.ip %q; want the Service's cluster IP %s and an external address",
+				consts.APIServerProxyIP, ip.Spec.IP, ip.Status.IP, svc.Spec.ClusterIP)
+		}
+		return nil
+	})
+	t.Logf("the API-server proxy's IP: %s, reached by peers at %s (%s)", ip.Spec.IP, ip.Status.IP, ip.Status.CIDR)
 }
 
 // managerPod returns the manager's pod.
