@@ -176,15 +176,14 @@ func TestChartNamesAndVersion(t *testing.T) {
 	objs := renderChart(t, consts.LiqoNamespace, map[string]any{"clusterID": "cl-a"}, true)
 	var dep *unstructured.Unstructured
 	for _, o := range objs {
-		if o.GetKind() == "Deployment" {
+		if o.GetKind() == "Deployment" && o.GetName() == consts.ControllerManagerDeployment {
 			dep = o
 		}
 	}
 	if dep == nil {
-		t.Fatal("the chart renders no Deployment")
+		t.Fatalf("the chart renders no Deployment %s", consts.ControllerManagerDeployment)
 	}
-	if l := dep.GetLabels(); dep.GetName() != consts.ControllerManagerDeployment ||
-		l[consts.AppNameLabel] != consts.ControllerManagerApp || l[consts.AppComponentLabel] != consts.ControllerManagerApp {
+	if l := dep.GetLabels(); l[consts.AppNameLabel] != consts.ControllerManagerApp || l[consts.AppComponentLabel] != consts.ControllerManagerApp {
 		t.Errorf("Deployment %s, labels %v; want %s labelled %s=%s, %s=%s", dep.GetName(), l, consts.ControllerManagerDeployment,
 			consts.AppNameLabel, consts.ControllerManagerApp, consts.AppComponentLabel, consts.ControllerManagerApp)
 	}
