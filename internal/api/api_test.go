@@ -68,7 +68,7 @@ func TestSamplesCoverEveryKind(t *testing.T) {
 		covered[gvks[0].Kind] = true
 	}
 	want := []string{"ForeignCluster", "Configuration", "GatewayServer", "GatewayClient", "PublicKey", "Connection",
-		"Tenant", "Identity", "ResourceSlice", "VirtualNode", "NamespaceOffloading", "NamespaceMap", "ShadowPod", "Network"}
+		"Tenant", "Identity", "ResourceSlice", "VirtualNode", "NamespaceOffloading", "NamespaceMap", "ShadowPod", "Network", "IP"}
 	for _, k := range want {
 		if !covered[k] {
 			t.Errorf("no sample of kind %s", k)
@@ -171,6 +171,10 @@ func testValidation(t *testing.T, c client.Client, ns string) {
 			ObjectMeta: metav1.ObjectMeta{Name: "bad-cidr", Namespace: ns},
 			Spec:       ipamv1alpha1.NetworkSpec{CIDR: "not-a-cidr"},
 		}, `spec.cidr in body must be of type cidr`},
+		{"bad IP", &ipamv1alpha1.IP{
+			ObjectMeta: metav1.ObjectMeta{Name: "bad-ip", Namespace: ns},
+			Spec:       ipamv1alpha1.IPSpec{IP: "10.0.0.300"},
+		}, `spec.ip in body must be of type ipv4`},
 		{"cluster ID not a DNS label", &corev1beta1.ForeignCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "bad-id"},
 			Spec:       corev1beta1.ForeignClusterSpec{ClusterID: "Cluster_One"},
@@ -217,6 +221,15 @@ func testValidation(t *testing.T, c client.Client, ns string) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(network), network); err != nil || network.Spec.CIDR != "10.244.0.0/16" {
 		t.Errorf("Network spec.cidr after the rejected change = %q (err %v), want 10.244.0.0/16", network.Spec.CIDR, err)
+	}
+
+	ip := &ipamv1alpha1.IP{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api-server-proxy"}, ip); err != nil {
+		t.Fatal(err)
+	}
+	ip.Spec.IP = "10.96.0.21"
+	if err := c.Update(ctx, ip); err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "IP field is immutable") {
+		t.Errorf("changing IP spec.ip: got %v, want Invalid saying 'IP field is immutable'", err)
 	}
 
 	vn := &offv1beta1.VirtualNode{}
