@@ -76,7 +76,7 @@ func TestChartRunsTheManager(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	out := &lockedBuffer{}
+	out := &testenv.SyncBuffer{}
 	go func() {
 		done <- run(rctx, []string{"--kubeconfig", path, "--cluster-id", "cl-a", "--pod-cidr", "10.244.0.0/16",
 			"--health-probe-bind-address", probe, "--metrics-bind-address", "0",

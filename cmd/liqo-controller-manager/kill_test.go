@@ -58,7 +58,7 @@ type managerProcess struct {
 	name  string
 	args  []string
 	cmd   *exec.Cmd
-	log   *lockedBuffer
+	log   *testenv.SyncBuffer
 	done  chan struct{} // closed when the process has exited and is reaped
 	runs  int
 	alive bool
@@ -88,7 +88,7 @@ func (p *managerProcess) start(t *testing.T, controllers ...string) {
 		t.Fatal(err)
 	}
 	p.runs++
-	p.log = &lockedBuffer{}
+	p.log = &testenv.SyncBuffer{}
 	p.cmd = exec.Command(os.Args[0], "-test.run=^TestManagerProcess$", "-test.count=1") //nolint:noctx // the test binary itself; killed explicitly
 	p.cmd.Env = append(os.Environ(), managerArgsEnv+"="+string(args))
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log

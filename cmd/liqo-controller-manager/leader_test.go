@@ -17,7 +17,7 @@ import (
 // replica is one manager started by a test, with its log.
 type replica struct {
 	name    string
-	log     *lockedBuffer
+	log     *testenv.SyncBuffer
 	cancel  context.CancelFunc
 	done    chan error
 	stopped bool
@@ -45,7 +45,7 @@ func startReplica(t *testing.T, name, kc string) *replica {
 	t.Helper()
 	probe := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{name: name, log: &lockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	r := &replica{name: name, log: &testenv.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		r.done <- run(ctx, []string{"--kubeconfig", kc, "--cluster-id", "cl-a", "--leader-elect",
 			"--health-probe-bind-address", probe, "--metrics-bind-address", "0"}, r.log)

@@ -40,7 +40,7 @@ func runManager(t *testing.T, cl *testenv.Cluster, extra ...string) (stop func()
 	probe, hook := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	out := &lockedBuffer{}
+	out := &testenv.SyncBuffer{}
 	args := append([]string{"--kubeconfig", cl.KubeconfigPath, "--cluster-id", "cl-a", "--pod-cidr", "10.244.0.0/16",
 		"--health-probe-bind-address", probe, "--metrics-bind-address", "0",
 		"--webhook-url", "https://" + hook, "--webhook-bind-address", hook}, extra...)
@@ -213,7 +213,7 @@ func TestUninstall(t *testing.T) {
 	if err := cl.Client.Create(ctx, fc); err != nil {
 		t.Fatal(err)
 	}
-	out := &lockedBuffer{}
+	out := &testenv.SyncBuffer{}
 	args := []string{uninstallCommand, "--kubeconfig", kc, "--manager-deployment", releaseNamespace + "/" + consts.ControllerManagerDeployment, "--timeout", "2m"}
 	err := run(ctx, args, out)
 	if err == nil || !strings.Contains(err.Error(), "ForeignClusters remote") || !strings.Contains(err.Error(), "--purge") {
@@ -263,7 +263,7 @@ func TestUninstall(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		out := &lockedBuffer{}
+		out := &testenv.SyncBuffer{}
 		if err := run(ctx, []string{uninstallCommand, "--kubeconfig", kc, "--purge", "--timeout", "2m"}, out); err != nil {
 			t.Fatalf("uninstall --purge: %v\n%s", err, out)
 		}
@@ -280,7 +280,7 @@ func TestUninstall(t *testing.T) {
 	t.Run("CRDs not managed, liqo the release namespace", func(t *testing.T) {
 		// Without our CRDs, a manager that does not manage them refuses to start, and says why.
 		err := run(ctx, []string{"--kubeconfig", cl.KubeconfigPath, "--cluster-id", "cl-a", "--manage-crds=false",
-			"--health-probe-bind-address", "0", "--metrics-bind-address", "0"}, &lockedBuffer{})
+			"--health-probe-bind-address", "0", "--metrics-bind-address", "0"}, &testenv.SyncBuffer{})
 		if err == nil || !strings.Contains(err.Error(), "is not installed, and this manager does not install CRDs (--manage-crds=false") {
 			t.Fatalf("manager with --manage-crds=false and no CRDs: %v", err)
 		}
@@ -291,7 +291,7 @@ func TestUninstall(t *testing.T) {
 		stop()
 		values := map[string]any{"crds": map[string]any{"manage": false}}
 		kc := hookKubeconfig(t, cl, consts.LiqoNamespace, values)
-		out := &lockedBuffer{}
+		out := &testenv.SyncBuffer{}
 		if err := run(ctx, []string{uninstallCommand, "--kubeconfig", kc, "--manage-crds=false", "--delete-namespace=false", "--timeout", "2m"}, out); err != nil {
 			t.Fatalf("uninstall: %v\n%s", err, out)
 		}

@@ -2,16 +2,16 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -90,24 +90,6 @@ func echoServer(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// syncBuffer is a log sink safe for the proxy's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // connect sends CONNECT target to the proxy at addr and returns the status line's code and the
 // connection (with its reader).
 func connect(t *testing.T, addr, target string) (int, net.Conn, *bufio.Reader) {
@@ -136,7 +118,7 @@ func TestRunServes(t *testing.T) {
 	allowed, other := echoServer(t), echoServer(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	ready := make(chan listening, 1)
 	done := make(chan error, 1)
 	go func() {

@@ -1,7 +1,6 @@
 package virtualnode_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,24 +38,6 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 )
-
-// syncBuffer is a bytes.Buffer safe for a process writing and a test reading.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDeploymentRunner: with the Deployment runner, a VirtualNode gets a Deployment of
 // liqo-virtual-kubelet, a ServiceAccount and a ClusterRoleBinding to the virtual kubelet's
@@ -236,7 +216,7 @@ func TestDeploymentRunner(t *testing.T) {
 	}
 	args = append(args, "--kubeconfig="+kcPath, "--listen=127.0.0.1:0", "--metrics-bind-address=0", "--health-probe-bind-address="+probe, "--probe-interval=1s",
 		"--zap-log-level=debug")
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	cmd := exec.Command(bin, args...) // stopped by stop(): one SIGTERM
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
