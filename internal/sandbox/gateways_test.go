@@ -76,7 +76,8 @@ func TestSandboxGateways(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			logs, _ := filepath.Glob(filepath.Join(state, "logs", "gateway-*.log"))
-			for _, l := range append(logs, filepath.Join(state, "sandbox.log")) {
+			managers, _ := filepath.Glob(filepath.Join(state, "logs", "*-controller-manager.log"))
+			for _, l := range append(append(logs, managers...), filepath.Join(state, "sandbox.log")) {
 				data, _ := os.ReadFile(l)
 				t.Logf("--- %s ---\n%s", filepath.Base(l), tail(string(data), 40))
 			}
