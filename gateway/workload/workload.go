@@ -155,7 +155,9 @@ func ensureIPsBinding(ctx context.Context, c client.Client, p Params) error {
 		role.Labels = Merge(role.Labels, map[string]string{consts.AppComponentLabel: "gateway"})
 		role.Rules = ipsRules
 		return nil
-	}); err != nil {
+	}); err != nil && !apierrors.IsAlreadyExists(err) {
+		// AlreadyExists: another gateway's reconcile made the shared Role a moment ago and the
+		// cache has not seen it yet; the next reconcile brings it in line.
 		return fmt.Errorf("writing Role %s/%s: %w", liqoNS, IPsRole, err)
 	}
 	tenant := &corev1.Namespace{}
@@ -168,7 +170,7 @@ func ensureIPsBinding(ctx context.Context, c client.Client, p Params) error {
 		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: IPsRole}
 		rb.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name(p.Owner), Namespace: p.Owner.GetNamespace()}}
 		return controllerutil.SetOwnerReference(tenant, rb, c.Scheme())
-	}); err != nil {
+	}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("writing RoleBinding %s/%s: %w", liqoNS, rb.Name, err)
 	}
 	return nil
