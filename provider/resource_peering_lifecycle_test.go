@@ -153,6 +153,7 @@ func debrisOf(t *testing.T, e *testenv.Env, id string, want ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("on %s after the failed create: %v", id, left)
 	for _, w := range want {
 		found := false
 		for _, l := range left {
@@ -172,9 +173,11 @@ func debrisOf(t *testing.T, e *testenv.Env, id string, want ...string) {
 //     Configurations, Networks, GatewayServer with its Deployment and Service are there;
 //   - the provider's controller manager stopped: the create times out waiting for the nonce;
 //     destroy runs with it still stopped, and nothing comes back once it runs again;
-//   - a bidirectional peering whose second direction times out after a second: destroying that
-//     direction leaves the first Ready with the tenant namespaces, and creating it again (the
-//     other direction there) is not refused.
+//   - a bidirectional peering whose second direction stops before authentication (its
+//     provider's controller manager stopped): it is kept by its nonce request alone (the tenant
+//     namespaces serve the first direction); destroying it leaves the first Ready with the
+//     tenant namespaces and removes the second's own objects, and creating it again (the other
+//     direction there) is not refused.
 //
 // Each time the next plan still holds the peering, tainted and planned for replacement, and
 // destroy reports it destroyed and leaves nothing of it on either cluster.
@@ -191,7 +194,8 @@ func TestPeeringFailedCreateLeavesNothing(t *testing.T) {
 		d := newTerraformDir(t, tfSource(t, one(true, "20s")))
 		apply, plan := expectFailedCreate(t, d, "liqo_peering.this", regexp.MustCompile(`GatewayServer \S+ on cluster "provider" to report its endpoint`))
 		debrisOf(t, e, b, "namespace/liqo-tenant-"+a, "foreigncluster/"+a, "configuration/liqo-tenant-"+a+"/"+a,
-			"gatewayserver/liqo-tenant-"+a+"/"+a)
+			"gatewayserver/liqo-tenant-"+a+"/"+a, "deployment/liqo-tenant-"+a+"/gw-"+a, "service/liqo-tenant-"+a+"/gw-"+a,
+			"network/liqo-tenant-"+a+"/"+a+"-pod-10-130-0-0-16")
 		debrisOf(t, e, a, "namespace/liqo-tenant-"+b, "foreigncluster/"+b, "configuration/liqo-tenant-"+b+"/"+b)
 		destroy := expectDestroyed(t, d, e, 1, []string{a, b})
 		t.Logf("create stopped in the network: failed apply %s, plan %s, destroy %s", apply.Round(time.Millisecond),
@@ -205,7 +209,7 @@ func TestPeeringFailedCreateLeavesNothing(t *testing.T) {
 		debrisOf(t, e, b, "namespace/liqo-tenant-"+a, "secret/liqo-tenant-"+a+"/"+consts.NonceSecret)
 		debrisOf(t, e, a, "namespace/liqo-tenant-"+b, "foreigncluster/"+b)
 		destroy := expectDestroyed(t, d, e, 1, []string{a, b})
-		startPeeringManager(outer, managerBinary(t), e.Cluster(b), peeringPodCIDR(1)) // for the rest of the test
+		stops[b] = startPeeringManager(outer, managerBinary(t), e.Cluster(b), peeringPodCIDR(1)) // for the rest of the test
 		time.Sleep(2 * time.Second) // what the manager would make of a leftover, it makes at once
 		if err := checkNoDebris(e, a, b); err != nil {
 			t.Errorf("once the provider's controller manager runs again: %v", err)
@@ -221,20 +225,32 @@ func TestPeeringFailedCreateLeavesNothing(t *testing.T) {
 		}
 		d := newTerraformDir(t, tfSource(t, peeringTF(e, a, b, reverse)))
 		d.run(t, "apply", "-auto-approve", "-input=false", "-no-color")
-		if err := os.WriteFile(filepath.Join(d.dir, "main.tf"), []byte(peeringTF(e, a, b, reverse, forward("1s"))), 0o600); err != nil {
+		// The second direction's provider (b) does not answer its nonce request: it stops
+		// before authentication, having made its nonce request only (the tenant namespaces are
+		// the first direction's).
+		stops[b]()
+		if err := os.WriteFile(filepath.Join(d.dir, "main.tf"), []byte(peeringTF(e, a, b, reverse, forward("5s"))), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		expectFailedCreate(t, d, "liqo_peering.consumer_to_provider", regexp.MustCompile(`did not finish within 1s`))
+		apply, plan := expectFailedCreate(t, d, "liqo_peering.consumer_to_provider", regexp.MustCompile(`the nonce liqo-tenant-`+a+`/\S+ on cluster "provider"`))
+		stops[b] = startPeeringManager(outer, managerBinary(t), e.Cluster(b), peeringPodCIDR(1))
 		if err := os.WriteFile(filepath.Join(d.dir, "main.tf"), []byte(peeringTF(e, a, b, reverse)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		code, out, _ := tfTimed(t, d, "apply", "-auto-approve")
+		code, out, destroy := tfTimed(t, d, "apply", "-auto-approve")
 		if code != 0 || !strings.Contains(out, "0 added, 0 changed, 1 destroyed") {
 			t.Fatalf("apply without the failed direction: exit %d, want it destroyed:\n%s", code, out)
 		}
-		if err := checkVirtualNode(e, b, a, caps); err != nil {
-			t.Errorf("the other direction after destroying the failed one: %v", err)
+		var last error
+		err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			last = checkVirtualNode(e, b, a, caps) // Ready again once b's manager runs again
+			return last == nil, nil
+		})
+		if err != nil {
+			t.Errorf("the other direction after destroying the failed one: %v", last)
 		}
+		t.Logf("second direction stopped before authentication: failed apply %s, plan %s, destroy of that direction %s",
+			apply.Round(time.Millisecond), plan.Round(time.Millisecond), destroy.Round(time.Millisecond))
 		ctx := context.Background()
 		for _, o := range []struct {
 			on  string
