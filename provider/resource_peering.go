@@ -345,9 +345,11 @@ func (m *peeringModel) describe() string {
 // A create that fails half-way (a denied request, a timeout, a controller that does not answer)
 // saves what it observed in the state, with the error: Terraform marks the peering tainted, so
 // the next apply removes it (Unpeer, in order) and peers again, and `terraform destroy` removes
-// it. Nothing is orphaned even when the clusters cannot be reached any more, which a best-effort
-// Unpeer in the failed create could not promise; the library being idempotent, nothing is lost
-// either. Only when nothing was made (the cluster IDs cannot be read) is no state saved.
+// it; Read keeps it there while anything it made remains. Nothing is orphaned even when the
+// clusters cannot be reached any more, which a best-effort Unpeer in the failed create could not
+// promise; the library being idempotent, nothing is lost either. Only when nothing was made (the
+// cluster IDs cannot be read, or the peering exists already and the create is refused: taken) is
+// no state saved.
 func (r *peeringResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	defer peeringIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	plan, ok := modelOf[peeringModel](ctx, req.Plan, &resp.Diagnostics)

@@ -67,20 +67,11 @@ func peeringDebris(ctx context.Context, c client.Client) ([]string, error) {
 // checkNoDebris waits (ForeignClusters go once nothing refers to the peer, namespaces once
 // emptied) until none of the clusters of e named holds anything of a peering (peeringDebris).
 func checkNoDebris(e *testenv.Env, ids ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	clients := map[string]client.Client{}
 	for _, id := range ids {
-		var left []string
-		err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			var err error
-			left, err = peeringDebris(ctx, e.Cluster(id).Client)
-			return err == nil && len(left) == 0, nil
-		})
-		if err != nil {
-			return fmt.Errorf("left on %s: %v", id, left)
-		}
+		clients[id] = e.Cluster(id).Client
 	}
-	return nil
+	return untilNoneLeft(clients, peeringDebris)
 }
 
 // peeringTF is a configuration of liqo_peering resources for the terraform CLI: the provider

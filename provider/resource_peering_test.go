@@ -223,13 +223,18 @@ func checkNothingLeft(e *testenv.Env, ids ...string) error {
 
 // nothingLeft is checkNothingLeft for clients by cluster name.
 func nothingLeft(clients map[string]client.Client) error {
+	return untilNoneLeft(clients, peeringLeftovers)
+}
+
+// untilNoneLeft waits up to 30 s until list finds nothing on any of clients (by cluster name).
+func untilNoneLeft(clients map[string]client.Client, list func(context.Context, client.Client) ([]string, error)) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for id, c := range clients {
 		var left []string
 		err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			var err error
-			left, err = peeringLeftovers(ctx, c)
+			left, err = list(ctx, c)
 			return err == nil && len(left) == 0, nil
 		})
 		if err != nil {
