@@ -201,7 +201,7 @@ func TestPeeringFailedCreateLeavesNothing(t *testing.T) {
 		debrisOf(t, e, a, "namespace/liqo-tenant-"+b, "foreigncluster/"+b)
 		destroy := expectDestroyed(t, d, e, 1, []string{a, b})
 		stops[b] = startPeeringManager(outer, managerBinary(t), e.Cluster(b), peeringPodCIDR(1)) // for the rest of the test
-		time.Sleep(2 * time.Second) // what the manager would make of a leftover, it makes at once
+		time.Sleep(2 * time.Second)                                                              // what the manager would make of a leftover, it makes at once
 		if err := checkNoDebris(e, a, b); err != nil {
 			t.Errorf("once the provider's controller manager runs again: %v", err)
 		}
