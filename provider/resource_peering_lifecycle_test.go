@@ -200,8 +200,9 @@ func TestPeeringFailedCreateLeavesNothing(t *testing.T) {
 		debrisOf(t, e, b, "namespace/liqo-tenant-"+a, "secret/liqo-tenant-"+a+"/"+consts.NonceSecret)
 		debrisOf(t, e, a, "namespace/liqo-tenant-"+b, "foreigncluster/"+b)
 		destroy := expectDestroyed(t, d, e, 1, []string{a, b})
-		stops[b] = startPeeringManager(outer, managerBinary(t), e.Cluster(b), peeringPodCIDR(1)) // for the rest of the test
-		time.Sleep(2 * time.Second)                                                              // what the manager would make of a leftover, it makes at once
+		// Running again (for the rest of the test), the manager would at once make something of a leftover.
+		stops[b] = startPeeringManager(outer, managerBinary(t), e.Cluster(b), peeringPodCIDR(1))
+		time.Sleep(2 * time.Second)
 		if err := checkNoDebris(e, a, b); err != nil {
 			t.Errorf("once the provider's controller manager runs again: %v", err)
 		}
