@@ -23,7 +23,7 @@ var _ list.ListResourceWithConfigure = (*peeringList)(nil)
 // provider's clusters map, whoever made them (Terraform or liqoctl). A consumer's ForeignCluster
 // of role Provider (or ConsumerAndProvider) whose cluster ID is that of another key of the map
 // is a candidate; liqo_peering's own Read, run as after an import, decides whether it is a
-// peering (its Tenant and ResourceSlice exist) and makes its state.
+// peering (anything it made remains) and makes its state.
 type peeringList struct {
 	listUser
 }
@@ -51,8 +51,8 @@ func (l *peeringList) ListResourceConfigSchema(_ context.Context, _ list.ListRes
 	resp.Schema = listschema.Schema{
 		MarkdownDescription: "The peerings between clusters of the provider's `clusters` map, as `liqo_peering` " +
 			"resources: those Terraform made and those `liqoctl peer` made. A peering is found from the consumer's " +
-			"`ForeignCluster` of the provider (role `Provider` or `ConsumerAndProvider`) and is listed when its Tenant and " +
-			"ResourceSlice exist, as `liqo_peering` finds it after an import. Each cluster looked in must be reachable " +
+			"`ForeignCluster` of the provider (role `Provider` or `ConsumerAndProvider`) and is listed when `liqo_peering`'s " +
+			"refresh keeps it, as after an import: while anything it made remains (a half-made one reads as not up). Each cluster looked in must be reachable " +
 			"and have the liqo API; ForeignClusters of clusters outside the map are not peerings Terraform can name, " +
 			"and are left out.",
 		Attributes: map[string]listschema.Attribute{

@@ -345,9 +345,11 @@ func (m *peeringModel) describe() string {
 // A create that fails half-way (a denied request, a timeout, a controller that does not answer)
 // saves what it observed in the state, with the error: Terraform marks the peering tainted, so
 // the next apply removes it (Unpeer, in order) and peers again, and `terraform destroy` removes
-// it. Nothing is orphaned even when the clusters cannot be reached any more, which a best-effort
-// Unpeer in the failed create could not promise; the library being idempotent, nothing is lost
-// either. Only when nothing was made (the cluster IDs cannot be read) is no state saved.
+// it; Read keeps it there while anything it made remains. Nothing is orphaned even when the
+// clusters cannot be reached any more, which a best-effort Unpeer in the failed create could not
+// promise; the library being idempotent, nothing is lost either. Only when nothing was made (the
+// cluster IDs cannot be read, or the peering exists already and the create is refused: taken) is
+// no state saved.
 func (r *peeringResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	defer peeringIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	plan, ok := modelOf[peeringModel](ctx, req.Plan, &resp.Diagnostics)
@@ -407,6 +409,9 @@ func (r *peeringResource) peer(ctx context.Context, plan *peeringModel, timeout 
 		return false
 	}
 	defer unlock()
+	if op == "create" && plan.taken(ctx, consumer, provider, summary, diags) {
+		return false
+	}
 	st, err := peering.Peer(ctx, consumer, provider, opts)
 	if err == nil {
 		if err := plan.refresh(ctx, st); err != nil {
@@ -435,6 +440,33 @@ func (r *peeringResource) peer(ctx context.Context, plan *peeringModel, timeout 
 	return false
 }
 
+// taken tells whether the consumer already peers with the provider in this direction (its
+// Tenant, Identity or ResourceSlice exists, made by another Terraform state or by liqoctl), and
+// then refuses the create with the import command, or fails when it cannot tell. A create would
+// otherwise adopt that peering silently: change its grant, and remove it on destroy. The other
+// direction of a bidirectional peering, and what a failed create leaves before the Tenant
+// (tenant namespaces, network, nonce), are not such a peering; a tainted peering of this state
+// is destroyed before it is created again. (The plan cannot tell: it plans the create of a
+// replacement while the object it replaces still exists.)
+func (m *peeringModel) taken(ctx context.Context, consumer, provider peering.Cluster, summary string, diags *diag.Diagnostics) bool {
+	marks, err := peering.Established(ctx, consumer, provider)
+	if err != nil {
+		diags.AddError(summary, fmt.Sprintf("%s (create): looking for an existing peering: %v", m.describe(), err))
+		return true
+	}
+	if len(marks) == 0 {
+		return false
+	}
+	c, p := m.ConsumerCluster.ValueString(), m.ProviderCluster.ValueString()
+	diags.AddError(summary, fmt.Sprintf("The %s exists already (%s), made by another Terraform state or by liqoctl: creating it "+
+		"here would take it over (change its grant; destroy would remove it). Import it into this configuration instead, with\n\n"+
+		"  terraform import liqo_peering.<name> %s/%s\n\nor an import block:\n\n"+
+		"  import {\n    to = liqo_peering.<name>\n    identity = {\n      consumer_cluster = %q\n      provider_cluster = %q\n    }\n  }\n\n"+
+		"(and `terraform state rm` it from the state that holds it, so that one state manages it); or remove it there first "+
+		"(terraform destroy, or liqoctl unpeer).", m.describe(), strings.Join(marks, ", "), c, p, c, p))
+	return true
+}
+
 // observe reads the peering of the model, or nil (and nothing) when it cannot.
 func (r *peeringResource) observe(ctx context.Context, m *peeringModel) *peering.State {
 	consumer, provider, err := r.sides(ctx, m)
@@ -454,8 +486,10 @@ func (r *peeringResource) observe(ctx context.Context, m *peeringModel) *peering
 	return st
 }
 
-// Read refreshes the peering; a peering whose Tenant or ResourceSlice is gone leaves the
-// state, so the next plan peers again.
+// Read refreshes the peering. A peering leaves the state only when nothing it made remains on
+// either cluster (peering.Remains): one whose Tenant or ResourceSlice is gone but whose other
+// objects are there (a create stopped half-way, a Tenant deleted out of band) stays, reported
+// not up, so the next plan repairs it and destroy removes what is left.
 func (r *peeringResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	peeringIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics) // Read keeps the two clusters
 	state, ok := modelOf[peeringModel](ctx, req.State, &resp.Diagnostics)
@@ -486,8 +520,17 @@ func (r *peeringResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	if !found {
-		resp.State.RemoveResource(ctx)
-		return
+		// Not whole: it stays in the state while anything it made remains, so that the plan
+		// repairs it (or replaces it, when tainted) and destroy removes it.
+		left, err := peering.Remains(ctx, consumer, provider)
+		if err != nil {
+			resp.Diagnostics.AddError(summary, fmt.Sprintf("%s: %v", state.describe(), err))
+			return
+		}
+		if len(left) == 0 {
+			resp.State.RemoveResource(ctx)
+			return
+		}
 	}
 	if err := state.refresh(ctx, st); err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())

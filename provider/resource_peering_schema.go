@@ -85,14 +85,22 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"Changing the requested resources re-negotiates in place; changing a cluster replaces the peering. Two " +
 			"`liqo_peering` in opposite directions make a bidirectional peering: they share the tenant namespaces and " +
 			"the tunnel (give both the same `networking` and `gateway`), and destroying one leaves the other working. " +
-			"Destroy removes, in order, the slice (and with it the virtual node), the identity and the tenant, then the " +
-			"network and the tenant namespaces unless the other direction still uses them.\n\n" +
-			"A refresh reads the peering back: when its defining objects (the Tenant on the provider, the slice on the " +
-			"consumer) are gone it leaves the state and the next apply peers again; the requested resources are read " +
-			"from what the provider granted, so a denied or changed grant shows as a difference; and when a module is " +
-			"not up (see `status`) the plan shows an in-place update that runs the peering again to repair it.\n\n" +
+			"Destroy removes, in order, whatever of it exists: the slice (and with it the virtual node), the identity, the " +
+			"tenant and the nonce, then the network and the tenant namespaces (awaited gone) unless the other direction " +
+			"still uses them (it holds its Tenant, Identity or slice).\n\n" +
+			"A refresh reads the peering back: it leaves the state only when nothing it made remains on either cluster (its " +
+			"Tenant, Identity, slice, virtual node, nonce Secrets, and the tenant namespaces with the network unless the " +
+			"other direction uses them), and the next apply then peers again; the requested resources are read from what " +
+			"the provider granted, so a denied or changed grant shows as a difference; and when a module is not up (see " +
+			"`status`, e.g. the slice deleted out of band) the plan shows an in-place update that runs the peering again to " +
+			"repair it.\n\n" +
 			"Create, update and delete wait for the clusters' controllers, each within its `timeouts` (default 2m). A " +
-			"create that fails half-way leaves the peering in the state, tainted: the next apply removes it and peers again.",
+			"create that fails half-way leaves the peering in the state, tainted, as long as anything it made remains: the " +
+			"next apply removes it and peers again, and destroy removes it. Create refuses a peering that exists already in " +
+			"this direction (the provider's Tenant of the consumer, the consumer's Identity or slice of the provider, made by " +
+			"another state or by liqoctl), naming what exists and how to import it; the other direction of a bidirectional " +
+			"peering and what a failed create left before the Tenant are not refused. The plan cannot tell (it also plans " +
+			"the create of a replacement, while the peering replaced still exists).",
 		Attributes: map[string]schema.Attribute{
 			"id":               stableComputedString("`<consumer_cluster>/<provider_cluster>`, also the import ID."),
 			"consumer_cluster": peeringClusterAttribute("consumer (the one that gets a virtual node)"),

@@ -82,21 +82,34 @@ func peeringEnv(t *testing.T, ids ...string) *testenv.Env {
 // peeringEnvWith is peeringEnv with more arguments for the controller managers.
 func peeringEnvWith(t *testing.T, managerArgs []string, ids ...string) *testenv.Env {
 	t.Helper()
-	bin := managerBinary(t)
-	opts := make([]testenv.ClusterOptions, len(ids))
-	for i, id := range ids {
-		opts[i] = testenv.ClusterOptions{Name: id, ControllerManager: true, PodCIDR: fmt.Sprintf("10.%d.0.0/16", 130+i),
-			Nodes: []testenv.NodeOptions{{Name: id + "-node", CPU: "8", Memory: "16Gi", Pods: "200"}}}
-	}
-	e := testenv.New(t, opts...)
-	for i, id := range ids {
-		startPeeringManager(t, bin, e.Cluster(id), opts[i].PodCIDR, managerArgs...)
-	}
+	e, _ := peeringEnvStoppable(t, managerArgs, ids...)
 	return e
 }
 
-// startPeeringManager runs the controller manager binary for a cluster until the test ends.
-func startPeeringManager(t *testing.T, bin string, cl *testenv.Cluster, podCIDR string, args ...string) {
+// peeringPodCIDR is the pod CIDR of the i-th cluster of peeringEnv.
+func peeringPodCIDR(i int) string { return fmt.Sprintf("10.%d.0.0/16", 130+i) }
+
+// peeringEnvStoppable is peeringEnvWith that also returns, by cluster ID, what stops each
+// controller manager (startPeeringManager starts it again, with peeringPodCIDR).
+func peeringEnvStoppable(t *testing.T, managerArgs []string, ids ...string) (*testenv.Env, map[string]func()) {
+	t.Helper()
+	bin := managerBinary(t)
+	opts := make([]testenv.ClusterOptions, len(ids))
+	for i, id := range ids {
+		opts[i] = testenv.ClusterOptions{Name: id, ControllerManager: true, PodCIDR: peeringPodCIDR(i),
+			Nodes: []testenv.NodeOptions{{Name: id + "-node", CPU: "8", Memory: "16Gi", Pods: "200"}}}
+	}
+	e := testenv.New(t, opts...)
+	stops := map[string]func(){}
+	for i, id := range ids {
+		stops[id] = startPeeringManager(t, bin, e.Cluster(id), opts[i].PodCIDR, managerArgs...)
+	}
+	return e, stops
+}
+
+// startPeeringManager runs the controller manager binary for a cluster until the test ends, or
+// until the function it returns stops it.
+func startPeeringManager(t *testing.T, bin string, cl *testenv.Cluster, podCIDR string, args ...string) (stop func()) {
 	t.Helper()
 	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -115,9 +128,15 @@ func startPeeringManager(t *testing.T, bin string, cl *testenv.Cluster, podCIDR 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+		})
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
+		stop()
 		_ = logf.Close()
 		if t.Failed() {
 			log, _ := os.ReadFile(logf.Name())
@@ -134,6 +153,7 @@ func startPeeringManager(t *testing.T, bin string, cl *testenv.Cluster, podCIDR 
 	if err != nil {
 		t.Fatalf("controller manager of %s not ready: %v", cl.Name, err)
 	}
+	return stop
 }
 
 // exampleSource returns files of an example folder as one configuration, without the terraform
@@ -203,13 +223,18 @@ func checkNothingLeft(e *testenv.Env, ids ...string) error {
 
 // nothingLeft is checkNothingLeft for clients by cluster name.
 func nothingLeft(clients map[string]client.Client) error {
+	return untilNoneLeft(clients, peeringLeftovers)
+}
+
+// untilNoneLeft waits up to 30 s until list finds nothing on any of clients (by cluster name).
+func untilNoneLeft(clients map[string]client.Client, list func(context.Context, client.Client) ([]string, error)) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for id, c := range clients {
 		var left []string
 		err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			var err error
-			left, err = peeringLeftovers(ctx, c)
+			left, err = list(ctx, c)
 			return err == nil && len(left) == 0, nil
 		})
 		if err != nil {
@@ -271,7 +296,7 @@ func stringValues(m map[string]string) map[string]knownvalue.Check {
 // node offering the requested resources; a second plan is empty; a new cpu is an in-place update
 // re-negotiated with the provider; a change of consumer_cluster or provider_cluster (swapped, or
 // either alone) plans a replacement; import reads back the same state; a ResourceSlice deleted out of band is
-// planned for re-creation; a deleted Identity (authentication not up) is planned as an in-place
+// planned as an in-place update that asks for it again; a deleted Identity (authentication not up) is planned as an in-place
 // repair; destroy leaves nothing on either cluster.
 func TestAccPeering(t *testing.T) {
 	const cid, pid = "cl-consumer", "cl-provider"
@@ -434,7 +459,8 @@ func TestAccPeering(t *testing.T) {
 			},
 			{
 				// Drift: the consumer's ResourceSlice deleted out of band (its virtual node goes
-				// with it): the peering leaves the state and is created again.
+				// with it): the peering stays in the state (its Tenant and Identity remain) and an
+				// in-place update asks for the slice again.
 				PreConfig: func() {
 					deleteAndWait(&authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-" + pid, Name: pid}},
 						&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pid}})
@@ -444,7 +470,7 @@ func TestAccPeering(t *testing.T) {
 				ConfigStateChecks: readyChecks("3"),
 				Check:             nodeCheck("3"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply:             []plancheck.PlanCheck{plancheck.ExpectResourceAction(res, plancheck.ResourceActionCreate)},
+					PreApply:             []plancheck.PlanCheck{plancheck.ExpectResourceAction(res, plancheck.ResourceActionUpdate)},
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 				},
 			},

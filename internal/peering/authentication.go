@@ -158,7 +158,8 @@ func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
 }
 
 // removeAuthentication deletes the consumer's Identity, the Tenant (which revokes the
-// consumer's access) and the handshake's Secrets.
+// consumer's access) and the handshake's Secrets: the signed nonce, and the nonce once the
+// Tenant checked against it is gone. Each may be missing (a handshake that stopped half-way).
 func (p *pair) removeAuthentication(ctx context.Context) error {
 	steps := []struct {
 		c   Cluster
@@ -167,6 +168,7 @@ func (p *pair) removeAuthentication(ctx context.Context) error {
 		{p.consumer, &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: IdentityPrefix + string(p.providerID)}}},
 		{p.consumer, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: consts.SignedNonceSecret}}},
 		{p.provider, &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: p.providerNS(), Name: string(p.consumerID)}}},
+		{p.provider, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.providerNS(), Name: consts.NonceSecret}}},
 	}
 	for _, s := range steps {
 		if err := deleteAndWait(ctx, s.c, s.obj, p.opts.PollInterval); err != nil {

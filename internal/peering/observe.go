@@ -175,23 +175,3 @@ func (p *pair) exists(ctx context.Context) bool {
 	s := p.consumer.Client.Get(ctx, clientKey(p.consumerNS(), p.sliceName()), &authv1beta1.ResourceSlice{})
 	return t == nil && s == nil
 }
-
-// reverseExists tells whether the provider consumes from the consumer too (a peering in the
-// other direction), which shares the tenant namespaces and the network.
-func (p *pair) reverseExists(ctx context.Context) (bool, error) {
-	err := p.consumer.Client.Get(ctx, clientKey(p.consumerNS(), string(p.providerID)), &authv1beta1.Tenant{})
-	if err == nil {
-		return true, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("looking for a peering of %s with %s: %w", p.provider.Name, p.consumer.Name, err)
-	}
-	err = p.provider.Client.Get(ctx, clientKey(p.providerNS(), string(p.consumerID)), &authv1beta1.ResourceSlice{})
-	if err == nil {
-		return true, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("looking for a peering of %s with %s: %w", p.provider.Name, p.consumer.Name, err)
-	}
-	return false, nil
-}
