@@ -102,8 +102,12 @@ func (rf *reflection) reconcile(ctx context.Context, key string) error {
 	if rpod != nil {
 		return rf.reflectStatus(ctx, pod, rpod)
 	}
-	if sp.Status.Phase == corev1.PodFailed && pod.Status.StartTime == nil {
-		return rf.fail(ctx, pod, ReasonRefused, rf.refusedBy(ctx, sp))
+	if sp.Status.Phase == corev1.PodFailed && pod.Status.StartTime == nil && pod.Status.Phase != corev1.PodFailed {
+		why, err := rf.refusedBy(ctx, sp)
+		if err != nil {
+			return err
+		}
+		return rf.fail(ctx, pod, ReasonRefused, why)
 	}
 	if pod.Status.StartTime != nil && rf.providerUp.Load() {
 		if st := notReady(&pod.Status, ReasonRemoteRecreating, "the provider re-creates the remote pod"); st != nil {
@@ -174,15 +178,25 @@ func (rf *reflection) createShadow(ctx context.Context, pod *corev1.Pod, remoteN
 	return fmt.Errorf("creating ShadowPod %s/%s on provider %s: %w", remoteNs, pod.Name, rf.env.ProviderID, err)
 }
 
+// refusalEventWait is how long after a ShadowPod's creation the reason of its refusal is
+// awaited (the provider records its Event a moment after the phase).
+const refusalEventWait = 10 * time.Second
+
 // refusedBy says why the provider failed a ShadowPod before its pod ever ran (its shadowpod
 // controller refused it: a host namespace, or what its Pod Security level refuses): the
-// provider's latest Warning Event about it, which the consumer may read.
-func (rf *reflection) refusedBy(ctx context.Context, sp *offv1beta1.ShadowPod) string {
+// provider's latest Warning Event about it, which the consumer may read. Until
+// refusalEventWait after the ShadowPod's creation, no such Event yet is an error (retried).
+func (rf *reflection) refusedBy(ctx context.Context, sp *offv1beta1.ShadowPod) (string, error) {
 	why := fmt.Sprintf("provider %s did not run the pod: its ShadowPod %s/%s is Failed", rf.env.ProviderID, sp.Namespace, sp.Name)
 	evs, err := rf.remote.CoreV1().Events(sp.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
 		"involvedObject.kind": "ShadowPod", "involvedObject.name": sp.Name}.AsSelector().String()})
-	if err != nil {
-		return why + " (its Events on the provider say why; reading them failed: " + err.Error() + ")"
+	waiting := time.Since(sp.CreationTimestamp.Time) < refusalEventWait
+	switch {
+	case err != nil && waiting:
+		return "", fmt.Errorf("reading the Events of ShadowPod %s/%s on provider %s, which say why it failed: %w",
+			sp.Namespace, sp.Name, rf.env.ProviderID, err)
+	case err != nil:
+		return why + " (the provider's Events on it say why)", nil
 	}
 	var last *corev1.Event
 	for i := range evs.Items {
@@ -191,10 +205,13 @@ func (rf *reflection) refusedBy(ctx context.Context, sp *offv1beta1.ShadowPod) s
 			last = ev
 		}
 	}
-	if last == nil {
-		return why
+	switch {
+	case last != nil:
+		return fmt.Sprintf("%s (%s): %s", why, last.Reason, last.Message), nil
+	case waiting:
+		return "", fmt.Errorf("ShadowPod %s/%s on provider %s is Failed: waiting for the Event that says why", sp.Namespace, sp.Name, rf.env.ProviderID)
 	}
-	return fmt.Sprintf("%s (%s): %s", why, last.Reason, last.Message)
+	return why, nil
 }
 
 // eventTime is when an Event last happened, whichever API wrote it.
