@@ -57,7 +57,9 @@ resource "liqo_tenant" "t" {
 }
 `, consumer, consumer, extra)
 	}
-	level := func(want string) resource.TestCheckFunc { return tenantLevel(cluster("provider").Client, ns, consumer, want) }
+	level := func(want string) resource.TestCheckFunc {
+		return tenantLevel(cluster("provider").Client, ns, consumer, want)
+	}
 	inPlace := resource.ConfigPlanChecks{
 		PreApply:             []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate)},
 		PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
