@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -97,18 +96,7 @@ func TestPodSecurityOfRemoteNamespaces(t *testing.T) {
 	}
 	testenv.Eventually(t, "the remote namespace at baseline", time.Minute, level("baseline"))
 
-	kc, err := prov.UserKubeconfig(consumer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	asConsumer, err := client.New(cfg, client.Options{Scheme: prov.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	asConsumer := prov.UserClient(t, consumer)
 	attack := func(name string) *offv1beta1.ShadowPod {
 		meta, spec := podsecuritytest.Pod()
 		podsecuritytest.Attack(meta, spec)

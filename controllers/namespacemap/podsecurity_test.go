@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -100,19 +99,7 @@ func TestRemoteNamespacePodSecurity(t *testing.T) {
 	expectEvent(t, prov.Client, tenantOfA, "InvalidPodSecurity")
 
 	// The consumer cannot relabel its namespaces.
-	kc, err := prov.UserKubeconfig("cl-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	asA, err := client.New(cfg, client.Options{Scheme: prov.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = asA.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "one-cl-a"}}, client.RawPatch(types.MergePatchType,
+	err := prov.UserClient(t, "cl-a").Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "one-cl-a"}}, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"`+consts.PodSecurityEnforceLabel+`":"privileged"}}}`)))
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("the consumer relabelling its remote namespace: %v, want Forbidden", err)
