@@ -169,8 +169,8 @@ func TestPodSecurityEnforced(t *testing.T) {
 func TestPodSecurityProviderDefault(t *testing.T) {
 	p := startProviderWith(t, podsecurity.Policy{Default: api.LevelPrivileged})
 	ctx := t.Context()
-	p.peer("cl-trusted", rlist("pods", "10"), "app-cl-trusted")
-	p.peer("cl-other", rlist("pods", "10"), "app-cl-other")
+	p.peer("cl-trusted", rlist("cpu", "10", "pods", "10"), "app-cl-trusted")
+	p.peer("cl-other", rlist("cpu", "10", "pods", "10"), "app-cl-other")
 	p.tenant("cl-trusted", "")
 	p.tenant("cl-other", "baseline")
 	p.waitForWebhook("app-cl-trusted")
