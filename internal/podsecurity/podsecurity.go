@@ -187,7 +187,11 @@ func HostNamespace(spec *corev1.PodSpec) (field, namespace string) {
 
 // evaluator evaluates pods with Pod Security admission's default checks, as the API server does.
 var evaluator = sync.OnceValues(func() (policy.Evaluator, error) {
-	return policy.NewEvaluator(policy.DefaultChecks(), nil)
+	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("the default checks of Pod Security admission: %w", err)
+	}
+	return ev, nil
 })
 
 // Violations lists what of a pod level refuses, in Pod Security admission's words, each with
@@ -196,7 +200,7 @@ var evaluator = sync.OnceValues(func() (policy.Evaluator, error) {
 func Violations(level api.Level, meta *metav1.ObjectMeta, spec *corev1.PodSpec) ([]string, error) {
 	ev, err := evaluator()
 	if err != nil {
-		return nil, fmt.Errorf("setting up Pod Security's checks: %w", err)
+		return nil, fmt.Errorf("setting up the checks: %w", err)
 	}
 	if meta == nil {
 		meta = &metav1.ObjectMeta{}
