@@ -157,3 +157,15 @@ func wantSaid(t *testing.T, what, msg string, parts ...string) {
 		}
 	}
 }
+
+// BenchmarkRefuse: the check of one pod at baseline, as the grant webhook and the ShadowPod
+// controller make it for every ShadowPod.
+func BenchmarkRefuse(b *testing.B) {
+	d := podsecurity.Policy{}.ForTenant("cl-a", nil)
+	meta, spec := podsecuritytest.Pod()
+	for b.Loop() {
+		if podsecurity.Refuse(&d, meta, spec) != nil {
+			b.Fatal("refused")
+		}
+	}
+}
