@@ -57,6 +57,7 @@ type peeringModel struct {
 	CreateResourceSlice     types.Bool     `tfsdk:"create_resource_slice"`
 	CreateVirtualNode       types.Bool     `tfsdk:"create_virtual_node"`
 	ResourceSliceClass      types.String   `tfsdk:"resource_slice_class"`
+	PodSecurity             types.String   `tfsdk:"pod_security"`
 	Gateway                 types.Object   `tfsdk:"gateway"`
 	ConsumerClusterID       types.String   `tfsdk:"consumer_cluster_id"`
 	ProviderClusterID       types.String   `tfsdk:"provider_cluster_id"`
@@ -212,7 +213,8 @@ func (m *peeringModel) options(ctx context.Context) (peering.Options, error) {
 	opts := peering.Options{Networking: m.Networking.IsNull() || m.Networking.ValueBool(), Resources: res, InBand: m.InBand.ValueBool(),
 		SliceClass:      authv1beta1.ResourceSliceClass(m.ResourceSliceClass.ValueString()),
 		NoResourceSlice: !m.CreateResourceSlice.IsNull() && !m.CreateResourceSlice.ValueBool(),
-		NoVirtualNode:   !m.CreateVirtualNode.IsNull() && !m.CreateVirtualNode.ValueBool()}
+		NoVirtualNode:   !m.CreateVirtualNode.IsNull() && !m.CreateVirtualNode.ValueBool(),
+		PodSecurity:     m.PodSecurity.ValueString()}
 	if opts.NoResourceSlice {
 		opts.Resources = nil
 	}
@@ -262,6 +264,7 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	}
 	// Read back, so that a Tenant changed outside Terraform shows as a difference.
 	m.InBand = types.BoolValue(st.ProxyURL != "")
+	m.PodSecurity = stringOrNull(st.PodSecurity)
 	// What the slice is: read back, so that a slice changed outside Terraform shows as a difference.
 	m.CreateResourceSlice = types.BoolValue(st.ResourceSlice)
 	if st.ResourceSlice {

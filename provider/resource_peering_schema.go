@@ -205,6 +205,7 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				Validators:    dnsLabel("must be a DNS label such as default or gpu"),
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
+			"pod_security":      podSecurityAttribute(),
 			"ephemeral_storage": peeringQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)"),
 			"resources": quantitiesResourcesAttribute("Other resources asked for, by resource name (e.g. `\"nvidia.com/gpu\" = \"2\"`), as " +
 				"quantities. Changing them re-negotiates the peering in place."),

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
@@ -28,6 +29,7 @@ type tenantModel struct {
 	CSR               types.String `tfsdk:"csr"`
 	Signature         types.String `tfsdk:"signature"`
 	ProxyURL          types.String `tfsdk:"proxy_url"`
+	PodSecurity       types.String `tfsdk:"pod_security"`
 	TenantNamespace   types.String `tfsdk:"tenant_namespace"`
 }
 
@@ -81,6 +83,7 @@ func (r *tenantResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				"`liqoctl generate tenant --proxy-url`): the identity issued to the consumer carries it. For an in-band peering, "+
 				"this cluster's API-server proxy as the consumer reaches it through the tunnel (`liqo_peering.in_band` computes "+
 				"it). Updated in place: the identity is issued again with it.", proxyURLValidator()),
+			"pod_security": podSecurityAttribute(),
 			"tenant_namespace": stableComputedString("The tenant namespace as reported by the controllers in " +
 				"`status.tenantNamespace`; null until they report it."),
 		})
@@ -96,7 +99,8 @@ func (r *tenantResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 // apply writes the plan into a Tenant object.
 func (m *tenantModel) apply(t *authv1beta1.Tenant) error {
 	o := forge.TenantOptions{AuthzPolicy: authv1beta1.AuthzPolicy(m.AuthzPolicy.ValueString()),
-		Condition: authv1beta1.TenantCondition(m.TenantCondition.ValueString()), ProxyURL: m.ProxyURL.ValueString()}
+		Condition: authv1beta1.TenantCondition(m.TenantCondition.ValueString()), ProxyURL: m.ProxyURL.ValueString(),
+		PodSecurity: m.PodSecurity.ValueString()}
 	var err error
 	if o.PublicKey, err = authBytes(m.PublicKey); err != nil {
 		return fmt.Errorf("public_key: %w", err)
@@ -123,6 +127,7 @@ func tenantRefresh(_ context.Context, c *clusterClient, m *tenantModel, t *authv
 	m.CSR = authBase64OrNull(t.Spec.CSR)
 	m.Signature = authBase64OrNull(t.Spec.Signature)
 	m.ProxyURL = stringOrNull(t.Spec.ProxyURL)
+	m.PodSecurity = stringOrNull(t.Annotations[consts.TenantPodSecurityAnnotation])
 	m.TenantNamespace = stringOrNull(t.Status.TenantNamespace)
 	return nil
 }

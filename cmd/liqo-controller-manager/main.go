@@ -43,6 +43,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 )
 
 func main() {
@@ -63,6 +64,7 @@ type options struct {
 	burst        int
 	webhooks     webhookOptions
 	vk           virtualKubeletOptions
+	podSecurity  podsecurity.Policy
 }
 
 func parse(args []string, out io.Writer) (*options, error) {
@@ -97,6 +99,10 @@ func parse(args []string, out io.Writer) (*options, error) {
 	var defaults string
 	fs.StringVar(&defaults, "default-node-resources", "cpu=4,memory=8Gi,pods=110,ephemeral-storage=20Gi",
 		"granted to a slice for each resource it does not ask for (or what is left, if less); upstream Liqo's flag and defaults")
+	podSecurity := fs.String(strings.TrimPrefix(podsecurity.Flag, "--"), consts.PodSecurityBaseline,
+		"the Pod Security level (privileged, baseline or restricted) of the namespaces where consumers' offloaded pods run: "+
+			"their remote namespaces are labelled with it, and ShadowPods whose pods it refuses are refused; a consumer's Tenant "+
+			"annotated "+consts.TenantPodSecurityAnnotation+"=<level> gets that level instead")
 	o.webhooks.bindFlags(fs)
 	o.vk.bindFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {
@@ -104,6 +110,11 @@ func parse(args []string, out io.Writer) (*options, error) {
 	}
 	o.identity.ClusterID = corev1beta1.ClusterID(clusterID)
 	o.identity.CRDsInstalledElsewhere = !*manageCRDs
+	level, err := podsecurity.ParseLevel(*podSecurity)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", podsecurity.Flag, err)
+	}
+	o.podSecurity.Default = level
 	if o.identity.ExternalCIDR == "" {
 		// Upstream's chart's default; not the user's choice, so not marked not-remapped.
 		o.identity.ExternalCIDR, o.identity.ExternalCIDRDefault = clusternet.DefaultExternalCIDR, true
@@ -258,13 +269,15 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&namespaceoffloading.Reconciler{Client: mgr.GetClient(), LocalClusterID: o.identity.ClusterID}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceOffloading reconciler: %w", err)
 	}
-	if err := (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-namespacemap")}).SetupWithManager(mgr); err != nil {
+	if err := (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-namespacemap"),
+		PodSecurity: o.podSecurity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap reconciler: %w", err)
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
 	}
-	if err := (&shadowpod.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-shadowpod")}).SetupWithManager(mgr); err != nil {
+	if err := (&shadowpod.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-shadowpod"),
+		PodSecurity: o.podSecurity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ShadowPod reconciler: %w", err)
 	}
 	if err := (&virtualnode.SliceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
@@ -293,7 +306,7 @@ func setup(mgr ctrl.Manager, o *options) error {
 		ServiceNamespace: o.proxyNS}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return setupWebhooks(mgr, o.webhooks, o.identity.LiqoNamespace())
+	return setupWebhooks(mgr, o.webhooks, o.identity.LiqoNamespace(), o.podSecurity)
 }
 
 // parseResourceList reads name=quantity pairs separated by commas (a trailing comma, as a

@@ -97,6 +97,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--share", "cpu"}, `"cpu" is not name=quantity`},
 		{[]string{"--kube-api-qps", "0"}, "--kube-api-qps 0"},
 		{[]string{"--kube-api-burst", "-1"}, "must be positive"},
+		{[]string{"--remote-namespace-pod-security", "priviledged"}, `--remote-namespace-pod-security: "priviledged" is not a Pod Security level: use one of privileged, baseline, restricted`},
 	} {
 		_, err := parse(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -124,6 +125,24 @@ func TestExternalCIDRDefault(t *testing.T) {
 		if o.identity.ExternalCIDR != tc.cidr || o.identity.ExternalCIDRDefault != tc.defaulted {
 			t.Errorf("parse(%v): external CIDR %q (default %v), want %q (default %v)", tc.args,
 				o.identity.ExternalCIDR, o.identity.ExternalCIDRDefault, tc.cidr, tc.defaulted)
+		}
+	}
+}
+
+// TestPodSecurityFlag: the remote namespaces' Pod Security level is baseline unless
+// --remote-namespace-pod-security names another.
+func TestPodSecurityFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{{nil, "baseline"}, {[]string{"--remote-namespace-pod-security=privileged"}, "privileged"},
+		{[]string{"--remote-namespace-pod-security", "restricted"}, "restricted"}} {
+		o, err := parse(tc.args, io.Discard)
+		if err != nil {
+			t.Fatalf("parse(%v): %v", tc.args, err)
+		}
+		if string(o.podSecurity.Default) != tc.want {
+			t.Errorf("parse(%v): Pod Security level %q, want %q", tc.args, o.podSecurity.Default, tc.want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/grantenforcement"
 	"github.com/peerkit/terraform-provider-liqo/controllers/podplacement"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 	"github.com/peerkit/terraform-provider-liqo/internal/webhookserver"
 )
 
@@ -58,7 +59,7 @@ func (w *webhookOptions) validate() error {
 // the pod-placement webhook (consumer side) and the grant-enforcement webhook (provider side).
 // Without either, the manager serves none (pods of offloaded namespaces are not shaped, and
 // the consumers' ShadowPods are limited only by RBAC).
-func setupWebhooks(mgr ctrl.Manager, w webhookOptions, liqoNS string) error {
+func setupWebhooks(mgr ctrl.Manager, w webhookOptions, liqoNS string, podSecurity podsecurity.Policy) error {
 	if w.service == "" && w.url == "" {
 		mgr.GetLogger().Info("admission webhooks disabled: set --webhook-service or --webhook-url to serve them")
 		return nil
@@ -89,7 +90,7 @@ func setupWebhooks(mgr ctrl.Manager, w webhookOptions, liqoNS string) error {
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	ws.Register(podplacement.Path, &podplacement.Handler{Client: mgr.GetClient(), Decoder: decoder})
 	ws.AddMutating(podplacement.Configuration, podplacement.Path, podplacement.Webhook(liqoNS))
-	ws.Register(grantenforcement.Path, &grantenforcement.Handler{Client: mgr.GetClient(), Decoder: decoder})
+	ws.Register(grantenforcement.Path, &grantenforcement.Handler{Client: mgr.GetClient(), Decoder: decoder, PodSecurity: podSecurity})
 	for _, wh := range grantenforcement.Webhooks() {
 		ws.AddValidating(grantenforcement.Configuration, grantenforcement.Path, wh)
 	}

@@ -28,6 +28,14 @@
 // resourceslice`), liqo.io/cordon-tenant, or liqo.io/cordon-consumer (the consumer cordoned its
 // own slice). A cordoned slice's grant still counts: its running pods use it.
 //
+// Pod Security: a ShadowPod in a remote namespace whose pod its consumer's Pod Security level
+// refuses (package podsecurity: the level of the consumer's Tenant, else the provider's
+// default, baseline unless set otherwise; Pod Security admission's own checks and messages),
+// or that shares a host namespace, is refused on creation and on any update of its pod spec,
+// naming the fields, the level and how the provider grants more, as invalid (422): the
+// consumer's virtual kubelet fails its pod with that message rather than retry. This comes
+// before the grant, so a refused pod reserves nothing.
+//
 // A consumer (a user named after a cluster ID that has a tenant namespace here) is also
 // refused ShadowPods in any namespace that is not one of its remote namespaces. RBAC already
 // forbids it; this is a second check.
@@ -62,6 +70,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 )
 
 // Path is where the webhook is served.
@@ -114,6 +123,8 @@ type Handler struct {
 	Decoder admission.Decoder
 	// TTL is how long a reservation lives; default ReservationTTL.
 	TTL time.Duration
+	// PodSecurity decides the Pod Security level of each consumer's remote namespaces.
+	PodSecurity podsecurity.Policy
 
 	mu       sync.Mutex
 	locks    map[string]*sync.Mutex
@@ -180,7 +191,33 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 			return admission.Allowed("the pod spec is unchanged")
 		}
 	}
+	if resp, refused := h.podSecurity(ctx, owner, key, sp); refused {
+		return resp
+	}
+	return h.admitGrant(ctx, owner, key, sp, old)
+}
 
+// podSecurity refuses a ShadowPod (creation, or update of its pod spec) whose pod its
+// consumer's Pod Security level refuses (or that shares a host namespace), as invalid: the
+// consumer's virtual kubelet then fails its pod with the reason rather than retry.
+func (h *Handler) podSecurity(ctx context.Context, owner string, key types.NamespacedName, sp *offv1beta1.ShadowPod) (admission.Response, bool) {
+	d, err := h.PodSecurity.ForConsumer(ctx, h.Client, owner)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err), true
+	}
+	refusal := podsecurity.Refuse(&d, &sp.ObjectMeta, &sp.Spec.Pod)
+	if refusal == nil {
+		return admission.Response{}, false
+	}
+	log.FromContext(ctx).Info("ShadowPod refused by Pod Security", "shadowPod", key, "consumer", owner, "level", d.Level, "reason", refusal.Reason)
+	resp := admission.Denied(fmt.Sprintf("ShadowPod %s of cluster %s is refused: %s", key, owner, refusal.Message))
+	resp.Result.Code, resp.Result.Reason = http.StatusUnprocessableEntity, metav1.StatusReasonInvalid
+	return resp, true
+}
+
+// admitGrant admits a ShadowPod (old: its previous version on an update, else nil) whose pod
+// stays within its consumer's grant and, when new, comes from a slice that is not cordoned.
+func (h *Handler) admitGrant(ctx context.Context, owner string, key types.NamespacedName, sp, old *offv1beta1.ShadowPod) admission.Response {
 	lock := h.lock(owner)
 	lock.Lock()
 	defer lock.Unlock()

@@ -25,17 +25,18 @@ import (
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
-// startGrantWebhook runs a manager serving the grant webhook, registered with cl's API server,
-// until the test ends, and returns the webhook's handler.
-func startGrantWebhook(tb testing.TB, cl *testenv.Cluster) *grantenforcement.Handler {
+// startGrantWebhook runs a manager serving the grant webhook (with the Pod Security policy
+// pol), registered with cl's API server, until the test ends, and returns the webhook's handler.
+func startGrantWebhook(tb testing.TB, cl *testenv.Cluster, pol podsecurity.Policy) *grantenforcement.Handler {
 	tb.Helper()
 	ws := testenv.LocalWebhookServer(tb, cl)
 	var h *grantenforcement.Handler
 	testenv.StartManager(tb, cl, func(mgr ctrl.Manager) error {
-		h = &grantenforcement.Handler{Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme())}
+		h = &grantenforcement.Handler{Client: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme()), PodSecurity: pol}
 		ws.Register(grantenforcement.Path, h)
 		for _, wh := range grantenforcement.Webhooks() {
 			ws.AddValidating(grantenforcement.Configuration, grantenforcement.Path, wh)
@@ -54,12 +55,18 @@ type provider struct {
 
 func startProvider(t *testing.T) *provider {
 	t.Helper()
+	return startProviderWith(t, podsecurity.Policy{})
+}
+
+// startProviderWith is startProvider with the Pod Security policy pol.
+func startProviderWith(t *testing.T, pol podsecurity.Policy) *provider {
+	t.Helper()
 	env := testenv.New(t, testenv.ClusterOptions{Name: "provider"})
 	cl := env.Cluster("provider")
 	if _, err := clusteridentity.Ensure(t.Context(), cl.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
 		t.Fatal(err) // the liqo namespace and the peer ClusterRoles
 	}
-	h := startGrantWebhook(t, cl)
+	h := startGrantWebhook(t, cl, pol)
 	return &provider{t: t, cl: cl, handler: h}
 }
 
@@ -353,7 +360,7 @@ func BenchmarkAdmission(b *testing.B) {
 	if err := cl.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}); err != nil {
 		b.Fatal(err)
 	}
-	startGrantWebhook(b, cl)
+	startGrantWebhook(b, cl, podsecurity.Policy{})
 
 	const consumer = "cl-bench"
 	create := func(o client.Object) {

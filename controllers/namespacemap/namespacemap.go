@@ -1,12 +1,22 @@
 // Package namespacemap reconciles, on the provider, the NamespaceMaps that consumers replicate
 // into their tenant namespaces. For each desired mapping local -> remote it creates namespace
-// remote (labelled offloading.liqo.io/remote-namespace=true and liqo.io/remote-cluster-id=<consumer>,
-// annotated offloading.liqo.io/origin-namespace=<local>), binds the ClusterRole
+// remote (labelled offloading.liqo.io/remote-namespace=true and liqo.io/remote-cluster-id=<consumer>
+// and with Pod Security's labels at the consumer's level, annotated
+// offloading.liqo.io/origin-namespace=<local>), binds the ClusterRole
 // liqo-remote-workload there to the consumer's user, and reports status.currentMapping[local] =
 // {remote, Accepted}. A name taken by a namespace that is not the consumer's remote namespace
 // for local is reported as CreationLoopBackOff with an Event. Mappings withdrawn from the spec
 // have their namespace deleted (Terminating until it is gone, then the entry disappears), and a
 // deleted map has all its namespaces deleted before it goes (finalizer).
+//
+// Pod Security: every remote namespace of a consumer carries pod-security.kubernetes.io/enforce
+// (with enforce-version latest, audit and warn) at the consumer's level (podsecurity.Policy:
+// its Tenant's liqo.io/pod-security, else the provider's default, baseline unless set otherwise),
+// so that the API server itself refuses the pods the level refuses. The labels are kept: a
+// changed level (the Tenant's annotation, or the default at the manager's restart) relabels the
+// consumer's existing remote namespaces, and labels changed by hand are put back. A consumer
+// cannot change them: it may neither write namespaces nor Tenants. A Tenant annotation that is
+// not a level is ignored (the default applies) with a Warning Event on the Tenant.
 //
 // The consumer is the one named by the tenant namespace the map lives in, never by the map's
 // own labels, which the consumer writes: a consumer cannot act on another's namespaces.
@@ -52,6 +62,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 )
 
 const (
@@ -64,6 +75,7 @@ const (
 	reasonCreationFailed = "NamespaceCreationFailed"
 	reasonWrongTenant    = "WrongTenantNamespace"
 	reasonNoTenant       = "NoTenant"
+	reasonBadPodSecurity = "InvalidPodSecurity"
 )
 
 // Reconciler reconciles the NamespaceMaps replicated to this (provider) cluster.
@@ -72,6 +84,8 @@ type Reconciler struct {
 	Client client.Client
 	// Recorder records why a remote namespace cannot be created, as Events on the NamespaceMap.
 	Recorder events.EventRecorder
+	// PodSecurity decides the Pod Security level of each consumer's remote namespaces.
+	PodSecurity podsecurity.Policy
 }
 
 // isCopy tells whether a NamespaceMap is a consumer's replicated one (not a local original).
@@ -128,13 +142,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			current[local] = offv1beta1.RemoteNamespaceStatus{RemoteNamespace: ns.Name, Phase: offv1beta1.MappingTerminating}
 		}
 	}
+	var level podsecurity.Decision
 	if !deleting {
-		bound, err := r.hasTenant(ctx, nm.Namespace, consumer)
+		tenant, err := r.tenant(ctx, nm.Namespace, consumer)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if !bound {
+		if tenant == nil {
 			return reconcile.Result{}, r.unbind(ctx, nm, consumer, ours.Items, current)
+		}
+		if level = r.PodSecurity.ForTenant(consumer, tenant); level.Ignored != "" {
+			r.Recorder.Eventf(tenant, nil, corev1.EventTypeWarning, reasonBadPodSecurity, "LabelNamespaces", "%s", level.Ignored)
 		}
 	}
 	if deleting {
@@ -156,7 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if _, busy := current[local]; busy {
 			continue // its previous namespace is still going: the new one comes after
 		}
-		status, err := r.ensureNamespace(ctx, nm, consumer, local, desired[local])
+		status, err := r.ensureNamespace(ctx, nm, level, local, desired[local])
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -165,19 +183,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, r.writeStatus(ctx, nm, current)
 }
 
-// hasTenant tells whether the consumer has a Tenant in its tenant namespace that is not being
-// deleted: what its remote namespaces and bindings depend on.
-func (r *Reconciler) hasTenant(ctx context.Context, namespace, consumer string) (bool, error) {
+// tenant returns the consumer's Tenant in its tenant namespace that is not being deleted
+// (nil when it has none): what its remote namespaces and bindings depend on.
+func (r *Reconciler) tenant(ctx context.Context, namespace, consumer string) (*authv1beta1.Tenant, error) {
 	tenants := &authv1beta1.TenantList{}
 	if err := r.Client.List(ctx, tenants, client.InNamespace(namespace)); err != nil {
-		return false, fmt.Errorf("listing the Tenants in %s: %w", namespace, err)
+		return nil, fmt.Errorf("listing the Tenants in %s: %w", namespace, err)
 	}
 	for i := range tenants.Items {
 		if t := &tenants.Items[i]; string(t.Spec.ClusterID) == consumer && t.DeletionTimestamp == nil {
-			return true, nil
+			return t, nil
 		}
 	}
-	return false, nil
+	return nil, nil
 }
 
 // unbind is the reconcile of a map whose consumer has no Tenant: the consumer's workload
@@ -230,8 +248,10 @@ func (r *Reconciler) consumerOf(ctx context.Context, nm *offv1beta1.NamespaceMap
 }
 
 // ensureNamespace creates (or confirms) the consumer's namespace remote for local, with the
-// consumer's binding, and returns its state.
-func (r *Reconciler) ensureNamespace(ctx context.Context, nm *offv1beta1.NamespaceMap, consumer, local, remote string) (offv1beta1.RemoteNamespaceStatus, error) {
+// consumer's binding and Pod Security labels at its level, and returns its state.
+func (r *Reconciler) ensureNamespace(ctx context.Context, nm *offv1beta1.NamespaceMap, level podsecurity.Decision,
+	local, remote string) (offv1beta1.RemoteNamespaceStatus, error) {
+	consumer := level.Consumer
 	state := func(p offv1beta1.MappingPhase) offv1beta1.RemoteNamespaceStatus {
 		return offv1beta1.RemoteNamespaceStatus{RemoteNamespace: remote, Phase: p}
 	}
@@ -248,6 +268,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, nm *offv1beta1.Namespa
 		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remote,
 			Labels:      map[string]string{consts.RemoteNamespaceLabel: "true", consts.RemoteClusterIDLabel: consumer},
 			Annotations: map[string]string{consts.OriginNamespaceAnnotation: local}}}
+		podsecurity.SetLabels(ns, level.Level)
 		if err := r.Client.Create(ctx, ns); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return offv1beta1.RemoteNamespaceStatus{}, fmt.Errorf("creating namespace %s for %s: %w", remote, consumer, err) // retried: who owns it?
@@ -269,6 +290,16 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, nm *offv1beta1.Namespa
 		return state(offv1beta1.MappingCreationLoopBackOff), nil
 	case ns.DeletionTimestamp != nil:
 		return state(offv1beta1.MappingTerminating), nil // recreated once gone
+	default:
+		before := ns.DeepCopy()
+		if podsecurity.SetLabels(ns, level.Level) {
+			if err := r.Client.Patch(ctx, ns, client.MergeFrom(before)); err != nil {
+				return offv1beta1.RemoteNamespaceStatus{}, fmt.Errorf("setting Pod Security level %s (%s) on remote namespace %s of %s: %w",
+					level.Level, level.Source, remote, consumer, err)
+			}
+			log.FromContext(ctx).Info("Pod Security level of remote namespace set", "namespace", remote, "consumer", consumer,
+				"level", level.Level, "from", level.Source)
+		}
 	}
 	if err := r.ensureBinding(ctx, remote, consumer); err != nil {
 		return offv1beta1.RemoteNamespaceStatus{}, err

@@ -19,11 +19,14 @@
 //     mounting another Secret would read it for it (through logs or exec). Such a pod is not
 //     created (a Warning Event, SecretNotReflected, names the Secret); a pod whose Secret does
 //     not exist yet waits for it, as a kubelet would.
-//   - As a second line after the consumer's own checks, a ShadowPod asking for the host's
-//     network, PID or IPC namespaces is not run (phase Failed, a Warning Event saying why), and
-//     spec.nodeName is cleared so that the provider's scheduler places the Pod. Everything else
-//     a pod may do is left to the provider's admission (Pod Security on remote namespaces, the
-//     grant webhook on ShadowPods).
+//   - As a second line after the consumer's own checks and the provider's admission webhook, a
+//     ShadowPod asking for the host's network, PID or IPC namespaces, or, in a remote namespace,
+//     for anything its consumer's Pod Security level refuses (package podsecurity: the
+//     consumer's Tenant, else the provider's default), is not run: phase Failed and a Warning
+//     Event (HostNamespaces, PodSecurity) naming the fields, and no pod is created. The API
+//     server's Pod Security admission, on the remote namespace's labels, is the third.
+//     spec.nodeName is cleared so that the provider's scheduler places the Pod. What the grant
+//     allows is the grant webhook's.
 package shadowpod
 
 import (
@@ -46,6 +49,7 @@ import (
 
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 )
 
 // errRetryLater: the pod cannot be created yet, a Secret it refers to is not there; the
@@ -71,6 +75,8 @@ type Reconciler struct {
 	Client client.Client
 	// Recorder records why a ShadowPod is not run; optional.
 	Recorder events.EventRecorder
+	// PodSecurity decides the Pod Security level of each consumer's remote namespaces.
+	PodSecurity podsecurity.Policy
 	// MaxConcurrentReconciles is the number of workers; default 32 (they mostly wait for the API server).
 	MaxConcurrentReconciles int
 }
@@ -131,8 +137,13 @@ func (r *Reconciler) create(ctx context.Context, sp *offv1beta1.ShadowPod) error
 	if sp.Status.Phase == corev1.PodSucceeded || sp.Status.Phase == corev1.PodFailed {
 		return nil // its pod ran to the end: nothing to run again
 	}
-	if why := refused(&sp.Spec.Pod); why != "" {
-		r.warn(sp, "HostNamespaces", "%s", why)
+	refusal, err := r.refusal(ctx, sp)
+	if err != nil {
+		return err
+	}
+	if refusal != nil {
+		r.warn(sp, refusal.Reason, "%s", refusal.Message)
+		log.FromContext(ctx).Info("ShadowPod refused", "shadowPod", client.ObjectKeyFromObject(sp), "reason", refusal.Reason)
 		return r.setPhase(ctx, sp, corev1.PodFailed)
 	}
 	foreign, missing, err := r.foreignSecret(ctx, sp)
@@ -232,28 +243,21 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, req reconcile.Request) er
 	return nil
 }
 
-// refused says why a pod spec may not run here, or "".
-func refused(spec *corev1.PodSpec) string {
-	if field, namespace := SharedHostNamespace(spec); field != "" {
-		return fmt.Sprintf("spec.%s is true: offloaded pods may not use the provider node's %s namespace; set it to false", field, namespace)
+// refusal says why a ShadowPod's pod may not run here, or returns nil: the host namespaces
+// anywhere, and the consumer's Pod Security level in its remote namespaces.
+func (r *Reconciler) refusal(ctx context.Context, sp *offv1beta1.ShadowPod) (*podsecurity.Refusal, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: sp.Namespace}, ns); err != nil {
+		return nil, fmt.Errorf("reading namespace %s of ShadowPod %s: %w", sp.Namespace, sp.Name, err)
 	}
-	return ""
-}
-
-// SharedHostNamespace names the first namespace of its node (network, PID, IPC) that spec asks
-// to share: the spec field that asks for it (e.g. "hostNetwork") and the namespace (e.g.
-// "network"); both "" when it asks for none. An offloaded pod may share none: the provider
-// refuses such a ShadowPod, and the virtual kubelet does not offload such a pod.
-func SharedHostNamespace(spec *corev1.PodSpec) (field, namespace string) {
-	switch {
-	case spec.HostNetwork:
-		return "hostNetwork", "network"
-	case spec.HostPID:
-		return "hostPID", "PID"
-	case spec.HostIPC:
-		return "hostIPC", "IPC"
+	if ns.Labels[consts.RemoteNamespaceLabel] != "true" {
+		return podsecurity.Refuse(nil, &sp.ObjectMeta, &sp.Spec.Pod), nil // the namespace's own Pod Security applies
 	}
-	return "", ""
+	d, err := r.PodSecurity.ForConsumer(ctx, r.Client, ns.Labels[consts.RemoteClusterIDLabel])
+	if err != nil {
+		return nil, err
+	}
+	return podsecurity.Refuse(&d, &sp.ObjectMeta, &sp.Spec.Pod), nil
 }
 
 func (r *Reconciler) warn(sp *offv1beta1.ShadowPod, reason, format string, args ...any) {

@@ -47,6 +47,22 @@ func TestLint(t *testing.T) {
 	}
 }
 
+// TestBadValues: values the manager would refuse fail the install, naming the value and the fix.
+func TestBadValues(t *testing.T) {
+	h := chart.New(t)
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"remoteNamespaces.podSecurity=Privileged", `remoteNamespaces.podSecurity "Privileged" is not a Pod Security level: give privileged, baseline or restricted`},
+		{"remoteNamespaces.podSecurity=", `remoteNamespaces.podSecurity "" is not a Pod Security level`},
+	} {
+		out, err := h.Run(t.Context(), "template", chart.Release, chart.Dir(t), "--set", "clusterID=cl-a,podCIDR=10.244.0.0/16,"+tc.set)
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("helm template --set %s: %v, want it refused saying %q:\n%s", tc.set, err, tc.want, out)
+		}
+	}
+}
+
 // valueSets are the value sets the chart is rendered with, and what each must render.
 var valueSets = []struct {
 	name   string
@@ -57,7 +73,7 @@ var valueSets = []struct {
 		args := managerArgs(t, objs)
 		wantArgs(t, args, []string{"--manage-crds=true", "--webhook-service=liqo/liqo-webhook", "--enable-storage=true",
 			"--virtual-storage-class-name=liqo", "--pod-cidr=10.244.0.0/16",
-			"--api-server-proxy-namespace=liqo"}, []string{"--webhook-certificate-secret", "--remote-real-storage-class-name"})
+			"--api-server-proxy-namespace=liqo", "--remote-namespace-pod-security=baseline"}, []string{"--webhook-certificate-secret", "--remote-real-storage-class-name"})
 		if sc := chart.Find(objs, "StorageClass", "liqo"); sc == nil || sc.Object["provisioner"] != "liqo.io/storage" ||
 			sc.Object["volumeBindingMode"] != "WaitForFirstConsumer" {
 			t.Errorf("the virtual storage class: %v", sc)
@@ -155,6 +171,9 @@ var valueSets = []struct {
 	{"several pod CIDRs", map[string]any{"podCIDRs": []any{"10.250.0.0/16", "10.251.0.0/16"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
 		// podCIDRs wins over podCIDR (10.244.0.0/16 in every value set), as upstream's ipam.podCIDRs.
 		wantArgs(t, managerArgs(t, objs), []string{"--pod-cidr=10.250.0.0/16", "--pod-cidr=10.251.0.0/16"}, []string{"--pod-cidr=10.244.0.0/16"})
+	}},
+	{"privileged remote namespaces", map[string]any{"remoteNamespaces": map[string]any{"podSecurity": "privileged"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+		wantArgs(t, managerArgs(t, objs), []string{"--remote-namespace-pod-security=privileged"}, []string{"--remote-namespace-pod-security=baseline"})
 	}},
 	{"virtual kubelets as Deployments", map[string]any{"virtualKubelet": map[string]any{"mode": "deployment"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
 		wantArgs(t, managerArgs(t, objs), []string{"--virtual-kubelet=deployment"}, nil)

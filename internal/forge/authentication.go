@@ -18,12 +18,17 @@ type TenantOptions struct {
 	// ProxyURL is the proxy the consumer reaches the provider's API server through (in-band
 	// peering: the provider's API-server proxy, through the tunnel); "" for none.
 	ProxyURL string
+	// PodSecurity is the Pod Security level of the consumer's remote namespaces
+	// (consts.TenantPodSecurityAnnotation); "" for the provider's default.
+	PodSecurity string
 }
 
 // MutateTenant makes t the provider's Tenant for the consumer consumerID as o says: labelled
-// consts.RemoteClusterIDLabel=consumerID, with spec.clusterID the consumer.
+// consts.RemoteClusterIDLabel=consumerID, with spec.clusterID the consumer, annotated
+// consts.TenantPodSecurityAnnotation with o.PodSecurity (removed when "").
 func MutateTenant(t *authv1beta1.Tenant, consumerID string, o TenantOptions) {
 	setLabels(t, map[string]string{consts.RemoteClusterIDLabel: consumerID})
+	SetTenantPodSecurity(t, o.PodSecurity)
 	t.Spec.ClusterID = corev1beta1.ClusterID(consumerID)
 	t.Spec.AuthzPolicy = o.AuthzPolicy
 	t.Spec.TenantCondition = o.Condition
@@ -42,4 +47,24 @@ func MutateIdentity(id *authv1beta1.Identity, providerID string, typ authv1beta1
 	id.Spec.Type = typ
 	id.Spec.Namespace = remoteNamespace
 	id.Spec.AuthParams = params
+}
+
+// SetTenantPodSecurity sets the Pod Security level of a Tenant's consumer
+// (consts.TenantPodSecurityAnnotation), or removes it when level is "" (the provider's default
+// applies), and tells whether that changed the Tenant.
+func SetTenantPodSecurity(t *authv1beta1.Tenant, level string) bool {
+	annotations := t.GetAnnotations()
+	if cur, ok := annotations[consts.TenantPodSecurityAnnotation]; (ok && cur == level) || (!ok && level == "") {
+		return false
+	}
+	if level == "" {
+		delete(annotations, consts.TenantPodSecurityAnnotation)
+		return true
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[consts.TenantPodSecurityAnnotation] = level
+	t.SetAnnotations(annotations)
+	return true
 }

@@ -128,6 +128,19 @@ func TestMutateTenantAndIdentity(t *testing.T) {
 		string(s.PublicKey) != "pub" || string(s.Signature) != "sig" || string(s.CSR) != "csr" {
 		t.Errorf("Tenant spec %+v", s)
 	}
+	if _, ok := tenant.Annotations[consts.TenantPodSecurityAnnotation]; ok {
+		t.Errorf("Tenant without a Pod Security level: annotations %v", tenant.Annotations)
+	}
+	forge.MutateTenant(tenant, "a", forge.TenantOptions{PodSecurity: "privileged"})
+	if tenant.Annotations[consts.TenantPodSecurityAnnotation] != "privileged" {
+		t.Errorf("Tenant with level privileged: annotations %v", tenant.Annotations)
+	}
+	if forge.SetTenantPodSecurity(tenant, "privileged") {
+		t.Error("setting the same level again reports a change")
+	}
+	if !forge.SetTenantPodSecurity(tenant, "") || tenant.Annotations[consts.TenantPodSecurityAnnotation] != "" {
+		t.Errorf("removing the level: annotations %v", tenant.Annotations)
+	}
 
 	id := &authv1beta1.Identity{ObjectMeta: meta()}
 	forge.MutateIdentity(id, "b", authv1beta1.ControlPlaneIdentityType, "liqo-tenant-a", authv1beta1.AuthParams{APIServer: "https://b:6443"})

@@ -37,7 +37,8 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 		tenant = &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: tenantKey.Namespace, Name: tenantKey.Name}}
 		forge.MutateTenant(tenant, string(p.consumerID), forge.TenantOptions{AuthzPolicy: authv1beta1.KeysExchange,
 			Condition: authv1beta1.TenantConditionActive, PublicKey: signed.Data[consts.PublicKeySecretKey],
-			Signature: signed.Data[consts.SignedNonceKey], CSR: signed.Data[consts.CSRKey], ProxyURL: proxyURL})
+			Signature: signed.Data[consts.SignedNonceKey], CSR: signed.Data[consts.CSRKey], ProxyURL: proxyURL,
+			PodSecurity: p.opts.PodSecurity})
 		if err := p.provider.Client.Create(ctx, tenant); err != nil {
 			return fmt.Errorf("creating Tenant %s on %s: %w", tenantKey, p.provider.Name, err)
 		}
@@ -50,6 +51,12 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 		tenant.Spec.ProxyURL = proxyURL
 		if err := p.provider.Client.Patch(ctx, tenant, client.MergeFrom(before)); err != nil {
 			return fmt.Errorf("setting the proxy URL %q of Tenant %s on %s: %w", proxyURL, tenantKey, p.provider.Name, err)
+		}
+	}
+	if before := tenant.DeepCopy(); forge.SetTenantPodSecurity(tenant, p.opts.PodSecurity) {
+		// The provider's controllers relabel the consumer's remote namespaces.
+		if err := p.provider.Client.Patch(ctx, tenant, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("setting the Pod Security level %q of Tenant %s on %s: %w", p.opts.PodSecurity, tenantKey, p.provider.Name, err)
 		}
 	}
 	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("Tenant %s on %s to issue the consumer's certificate", tenantKey, p.provider.Name),

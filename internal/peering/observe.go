@@ -82,6 +82,7 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 		return nil, fmt.Errorf("reading the Tenant of %s on %s: %w", p.consumerID, p.provider.Name, err)
 	}
 	st.ProxyURL = tenant.Spec.ProxyURL
+	st.PodSecurity = tenant.Annotations[consts.TenantPodSecurityAnnotation]
 	st.Offloading = string(peerstatus.Summary(consumerView.Modules.Offloading.Conditions))
 	if err := p.observeSlice(ctx, st); err != nil {
 		return nil, err

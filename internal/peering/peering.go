@@ -102,6 +102,10 @@ type Options struct {
 	// NoVirtualNode asks for the slice but no virtual node (--create-virtual-node=false): the
 	// grant is awaited, and a virtual node made before is removed.
 	NoVirtualNode bool
+	// PodSecurity is the Pod Security level of the consumer's remote namespaces on the
+	// provider, kept on the provider's Tenant (consts.TenantPodSecurityAnnotation); "": the
+	// provider's default.
+	PodSecurity string
 	// PollInterval is how often the waits look (default 250ms).
 	PollInterval time.Duration
 }
@@ -135,6 +139,9 @@ type State struct {
 	// ProxyURL is the proxy the consumer's control plane reaches the provider's API server
 	// through, as the provider's Tenant records it ("" when it reaches it directly).
 	ProxyURL string
+	// PodSecurity is the consumer's Pod Security level as the provider's Tenant records it
+	// ("": the provider's default).
+	PodSecurity string
 }
 
 // Names of the objects a peering is made of, so that they can be found again (import, drift).

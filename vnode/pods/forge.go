@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 )
 
@@ -24,7 +24,7 @@ func reflectionLabels(consumer, node string) map[string]string {
 
 // refused says why a pod may not be offloaded, or "".
 func refused(spec *corev1.PodSpec) string {
-	if field, namespace := shadowpod.SharedHostNamespace(spec); field != "" {
+	if field, namespace := podsecurity.HostNamespace(spec); field != "" {
 		return fmt.Sprintf("spec.%s is true: an offloaded pod cannot share a node's %s namespace (its node is a virtual node "+
 			"standing for another cluster); set %s to false or keep the pod off virtual nodes", field, namespace, field)
 	}

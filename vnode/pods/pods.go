@@ -18,7 +18,12 @@
 //     runtimeClassName go into the spec of the ShadowPods it creates (see patchSpec); the keys of
 //     labelsNotReflected and annotationsNotReflected are left out of their labels and annotations.
 //   - Refused: a pod asking for the host's network, PID or IPC namespaces is not offloaded: it
-//     turns Failed (reason OffloadingRefused) with a Warning Event saying why.
+//     turns Failed (reason OffloadingRefused) with a Warning Event saying why. So does a pod
+//     the provider refuses for good: its ShadowPod refused as invalid (e.g. what its Pod
+//     Security level on the provider refuses: the message names the fields), or Failed on the
+//     provider before its pod ever ran (the provider's latest Warning Event about it says why).
+//     A ShadowPod the provider forbids for now (beyond the grant, a cordoned slice) is retried,
+//     with a Warning Event on the pod quoting the provider.
 //   - Labels, annotations, container images and activeDeadlineSeconds: the local pod's are
 //     copied to the ShadowPod (and from there to the remote pod) when they change; the
 //     ShadowPod also carries liqo.io/origin-cluster-id=<consumer>,

@@ -23,6 +23,7 @@ import (
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity/podsecuritytest"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/pods"
@@ -342,6 +343,31 @@ func TestOffloading(t *testing.T) {
 			if !apierrors.IsNotFound(err) {
 				t.Errorf("%s: ShadowPod of the refused pod: %v, want not found", tc.name, err)
 			}
+		}
+	})
+
+	t.Run("a ShadowPod the provider fails before its pod runs fails the pod, saying why", func(t *testing.T) {
+		// No grant webhook here: the provider's ShadowPod controller refuses what the consumer's
+		// Pod Security level (the provider's default, baseline) refuses.
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: "attack"},
+			Spec: corev1.PodSpec{NodeName: nodeName, Tolerations: deployment("x", 1).Spec.Template.Spec.Tolerations,
+				Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		podsecuritytest.Attack(&p.ObjectMeta, &p.Spec)
+		create(t, b.cons.Client, p)
+		testenv.Eventually(t, "the pod Failed", 30*time.Second, func(ctx context.Context) bool {
+			return b.cons.Client.Get(ctx, client.ObjectKeyFromObject(p), p) == nil && p.Status.Phase == corev1.PodFailed
+		})
+		if p.Status.Reason != pods.ReasonRefused {
+			t.Errorf("reason %q, want %s", p.Status.Reason, pods.ReasonRefused)
+		}
+		for _, want := range append([]string{"provider " + providerID + " did not run the pod", "(PodSecurity)", `level "baseline"`},
+			podsecuritytest.AttackWant...) {
+			if !strings.Contains(p.Status.Message, want) {
+				t.Errorf("message %q does not say %q", p.Status.Message, want)
+			}
+		}
+		if err := b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: "attack"}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the remote pod: %v, want none", err)
 		}
 	})
 

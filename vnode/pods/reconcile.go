@@ -7,11 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -100,6 +102,13 @@ func (rf *reflection) reconcile(ctx context.Context, key string) error {
 	if rpod != nil {
 		return rf.reflectStatus(ctx, pod, rpod)
 	}
+	if sp.Status.Phase == corev1.PodFailed && pod.Status.StartTime == nil && pod.Status.Phase != corev1.PodFailed {
+		why, err := rf.refusedBy(ctx, sp)
+		if err != nil {
+			return err
+		}
+		return rf.fail(ctx, pod, ReasonRefused, why)
+	}
 	if pod.Status.StartTime != nil && rf.providerUp.Load() {
 		if st := notReady(&pod.Status, ReasonRemoteRecreating, "the provider re-creates the remote pod"); st != nil {
 			return rf.updateStatus(ctx, pod, st)
@@ -167,6 +176,55 @@ func (rf *reflection) createShadow(ctx context.Context, pod *corev1.Pod, remoteN
 		rf.recorder.Eventf(pod, corev1.EventTypeWarning, ReasonRefused, "provider %s refused the pod (retrying): %v", rf.env.ProviderID, err)
 	}
 	return fmt.Errorf("creating ShadowPod %s/%s on provider %s: %w", remoteNs, pod.Name, rf.env.ProviderID, err)
+}
+
+// refusalEventWait is how long after a ShadowPod's creation the reason of its refusal is
+// awaited (the provider records its Event a moment after the phase).
+const refusalEventWait = 10 * time.Second
+
+// refusedBy says why the provider failed a ShadowPod before its pod ever ran (its shadowpod
+// controller refused it: a host namespace, or what its Pod Security level refuses): the
+// provider's latest Warning Event about it, which the consumer may read. Until
+// refusalEventWait after the ShadowPod's creation, no such Event yet is an error (retried).
+func (rf *reflection) refusedBy(ctx context.Context, sp *offv1beta1.ShadowPod) (string, error) {
+	why := fmt.Sprintf("provider %s did not run the pod: its ShadowPod %s/%s is Failed", rf.env.ProviderID, sp.Namespace, sp.Name)
+	evs, err := rf.remote.CoreV1().Events(sp.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+		"involvedObject.kind": "ShadowPod", "involvedObject.name": sp.Name}.AsSelector().String()})
+	waiting := time.Since(sp.CreationTimestamp.Time) < refusalEventWait
+	switch {
+	case err != nil && waiting:
+		return "", fmt.Errorf("reading the Events of ShadowPod %s/%s on provider %s, which say why it failed: %w",
+			sp.Namespace, sp.Name, rf.env.ProviderID, err)
+	case err != nil:
+		return why + " (the provider's Events on it say why)", nil
+	}
+	var last *corev1.Event
+	for i := range evs.Items {
+		ev := &evs.Items[i]
+		if ev.Type == corev1.EventTypeWarning && ev.InvolvedObject.UID == sp.UID && (last == nil || eventTime(ev).After(eventTime(last))) {
+			last = ev
+		}
+	}
+	switch {
+	case last != nil:
+		return fmt.Sprintf("%s (%s): %s", why, last.Reason, last.Message), nil
+	case waiting:
+		return "", fmt.Errorf("ShadowPod %s/%s on provider %s is Failed: waiting for the Event that says why", sp.Namespace, sp.Name, rf.env.ProviderID)
+	}
+	return why, nil
+}
+
+// eventTime is when an Event last happened, whichever API wrote it.
+func eventTime(ev *corev1.Event) time.Time {
+	switch {
+	case ev.Series != nil:
+		return ev.Series.LastObservedTime.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	}
+	return ev.CreationTimestamp.Time
 }
 
 // ensureServiceAccount creates the remote service account a pod runs as, when missing.

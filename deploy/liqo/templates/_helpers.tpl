@@ -66,3 +66,10 @@ apiServerURL's host:port (443 or 80 when the URL has no port) and proxy.allow, a
 {{- end }}
 {{- toYaml (uniq $targets) }}
 {{- end -}}
+
+{{/* remoteNamespaces.podSecurity, refused at install unless it is a Pod Security level. */}}
+{{- define "liqo.podSecurity" -}}
+{{- $level := .Values.remoteNamespaces.podSecurity }}
+{{- if not (has $level (list "privileged" "baseline" "restricted")) }}{{ fail (printf "remoteNamespaces.podSecurity %q is not a Pod Security level: give privileged, baseline or restricted" (toString $level)) }}{{ end }}
+{{- $level }}
+{{- end -}}
