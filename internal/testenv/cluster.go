@@ -139,7 +139,9 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions, 
 				StartTimeout: time.Minute, StopTimeout: 20 * time.Second},
 			KubectlPath: filepath.Join(binDir, "kubectl"),
 		},
-		CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crdObjs, Paths: opts.CRDPaths, ErrorIfPathMissing: true, Scheme: scheme},
+		// envtest waits 10 s for the CRDs by default: too little on a loaded 2-core machine.
+		CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crdObjs, Paths: opts.CRDPaths, ErrorIfPathMissing: true, Scheme: scheme,
+			MaxTime: 2 * time.Minute},
 		Scheme:            scheme,
 	}
 	realBin, opts, err := c.prepareRealNode(ctx, opts)
@@ -151,7 +153,10 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions, 
 		return c, err
 	}
 	if _, err := c.env.Start(); err != nil {
-		// envtest stops what it started when Start fails.
+		// envtest leaves etcd and the API server running when a later step (the CRDs) fails.
+		if stopErr := c.env.ControlPlane.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping what started: %w", stopErr))
+		}
 		return c, fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", filepath.Join(dir, "logs"), err)
 	}
 	c.started = true
