@@ -304,8 +304,13 @@ func (r *Reconciler) issue(ctx context.Context, t *authv1beta1.Tenant, name stri
 	}
 	approved := false
 	for _, c := range csr.Status.Conditions {
-		if c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue {
+		switch {
+		case c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue:
 			approved = true
+		case (c.Type == certificatesv1.CertificateFailed || c.Type == certificatesv1.CertificateDenied) && c.Status == corev1.ConditionTrue:
+			// Retried with the controller's backoff; the same request is asked again once the
+			// cluster's CSR cleaner removes this one (an hour after it failed).
+			return nil, time.Time{}, fmt.Errorf("CSR %s of tenant %s/%s %s: %s (%s)", name, t.Namespace, t.Name, c.Type, c.Message, c.Reason)
 		}
 	}
 	if !approved {
