@@ -27,6 +27,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayclient"
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayserver"
+	"github.com/peerkit/terraform-provider-liqo/controllers/grantenforcement"
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/ipmapping"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
@@ -263,6 +264,9 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
+	}
+	if err := (&grantenforcement.CordonHold{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-slice-cordon")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the slice cordon hold: %w", err)
 	}
 	if err := (&shadowpod.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-shadowpod")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ShadowPod reconciler: %w", err)

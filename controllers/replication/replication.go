@@ -99,8 +99,7 @@ var ResourceSlices = Kind[*authv1beta1.ResourceSlice]{
 		return map[string]string{consts.ConsumerCordonAnnotation: flag(consts.CordonSet(s.Annotations, consts.CordonAnnotation))}
 	},
 	ToLocal: func(s *authv1beta1.ResourceSlice) map[string]string {
-		return map[string]string{consts.ProviderCordonAnnotation: flag(consts.CordonSet(s.Annotations, consts.CordonAnnotation) ||
-			consts.CordonSet(s.Annotations, consts.CordonTenantAnnotation))}
+		return map[string]string{consts.ProviderCordonAnnotation: flag(consts.ProviderCordoned(s.Annotations))}
 	},
 }
 

@@ -14,6 +14,10 @@ package consts
 //     cordon to the other side under these keys (never under CordonAnnotation, which upstream's
 //     provider forbids a consumer to change).
 //   - SliceCordonNodeAnnotation on a virtual Node: the consumer's virtual-node controller.
+//   - ProviderCordonFinalizer on the provider's copy: the provider's controller manager, while
+//     the provider cordons the slice, so that a consumer's delete of its copy does not lift
+//     the cordon (the copy stays, terminating and cordoned, until the provider uncordons it or
+//     the peering goes).
 const (
 	// CordonAnnotation cordons a ResourceSlice (upstream Liqo's key); see CordonSet for its values.
 	CordonAnnotation = "liqo.io/cordon"
@@ -31,7 +35,18 @@ const (
 	// again when the slice is uncordoned. A node made unschedulable by anyone else (kubectl
 	// cordon) does not carry it and is left as it is. Ours, not upstream Liqo's.
 	SliceCordonNodeAnnotation = "liqo.io/cordoned-by-resourceslice"
+	// ProviderCordonFinalizer holds the provider's copy of a consumer's slice while the provider
+	// cordons it (CordonAnnotation or CordonTenantAnnotation there): a delete by the consumer
+	// then leaves the copy, still cordoned, until the provider lifts the cordon, the consumer's
+	// Tenant goes or the tenant namespace is deleted (unpeering). Ours, not upstream Liqo's.
+	ProviderCordonFinalizer = "liqo.io/provider-cordon"
 )
+
+// ProviderCordoned tells whether annotations of a provider's copy of a slice carry the
+// provider's own cordon: CordonAnnotation or CordonTenantAnnotation.
+func ProviderCordoned(annotations map[string]string) bool {
+	return CordonSet(annotations, CordonAnnotation) || CordonSet(annotations, CordonTenantAnnotation)
+}
 
 // SliceCordonAnnotations are the annotations that cordon a ResourceSlice, on either side of a
 // peering (each is written on one side only).
