@@ -34,6 +34,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespaceoffloading"
 	"github.com/peerkit/terraform-provider-liqo/controllers/negotiation"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
+	"github.com/peerkit/terraform-provider-liqo/controllers/providernodes"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
@@ -264,6 +265,9 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
+	}
+	if err := (&providernodes.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the provider-nodes reconciler: %w", err)
 	}
 	if err := (&grantenforcement.CordonHold{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-slice-cordon")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the slice cordon hold: %w", err)

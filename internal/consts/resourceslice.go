@@ -42,6 +42,16 @@ const (
 	ProviderCordonFinalizer = "liqo.io/provider-cordon"
 )
 
+// ProviderNodesNotReadyAnnotation says that none of the provider's nodes that a slice's pods
+// may run on is Ready (its value says how many there are: "0/3 nodes Ready"), so the
+// consumer's virtual node of the slice is not Ready either. Ours, not upstream Liqo's. One
+// writer per object: the provider's controller manager on its copy of a consumer's slice (the
+// consumer may not read the provider's Nodes), the consumer's replication controller on the
+// consumer's slice (from the copy), the consumer's virtual-node controller on the slice's
+// VirtualNode, which the virtual kubelet reads. Absent when a node is Ready, or when the
+// provider has no node of its own for the slice.
+const ProviderNodesNotReadyAnnotation = "liqo.io/provider-nodes-not-ready"
+
 // ProviderCordoned tells whether annotations of a provider's copy of a slice carry the
 // provider's own cordon: CordonAnnotation or CordonTenantAnnotation.
 func ProviderCordoned(annotations map[string]string) bool {
