@@ -80,3 +80,10 @@ func SliceCordonedBy(annotations map[string]string) []string {
 	}
 	return out
 }
+
+// ResourceSliceGrantKept is the reason of a ResourceSlice's Resources condition (Accepted) when
+// the provider could not grant what the slice now asks for, and keeps the grant in force
+// (status.resources) instead of withdrawing it: the slice's virtual node and its pods stay as
+// they are. Its message says what was asked and why it is not granted. Ours, not upstream
+// Liqo's (whose provider does not re-negotiate).
+const ResourceSliceGrantKept = "GrantKept"
