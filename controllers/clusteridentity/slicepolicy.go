@@ -28,7 +28,8 @@ import (
 // finalizer, nor delete a cordoned copy before it is held (the moment after the cordon is set,
 // or while the controller manager is down) unless the namespace is being deleted; nor label a
 // slice as this cluster's own request (liqo.io/replication=true), which the hold, the grant
-// and the negotiation leave alone.
+// and the negotiation leave alone. Nor may it write a slice's status (RBAC lets it, as
+// upstream's role does): that is the provider's grant, which the grant webhook enforces.
 //
 // Who is a consumer: as for the Secrets policy (the user named as the namespace's remote
 // cluster ID, or any user of the consumers' group; never a system user).
@@ -44,7 +45,8 @@ var slicePolicyVariables = append(append([]admissionregistrationv1.Variable{}, s
 
 // slicePolicyValidations refuse a consumer's create or update that sets, changes or removes one
 // of providerCordonAnnotations or consts.ProviderCordonFinalizer, or labels a slice as this
-// cluster's own request; and its delete of a cordoned copy the provider does not hold yet.
+// cluster's own request; any write of a slice's status; and its delete of a cordoned copy the
+// provider does not hold yet.
 func slicePolicyValidations() []admissionregistrationv1.Validation {
 	const absent = "'<absent>'"
 	value := func(v, key string) string {
@@ -76,6 +78,13 @@ func slicePolicyValidations() []admissionregistrationv1.Validation {
 			"that marks the provider's own requests to other clusters; the replicated copy of a consumer's slice does not carry it",
 		Reason: ptr.To(metav1.StatusReasonForbidden),
 	}, {
+		// The grant webhook counts status.resources, and negotiation keeps a status that grants
+		// what the spec asks: a consumer writing it would grant itself anything.
+		Expression: `!variables.consumer || request.?subResource.orValue('') != 'status'`,
+		Message: "a peered consumer may not write the status of a ResourceSlice on the provider: the provider's negotiation " +
+			"decides it (replication copies it back to the consumer's own slice)",
+		Reason: ptr.To(metav1.StatusReasonForbidden),
+	}, {
 		Expression: `!variables.consumer || request.operation != 'DELETE' || variables.namespaceGoing || ` + held("oldObject") +
 			` || !(` + strings.Join(cordoned, " || ") + `)`,
 		MessageExpression: `'ResourceSlice ' + oldObject.metadata.namespace + '/' + oldObject.metadata.name + ' is cordoned by this cluster ` +
@@ -92,7 +101,7 @@ func slicePolicyValidations() []admissionregistrationv1.Validation {
 // ensureSlicePolicy installs the policy on consumers' ResourceSlice writes, and its binding.
 func ensureSlicePolicy(ctx context.Context, c client.Client) error {
 	return ensurePolicy(ctx, c, consts.SliceCordonPolicy, admissionregistrationv1.Rule{APIGroups: []string{authv1beta1.GroupVersion.Group},
-		APIVersions: []string{authv1beta1.GroupVersion.Version}, Resources: []string{"resourceslices"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+		APIVersions: []string{authv1beta1.GroupVersion.Version}, Resources: []string{"resourceslices", "resourceslices/status"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
 		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
 		slicePolicyVariables, slicePolicyValidations())
 }

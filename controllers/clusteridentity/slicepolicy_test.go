@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,7 +136,8 @@ func TestConsumerCannotLiftProviderCordon(t *testing.T) {
 // nor label a slice as the provider's own request (liqo.io/replication=true, which the hold
 // leaves alone); it may not delete a cordoned copy the provider does not hold yet, and is told
 // which slice, which annotation and how the cordon is lifted; it may delete one the provider
-// holds (which then stays), one that is not cordoned, and any in a namespace being deleted.
+// holds (which then stays), one that is not cordoned, and any in a namespace being deleted. Nor
+// may it write a slice's status, the provider's grant.
 func TestConsumerCannotUndoCordonHold(t *testing.T) {
 	const consumer, tenantNS = "cl-b", "liqo-tenant-cl-b"
 	ctx := t.Context()
@@ -186,6 +188,16 @@ func TestConsumerCannotUndoCordonHold(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "new", Finalizers: []string{consts.ProviderCordonFinalizer}},
 		Spec:       authv1beta1.ResourceSliceSpec{ProviderClusterID: &provider}}))
 
+	// Its status is the provider's grant: the consumer may not write it.
+	s := &authv1beta1.ResourceSlice{}
+	if err := as.Get(ctx, free, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}
+	s.Status.Conditions = []authv1beta1.ResourceSliceCondition{{Type: authv1beta1.ResourceSliceConditionTypeResources,
+		Status: authv1beta1.ResourceSliceConditionAccepted, LastTransitionTime: metav1.Now()}}
+	refused("granting itself 1000 CPUs", "may not write the status of a ResourceSlice", as.Status().Update(ctx, s))
+
 	err := as.Delete(ctx, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: unheld.Namespace, Name: unheld.Name}})
 	t.Logf("the consumer's delete of a cordoned copy not held yet: %v", err)
 	for _, part := range []string{"ResourceSlice " + unheld.String() + " is cordoned by this cluster", consts.CordonAnnotation,
@@ -197,7 +209,7 @@ func TestConsumerCannotUndoCordonHold(t *testing.T) {
 	if err := as.Delete(ctx, &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: held.Namespace, Name: held.Name}}); err != nil {
 		t.Errorf("the consumer deletes a held copy: %v", err)
 	}
-	s := &authv1beta1.ResourceSlice{}
+	s = &authv1beta1.ResourceSlice{}
 	if err := admin.Get(ctx, held, s); err != nil || s.DeletionTimestamp == nil || s.Annotations[consts.CordonAnnotation] != "true" {
 		t.Errorf("the held copy after the consumer's delete: %v, deleted at %v, annotations %v; want it there, terminating, cordoned",
 			err, s.DeletionTimestamp, s.Annotations)
