@@ -26,19 +26,10 @@ import (
 // legitimate path, the consumer's own slice changed (Peer with other resources), re-negotiates
 // in place, and a denied re-negotiation keeps the grant in force: no pod restarts either.
 func TestConsumerCopyEditKeepsPods(t *testing.T) {
-	env := testenv.New(t,
-		testenv.ClusterOptions{Name: "cl-a", ControllerManager: true, Scheduler: true, Nodes: []testenv.NodeOptions{{Name: "a-node"}}},
-		testenv.ClusterOptions{Name: "cl-b", ControllerManager: true, Scheduler: true, Nodes: []testenv.NodeOptions{{Name: "b-node", CPU: "8", Memory: "16Gi"}}},
-	)
-	startManager(t, env.Cluster("cl-a"), "--pod-cidr", "10.110.0.0/16")
-	startManager(t, env.Cluster("cl-b"), "--pod-cidr", "10.120.0.0/16")
-	a, b := peering.Cluster{Name: "a", Client: env.Cluster("cl-a").Client}, peering.Cluster{Name: "b", Client: env.Cluster("cl-b").Client}
+	a, b, st := peeredByManagers(t, testenv.ClusterOptions{ControllerManager: true, Scheduler: true, Nodes: []testenv.NodeOptions{{Name: "a-node"}}},
+		testenv.ClusterOptions{ControllerManager: true, Scheduler: true, Nodes: []testenv.NodeOptions{{Name: "b-node", CPU: "8", Memory: "16Gi"}}})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	st, err := peering.Peer(ctx, a, b, peering.Options{Resources: resources("2", "4Gi", "20")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	copyKey := client.ObjectKey{Namespace: st.ProviderTenantNamespace, Name: "cl-b"}
 	offloadedNamespace(t, a.Client, b.Client, "work")
 	consumer := consumerIdentity(t, a.Client, st.ConsumerTenantNamespace, b.Client)

@@ -35,20 +35,12 @@ import (
 // copy go, and the peering comes back schedulable. Cordoned again, Unpeer (what `terraform
 // destroy` of liqo_peering runs: the consumer's slice deleted first) still removes everything.
 func TestProviderCordonSurvivesConsumer(t *testing.T) {
-	env := testenv.New(t,
-		testenv.ClusterOptions{Name: "cl-a", ControllerManager: true},
-		testenv.ClusterOptions{Name: "cl-b", ControllerManager: true, Nodes: []testenv.NodeOptions{{Name: "b-node", CPU: "8", Memory: "16Gi"}}},
-	)
 	hook := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	startManager(t, env.Cluster("cl-a"), "--pod-cidr", "10.110.0.0/16")
-	startManager(t, env.Cluster("cl-b"), "--pod-cidr", "10.120.0.0/16", "--webhook-url", "https://"+hook, "--webhook-bind-address", hook)
-	a, b := peering.Cluster{Name: "a", Client: env.Cluster("cl-a").Client}, peering.Cluster{Name: "b", Client: env.Cluster("cl-b").Client}
+	a, b, st := peeredByManagers(t, testenv.ClusterOptions{ControllerManager: true},
+		testenv.ClusterOptions{ControllerManager: true, Nodes: []testenv.NodeOptions{{Name: "b-node", CPU: "8", Memory: "16Gi"}}},
+		"--webhook-url", "https://"+hook, "--webhook-bind-address", hook)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	st, err := peering.Peer(ctx, a, b, peering.Options{Resources: resources("2", "4Gi", "20")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	copyKey := client.ObjectKey{Namespace: st.ProviderTenantNamespace, Name: "cl-b"}
 	remoteNS := offloadedNamespace(t, a.Client, b.Client, "work")
 	consumer := consumerIdentity(t, a.Client, st.ConsumerTenantNamespace, b.Client)
@@ -121,6 +113,26 @@ func TestProviderCordonSurvivesConsumer(t *testing.T) {
 	for _, c := range []peering.Cluster{a, b} {
 		testenv.Eventually(t, "nothing left on "+c.Name, 30*time.Second, func(context.Context) bool { return len(liqoObjects(t, c.Client)) == 0 })
 	}
+}
+
+// peeredByManagers starts clusters cl-a (consumer) and cl-b (provider) as their options say
+// (their names set here), each with the real controller manager (the provider's with
+// providerArgs too), peers them with Peer asking for 2 CPUs, 4Gi and 20 pods, and returns both
+// and the peering's state.
+func peeredByManagers(t *testing.T, consumer, provider testenv.ClusterOptions, providerArgs ...string) (a, b peering.Cluster, st *peering.State) {
+	t.Helper()
+	consumer.Name, provider.Name = "cl-a", "cl-b"
+	env := testenv.New(t, consumer, provider)
+	startManager(t, env.Cluster("cl-a"), "--pod-cidr", "10.110.0.0/16")
+	startManager(t, env.Cluster("cl-b"), append([]string{"--pod-cidr", "10.120.0.0/16"}, providerArgs...)...)
+	a, b = peering.Cluster{Name: "a", Client: env.Cluster("cl-a").Client}, peering.Cluster{Name: "b", Client: env.Cluster("cl-b").Client}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	st, err := peering.Peer(ctx, a, b, peering.Options{Resources: resources("2", "4Gi", "20")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b, st
 }
 
 // annotateSlice sets (or, with "", removes) an annotation of a slice as its cluster's admin.

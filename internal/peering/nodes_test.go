@@ -13,7 +13,6 @@ import (
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 )
@@ -28,22 +27,13 @@ import (
 // Pending with that reason instead of being sent to a provider that cannot run it. A provider
 // node Ready again: the virtual node is Ready again and the pod runs.
 func TestProviderNodesNotReady(t *testing.T) {
-	env := testenv.New(t,
-		// A node of its own beside the virtual one: with none Ready in a zone, the node lifecycle
-		// controller would stop tainting NoExecute (its full-disruption rule).
-		testenv.ClusterOptions{Name: "cl-a", ControllerManager: true, Scheduler: true, Nodes: []testenv.NodeOptions{{Name: "a-node"}}},
-		testenv.ClusterOptions{Name: "cl-b", ControllerManager: true, Scheduler: true,
-			Nodes: []testenv.NodeOptions{{Name: "b-node-1", CPU: "4", Memory: "8Gi"}, {Name: "b-node-2", CPU: "4", Memory: "8Gi"}}},
-	)
-	startManager(t, env.Cluster("cl-a"), "--pod-cidr", "10.110.0.0/16")
-	startManager(t, env.Cluster("cl-b"), "--pod-cidr", "10.120.0.0/16")
-	a, b := peering.Cluster{Name: "a", Client: env.Cluster("cl-a").Client}, peering.Cluster{Name: "b", Client: env.Cluster("cl-b").Client}
+	// A node of its own beside the virtual one: with none Ready in a zone, the node lifecycle
+	// controller would stop tainting NoExecute (its full-disruption rule).
+	a, b, st := peeredByManagers(t, testenv.ClusterOptions{ControllerManager: true, Scheduler: true, Nodes: []testenv.NodeOptions{{Name: "a-node"}}},
+		testenv.ClusterOptions{ControllerManager: true, Scheduler: true,
+			Nodes: []testenv.NodeOptions{{Name: "b-node-1", CPU: "4", Memory: "8Gi"}, {Name: "b-node-2", CPU: "4", Memory: "8Gi"}}})
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	st, err := peering.Peer(ctx, a, b, peering.Options{Resources: resources("2", "4Gi", "20")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	offloadedNamespace(t, a.Client, b.Client, "work")
 
 	// Every provider node NotReady: KWOK lets them go, and their kubelet "reports" NotReady.

@@ -399,18 +399,15 @@ func selfSigned(t *testing.T, user, group string) tls.Certificate {
 	return c
 }
 
-// TestServingCertificateRenewed: with a signer issuing 3-minute certificates (5 minutes
-// backdated), the kubelet endpoint serves a new certificate before the first one expires.
-// About 3 minutes; skipped with -short.
-func TestServingCertificateRenewed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a certificate renewal (about 3 minutes)")
-	}
+// underShortSigner starts a consumer whose kube-controller-manager signs certificates for at
+// most signing (--cluster-signing-duration) and a provider, and runs a virtual node of the
+// provider with its kubelet endpoint (opts) on the consumer; it returns the consumer.
+func underShortSigner(t *testing.T, signing string, opts kubeletserver.Options) *testenv.Cluster {
+	t.Helper()
 	env := testenv.New(t,
-		testenv.ClusterOptions{Name: "consumer", ControllerManager: true, ControllerManagerArgs: []string{"--cluster-signing-duration=3m"}},
+		testenv.ClusterOptions{Name: "consumer", ControllerManager: true, ControllerManagerArgs: []string{"--cluster-signing-duration=" + signing}},
 		testenv.ClusterOptions{Name: "provider"})
 	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
-	ctx := t.Context()
 	kc, err := prov.UserKubeconfig(consumerID)
 	if err != nil {
 		t.Fatal(err)
@@ -423,12 +420,22 @@ func TestServingCertificateRenewed(t *testing.T) {
 		Spec: offv1beta1.VirtualNodeSpec{ClusterID: providerID, ResourceQuota: corev1.ResourceQuotaSpec{
 			Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
 	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNs}}, vn} {
-		if err := cons.Client.Create(ctx, o); err != nil {
+		if err := cons.Client.Create(t.Context(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	startVirtualKubelet(t, cons, vn, remoteCfg, kubeletserver.Options{})
+	startVirtualKubelet(t, cons, vn, remoteCfg, opts)
+	return cons
+}
 
+// TestServingCertificateRenewed: with a signer issuing 3-minute certificates (5 minutes
+// backdated), the kubelet endpoint serves a new certificate before the first one expires.
+// About 3 minutes; skipped with -short.
+func TestServingCertificateRenewed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a certificate renewal (about 3 minutes)")
+	}
+	cons := underShortSigner(t, "3m", kubeletserver.Options{})
 	roots, admin := clientTLS(t, cons)
 	served := func(ctx context.Context) (*x509.Certificate, error) {
 		node := &corev1.Node{}
@@ -474,29 +481,9 @@ func TestServingCertificateRenewed(t *testing.T) {
 // request at least that long after the previous one, and keeps serving a renewed certificate.
 // (client-go's certificate manager, used before, asked again every second or so.)
 func TestServingCertificateNoRenewalStorm(t *testing.T) {
-	env := testenv.New(t,
-		testenv.ClusterOptions{Name: "consumer", ControllerManager: true, ControllerManagerArgs: []string{"--cluster-signing-duration=10s"}},
-		testenv.ClusterOptions{Name: "provider"})
-	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
-	ctx := t.Context()
-	kc, err := prov.UserKubeconfig(consumerID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	remoteCfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vn := &offv1beta1.VirtualNode{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNs, Name: nodeName},
-		Spec: offv1beta1.VirtualNodeSpec{ClusterID: providerID, ResourceQuota: corev1.ResourceQuotaSpec{
-			Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
-	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNs}}, vn} {
-		if err := cons.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
 	const minInterval = 4 * time.Second
-	startVirtualKubelet(t, cons, vn, remoteCfg, kubeletserver.Options{MinRenewalInterval: minInterval})
+	cons := underShortSigner(t, "10s", kubeletserver.Options{MinRenewalInterval: minInterval})
+	ctx := t.Context()
 	requests := func(ctx context.Context) ([]time.Time, error) {
 		list := &certificatesv1.CertificateSigningRequestList{}
 		if err := cons.Client.List(ctx, list); err != nil {
