@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/finalizers"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -401,19 +402,23 @@ func (r *Reconciler) revoke(ctx context.Context, t *authv1beta1.Tenant) error {
 // cordonSlices marks every ResourceSlice of the tenant's consumer on this cluster with
 // liqo.io/cordon-tenant while the Tenant is Cordoned, and unmarks them otherwise, as upstream's
 // tenant controller does: the slices' new ShadowPods are refused, and the consumer's virtual
-// nodes take no new pods (the replication mirrors it to the consumer).
+// nodes take no new pods (the replication mirrors it to the consumer). The consumer's slices
+// are the copies in the Tenant's namespace, where the consumer writes them: not found by their
+// labels, which the consumer writes too (a copy stripped of liqo.io/remote-cluster-id would
+// escape the cordon); this cluster's own requests there (a peering the other way, labelled
+// liqo.io/replication=true, which a consumer may not write) are not its.
 func (r *Reconciler) cordonSlices(ctx context.Context, t *authv1beta1.Tenant) error {
 	if t.Spec.ClusterID == "" {
 		return nil
 	}
 	slices := &authv1beta1.ResourceSliceList{}
-	if err := r.Client.List(ctx, slices, client.MatchingLabels{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}); err != nil {
+	if err := r.Client.List(ctx, slices, client.InNamespace(t.Namespace)); err != nil {
 		return fmt.Errorf("listing the ResourceSlices of tenant %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	cordoned := t.Spec.TenantCondition == authv1beta1.TenantConditionCordoned
 	for i := range slices.Items {
 		s := &slices.Items[i]
-		if _, marked := s.Annotations[consts.CordonTenantAnnotation]; marked == cordoned {
+		if _, marked := s.Annotations[consts.CordonTenantAnnotation]; marked == cordoned || s.Labels[consts.ReplicationLabel] == "true" {
 			continue
 		}
 		before := s.DeepCopy()
@@ -440,7 +445,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&authv1beta1.Tenant{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Watches(&certificatesv1.CertificateSigningRequest{}, tenantsOfCluster(mgr.GetClient())).
-		Watches(&authv1beta1.ResourceSlice{}, tenantsOfCluster(mgr.GetClient())).
+		// A slice brings back the Tenants of its namespace (cordonSlices).
+		Watches(&authv1beta1.ResourceSlice{}, enqueue.Listed[*authv1beta1.Tenant](mgr.GetClient(),
+			func() client.ObjectList { return &authv1beta1.TenantList{} }, enqueue.InNamespaceOf(), nil)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the tenant controller: %w", err)
