@@ -231,8 +231,9 @@ func consumerIdentityNow() time.Time {
 
 // consumerIdentityDue tells whether a certificate (PEM) is due for renewal: whether it expires
 // within renewBefore or, when renewBefore is at least half the certificate's lifetime (signers
-// cap the validity), within a third of its lifetime, so that a fresh certificate is never due
-// and a capped one is not re-issued at every plan.
+// cap the validity), once two thirds of its lifetime have passed (pki.RenewAt, the rule of the
+// tenant controller and the virtual kubelets), so that a fresh certificate is never due and a
+// capped one is not re-issued at every plan.
 func consumerIdentityDue(certPEM, renewBefore string) (bool, error) {
 	block, _ := pem.Decode([]byte(certPEM))
 	if block == nil {
@@ -246,10 +247,11 @@ func consumerIdentityDue(certPEM, renewBefore string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("renew_before %q is not a duration: %w", renewBefore, err)
 	}
-	if lifetime := cert.NotAfter.Sub(cert.NotBefore); d >= lifetime/2 {
-		d = lifetime / 3
+	due := cert.NotAfter.Add(-d)
+	if d >= cert.NotAfter.Sub(cert.NotBefore)/2 {
+		due = pki.RenewAt(cert)
 	}
-	return consumerIdentityNow().Add(d).After(cert.NotAfter), nil
+	return consumerIdentityNow().After(due), nil
 }
 
 // consumerIdentityCA returns the CA of the connection (inline or from its file), nil when the

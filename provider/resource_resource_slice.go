@@ -222,6 +222,10 @@ func resourceSliceAnswer(rs *authv1beta1.ResourceSlice, want corev1.ResourceList
 		case authv1beta1.ResourceSliceConditionDenied:
 			return false, fmt.Errorf("the provider denied it: %s", resourceSliceDescribe(rs))
 		case authv1beta1.ResourceSliceConditionAccepted:
+			if c.Type == authv1beta1.ResourceSliceConditionTypeResources && c.Reason == consts.ResourceSliceGrantKept {
+				// What is asked now is refused; the grant in force stays (the virtual node keeps it).
+				return false, fmt.Errorf("the provider denied the new request and keeps the grant in force: %s", resourceSliceDescribe(rs))
+			}
 			if c.Type == authv1beta1.ResourceSliceConditionTypeAuthentication || c.Type == authv1beta1.ResourceSliceConditionTypeResources {
 				accepted++
 			}

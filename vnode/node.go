@@ -38,17 +38,29 @@ func NodeFor(vn *offv1beta1.VirtualNode) *corev1.Node {
 			Capacity:    capacity,
 			Allocatable: capacity.DeepCopy(),
 			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: Version, OperatingSystem: "linux", Architecture: "amd64"},
-			Conditions:  conditions(true, ""),
+			Conditions:  conditions(true, ReasonProviderReachable, reachableMessage),
 		},
 	}
 }
 
-// conditions are the node's conditions: Ready or not, and no pressure.
-func conditions(ready bool, why string) []corev1.NodeCondition {
+// Reasons of the virtual node's Ready condition.
+const (
+	// ReasonProviderReachable: Ready, the provider's API server answers and it has a Ready node
+	// (or none of its own).
+	ReasonProviderReachable = "ProviderReachable"
+	// ReasonProviderUnreachable: not Ready, the provider's API server does not answer.
+	ReasonProviderUnreachable = "ProviderUnreachable"
+	// ReasonProviderNoReadyNode: not Ready, the provider answers but none of the nodes the
+	// slice's pods may run on is Ready (the provider says so on its copy of the slice).
+	ReasonProviderNoReadyNode = "ProviderNoReadyNode"
+)
+
+// conditions are the node's conditions: Ready or not, with its reason and message, and no pressure.
+func conditions(ready bool, reason, msg string) []corev1.NodeCondition {
 	now := metav1.Now()
-	status, reason, msg := corev1.ConditionTrue, "ProviderReachable", "the provider cluster's API server answers"
-	if !ready {
-		status, reason, msg = corev1.ConditionFalse, "ProviderUnreachable", why
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
 	}
 	out := []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}}
 	for _, t := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeNetworkUnavailable} {

@@ -19,18 +19,28 @@ var (
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
+// reachableMessage is the Ready condition's message while all is well.
+const reachableMessage = "the provider cluster's API server answers"
+
 // provider is virtual-kubelet's NodeProvider for one virtual node: the process is alive as long
 // as it runs (Ping), and the node's Ready condition follows whether the provider cluster's API
-// server answers.
+// server answers (probe) and whether the provider has a Ready node for the slice (setNoReadyNode,
+// from what the provider writes on its copy of the slice, which replication brings back). Both
+// make the node NotReady the same way, with a reason of its own: the node lifecycle controller
+// then taints it not-ready (no new pod scheduled there; after their toleration, 300 s by
+// default, its pods are evicted), as for a real node.
 type provider struct {
 	remote   kubernetes.Interface
 	node     *corev1.Node
 	interval time.Duration
 	log      logr.Logger
 
-	mu     sync.Mutex
-	notify func(*corev1.Node)
-	ready  *bool
+	mu          sync.Mutex
+	notify      func(*corev1.Node)
+	reachable   *bool  // nil until the first probe
+	unreachable string // why, when not reachable
+	noReadyNode string // the provider's word that it has no Ready node; "" when it has one
+	shown       string // the reason (and message) last pushed to the Node
 }
 
 // Ping reports the virtual node's process as alive.
@@ -41,6 +51,47 @@ func (p *provider) NotifyNodeStatus(_ context.Context, cb func(*corev1.Node)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.notify = cb
+}
+
+// setNoReadyNode records what the provider says of its nodes ("": one is Ready) and pushes a
+// change to the Node.
+func (p *provider) setNoReadyNode(msg string) {
+	p.mu.Lock()
+	p.noReadyNode = msg
+	p.mu.Unlock()
+	p.push()
+}
+
+// push reports the node's readiness when it changed since it was last reported; not before the
+// first probe, nor before the node controller registered its callback (the next probe does).
+func (p *provider) push() {
+	p.mu.Lock()
+	if p.reachable == nil || p.notify == nil {
+		p.mu.Unlock()
+		return
+	}
+	ready, reason, msg := true, ReasonProviderReachable, reachableMessage
+	switch {
+	case !*p.reachable:
+		ready, reason, msg = false, ReasonProviderUnreachable, "the provider cluster's API server does not answer: "+p.unreachable
+	case p.noReadyNode != "":
+		ready, reason, msg = false, ReasonProviderNoReadyNode, "the provider cluster answers, but none of its nodes is Ready: "+p.noReadyNode
+	}
+	key := reason
+	if reason == ReasonProviderNoReadyNode {
+		key += ": " + msg
+	}
+	if key == p.shown {
+		p.mu.Unlock()
+		return
+	}
+	p.shown = key
+	cb := p.notify
+	p.mu.Unlock()
+	p.log.Info("virtual node readiness changed", "ready", ready, "reason", reason, "message", msg)
+	n := p.node.DeepCopy()
+	n.Status.Conditions = conditions(ready, reason, msg)
+	cb(n)
 }
 
 // probe checks the provider's API server every interval and reports changes of reachability.
@@ -54,24 +105,12 @@ func (p *provider) probe(ctx context.Context) {
 		}
 		ok := err == nil
 		p.mu.Lock()
-		changed := p.ready == nil || *p.ready != ok
-		p.ready = &ok
-		cb := p.notify
-		p.mu.Unlock()
-		if changed && cb != nil {
-			why := ""
-			if err != nil {
-				why = "the provider cluster's API server does not answer: " + err.Error()
-			}
-			p.log.Info("provider reachability changed", "ready", ok)
-			n := p.node.DeepCopy()
-			n.Status.Conditions = conditions(ok, why)
-			cb(n)
-		} else if changed {
-			p.mu.Lock()
-			p.ready = nil // not registered yet: report at the next probe
-			p.mu.Unlock()
+		p.reachable = &ok
+		if err != nil && p.shown != ReasonProviderUnreachable {
+			p.unreachable = err.Error()
 		}
+		p.mu.Unlock()
+		p.push()
 		select {
 		case <-ctx.Done():
 			return

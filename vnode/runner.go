@@ -18,6 +18,7 @@ import (
 
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 )
 
@@ -62,6 +63,7 @@ type running struct {
 	done       chan struct{}
 	reflectors *sync.WaitGroup
 	kubelet    *KubeletEndpoint
+	provider   *provider
 }
 
 // NewRunner returns a runner writing Nodes and Leases through local.
@@ -79,7 +81,9 @@ func NewRunner(local kubernetes.Interface, opts Options, log logr.Logger) *Runne
 }
 
 // Ensure runs the virtual node of vn towards the provider reached with remote, restarting it
-// when its spec or remote (e.g. a renewed identity) changed. ctx bounds its life.
+// when its spec or remote (e.g. a renewed identity) changed; what the provider says of its
+// nodes (vn's consts.ProviderNodesNotReadyAnnotation) reaches the Node's Ready condition
+// without a restart. ctx bounds its life.
 func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote *rest.Config) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -88,6 +92,7 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 			select {
 			case <-cur.done: // ended on its own: start again
 			default:
+				cur.provider.setNoReadyNode(vn.Annotations[consts.ProviderNodesNotReadyAnnotation])
 				return nil
 			}
 		}
@@ -113,7 +118,8 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 		r.ports[vn.Name] = kubelet.Port
 		advertise(node, kubelet)
 	}
-	p := &provider{remote: remoteKube, node: node, interval: r.opts.ProbeInterval, log: r.log.WithValues("node", vn.Name)}
+	p := &provider{remote: remoteKube, node: node, interval: r.opts.ProbeInterval, log: r.log.WithValues("node", vn.Name),
+		noReadyNode: vn.Annotations[consts.ProviderNodesNotReadyAnnotation]}
 	ctrl, err := vknode.NewNodeController(p, p.node.DeepCopy(), r.local.CoreV1().Nodes(),
 		vknode.WithNodeEnableLeaseV1(r.local.CoordinationV1().Leases(corev1.NamespaceNodeLease), r.opts.LeaseDurationSeconds),
 		vknode.WithNodeStatusUpdateErrorHandler(func(ctx context.Context, err error) error {
@@ -127,7 +133,8 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 		return fmt.Errorf("node controller of %s: %w", vn.Name, err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	run := &running{spec: *vn.Spec.DeepCopy(), remote: fingerprint(remote), cancel: cancel, done: make(chan struct{}), reflectors: &sync.WaitGroup{}, kubelet: kubelet}
+	run := &running{spec: *vn.Spec.DeepCopy(), remote: fingerprint(remote), cancel: cancel, done: make(chan struct{}), reflectors: &sync.WaitGroup{},
+		kubelet: kubelet, provider: p}
 	r.nodes[vn.Name] = run
 	go p.probe(rctx)
 	if len(r.opts.Reflectors) > 0 {

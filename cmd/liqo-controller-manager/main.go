@@ -27,12 +27,14 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/foreigncluster"
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayclient"
 	"github.com/peerkit/terraform-provider-liqo/controllers/gatewayserver"
+	"github.com/peerkit/terraform-provider-liqo/controllers/grantenforcement"
 	"github.com/peerkit/terraform-provider-liqo/controllers/identity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/ipmapping"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespaceoffloading"
 	"github.com/peerkit/terraform-provider-liqo/controllers/negotiation"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
+	"github.com/peerkit/terraform-provider-liqo/controllers/providernodes"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
@@ -275,6 +277,12 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
+	}
+	if err := (&providernodes.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the provider-nodes reconciler: %w", err)
+	}
+	if err := (&grantenforcement.CordonHold{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-slice-cordon")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the slice cordon hold: %w", err)
 	}
 	if err := (&shadowpod.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-shadowpod"),
 		PodSecurity: o.podSecurity}).SetupWithManager(mgr); err != nil {

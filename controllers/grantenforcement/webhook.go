@@ -26,7 +26,9 @@
 // annotation and how to lift it (cordonRefusal); updates are not, so the pods already running
 // keep running. A slice is cordoned by liqo.io/cordon on this cluster's copy (`liqoctl cordon
 // resourceslice`), liqo.io/cordon-tenant, or liqo.io/cordon-consumer (the consumer cordoned its
-// own slice). A cordoned slice's grant still counts: its running pods use it.
+// own slice). A cordoned slice's grant still counts: its running pods use it. A consumer cannot
+// lift the provider's cordon by deleting its copy: CordonHold keeps the copy, cordoned, and it
+// counts here as long as it is held.
 //
 // Pod Security: a ShadowPod in a remote namespace whose pod its consumer's Pod Security level
 // refuses (package podsecurity: the level of the consumer's Tenant, else the provider's
@@ -64,6 +66,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -300,7 +303,10 @@ func (h *Handler) slices(ctx context.Context, consumer string) ([]authv1beta1.Re
 			return nil, fmt.Errorf("listing the ResourceSlices of cluster %s in %s: %w", consumer, ns.Name, err)
 		}
 		for _, s := range slices.Items {
-			if !accepted(&s) || s.DeletionTimestamp != nil || s.Labels[consts.ReplicationLabel] == "true" || // our own request to that cluster
+			// A slice being deleted counts no more, unless the provider's cordon holds it
+			// (CordonHold): deleted by its consumer, it stays cordoned, its pods running.
+			going := s.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(&s, consts.ProviderCordonFinalizer)
+			if !accepted(&s) || going || s.Labels[consts.ReplicationLabel] == "true" || // our own request to that cluster
 				(s.Spec.ConsumerClusterID != nil && string(*s.Spec.ConsumerClusterID) != consumer) {
 				continue
 			}

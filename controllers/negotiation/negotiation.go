@@ -59,8 +59,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	accepted := condition(slice, authv1beta1.ResourceSliceConditionTypeResources) == authv1beta1.ResourceSliceConditionAccepted &&
-		grantedAsAsked(slice, r.Defaults)
+	// A slice holding a grant keeps it whatever it asks for next (its virtual node and pods run
+	// on it): a new ask that cannot be granted leaves it in force (ResourceSliceGrantKept).
+	holds := condition(slice, authv1beta1.ResourceSliceConditionTypeResources) == authv1beta1.ResourceSliceConditionAccepted &&
+		len(slice.Status.Resources) > 0
+	accepted := holds && grantedAsAsked(slice, r.Defaults)
 
 	status := slice.Status.DeepCopy()
 	var auth, res authv1beta1.ResourceSliceCondition
@@ -70,7 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			fmt.Sprintf("no Tenant for cluster %s in namespace %s", consumer, slice.Namespace))
 	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained:
 		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonDrained, "the tenant is Drained: nothing is granted")
-	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionCordoned && !accepted:
+	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionCordoned && !holds:
 		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonCordoned, "the tenant is Cordoned: no new slices are accepted")
 	default:
 		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, true, ReasonTenantActive, "tenant "+tenant.Name)
@@ -81,15 +84,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		status.Resources = nil
 	case accepted:
 		res = cond(authv1beta1.ResourceSliceConditionTypeResources, true, ReasonGranted, "granted")
+	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionCordoned:
+		res = kept(slice, "the tenant is Cordoned: nothing more is granted")
 	default:
 		available, err := r.available(ctx, slice)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if short := shortfall(slice.Spec.Resources, available); short != "" {
+		switch short := shortfall(slice.Spec.Resources, available); {
+		case short != "" && holds:
+			res = kept(slice, short)
+		case short != "":
 			res = cond(authv1beta1.ResourceSliceConditionTypeResources, false, ReasonInsufficient, short)
 			status.Resources = nil
-		} else {
+		default:
 			res = cond(authv1beta1.ResourceSliceConditionTypeResources, true, ReasonGranted, "granted")
 			status.Resources = withDefaults(slice.Spec.Resources, r.Defaults, available)
 		}
@@ -104,6 +112,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("deciding slice %s: %w", req, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// kept is the Resources condition of a slice that holds a grant and asks for something that
+// is not granted (why): accepted still, the grant in force left in its status.
+func kept(slice *authv1beta1.ResourceSlice, why string) authv1beta1.ResourceSliceCondition {
+	return cond(authv1beta1.ResourceSliceConditionTypeResources, true, consts.ResourceSliceGrantKept,
+		fmt.Sprintf("what ResourceSlice %s/%s asks for now is not granted (%s): the grant in force (status.resources) stays until an ask fits",
+			slice.Namespace, slice.Name, why))
 }
 
 // Decides tells whether this controller decides the slices of a class: those that name none

@@ -50,9 +50,10 @@ func decided(t *testing.T, c client.Client, s *authv1beta1.ResourceSlice, typ au
 }
 
 // TestNegotiation: slices are granted up to half the nodes' allocatable, a slice above what is
-// left is denied with the shortfall, a smaller re-request is granted, a Cordoned tenant gets no
-// new slice but keeps the old one, a Drained tenant loses everything, and a slice without a
-// tenant is denied.
+// left is denied with the shortfall, a smaller re-request is granted; a granted slice asking for
+// too much keeps its grant (reason GrantKept); a Cordoned tenant gets no new slice but keeps the
+// old one, also when it asks for something else; a Drained tenant loses everything, and a slice
+// without a tenant is denied.
 func TestNegotiation(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", Nodes: []testenv.NodeOptions{
 		{Name: "n1", CPU: "4", Memory: "8Gi"}, {Name: "n2", CPU: "4", Memory: "8Gi"}}})
@@ -111,6 +112,28 @@ func TestNegotiation(t *testing.T) {
 	}
 	decided(t, c, s2, "Resources", "Accepted", negotiation.ReasonGranted)
 
+	// A granted slice asking for more than is left keeps its grant (its virtual node and pods
+	// run on it); asking within it again, granted as before.
+	askCPU := func(s *authv1beta1.ResourceSlice, cpu string) {
+		t.Helper()
+		cur := &authv1beta1.ResourceSlice{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.Resources[corev1.ResourceCPU] = resource.MustParse(cpu)
+		if err := c.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	askCPU(s2, "64")
+	got = decided(t, c, s2, "Resources", "Accepted", consts.ResourceSliceGrantKept)
+	if got.Status.Resources.Cpu().String() != "2" || !strings.Contains(got.Status.Conditions[1].Message, "cpu: asked 64, available 2") {
+		t.Errorf("a granted slice asking for too much: granted %v, %q; want the grant in force (cpu 2) kept and the shortfall",
+			got.Status.Resources, got.Status.Conditions[1].Message)
+	}
+	askCPU(s2, "2")
+	decided(t, c, s2, "Resources", "Accepted", negotiation.ReasonGranted)
+
 	tenant.Spec.TenantCondition = authv1beta1.TenantConditionCordoned
 	if err := c.Update(ctx, tenant); err != nil {
 		t.Fatal(err)
@@ -121,6 +144,11 @@ func TestNegotiation(t *testing.T) {
 	}
 	decided(t, c, s3, "Authentication", "Denied", negotiation.ReasonCordoned)
 	decided(t, c, s1, "Resources", "Accepted", negotiation.ReasonGranted)
+	// A Cordoned tenant's slice asking for something else keeps what it holds.
+	askCPU(s1, "1")
+	if got = decided(t, c, s1, "Resources", "Accepted", consts.ResourceSliceGrantKept); got.Status.Resources.Cpu().String() != "2" {
+		t.Errorf("a Cordoned tenant's slice asking for less: granted %v, want the grant in force (cpu 2) kept", got.Status.Resources)
+	}
 
 	if err := c.Get(ctx, client.ObjectKeyFromObject(tenant), tenant); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,13 @@
 // Package negotiation decides, on the provider, the ResourceSlices its consumers ask for: a slice
 // of an Active tenant is accepted when what it asks fits in what the provider shares minus what
 // it already granted; otherwise, or for a Cordoned or Drained tenant, it is denied with the
-// reason in its status conditions. Only slices of the default class (or naming none) are
-// decided here; a slice of another class is left to the controller of its class (Decides).
+// reason in its status conditions. A slice that holds a grant keeps it when what it asks for
+// next cannot be granted (too much, or its tenant Cordoned): its Resources condition stays
+// Accepted with reason consts.ResourceSliceGrantKept and the grant in force stays in its status,
+// so that its virtual node and the pods on it are not disturbed (a denial would withdraw the
+// grant, and the consumer's virtual node with it). Only slices of the default class (or naming
+// none) are decided here; a slice of another class is left to the controller of its class
+// (Decides).
 package negotiation
 
 import (

@@ -98,9 +98,11 @@ var ResourceSlices = Kind[*authv1beta1.ResourceSlice]{
 	ToCopy: func(s *authv1beta1.ResourceSlice) map[string]string {
 		return map[string]string{consts.ConsumerCordonAnnotation: flag(consts.CordonSet(s.Annotations, consts.CordonAnnotation))}
 	},
+	// What the provider says of its nodes (no Ready one for the slice) comes back under the
+	// same key, which only the provider writes on the copy and only this controller here.
 	ToLocal: func(s *authv1beta1.ResourceSlice) map[string]string {
-		return map[string]string{consts.ProviderCordonAnnotation: flag(consts.CordonSet(s.Annotations, consts.CordonAnnotation) ||
-			consts.CordonSet(s.Annotations, consts.CordonTenantAnnotation))}
+		return map[string]string{consts.ProviderCordonAnnotation: flag(consts.ProviderCordoned(s.Annotations)),
+			consts.ProviderNodesNotReadyAnnotation: s.Annotations[consts.ProviderNodesNotReadyAnnotation]}
 	},
 }
 

@@ -275,8 +275,9 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 }
 
 // TestCordonedTenantGetsNoIdentity: a Cordoned tenant's request is not signed, and says why;
-// its consumer's ResourceSlices are marked liqo.io/cordon-tenant (another consumer's are not),
-// and unmarked once the tenant is Active again.
+// its consumer's ResourceSlices (the slices of its namespace, also one stripped of its labels)
+// are marked liqo.io/cordon-tenant (this cluster's own request there is not), and unmarked once
+// the tenant is Active again.
 func TestCordonedTenantGetsNoIdentity(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider", ControllerManager: true})
 	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
@@ -295,9 +296,13 @@ func TestCordonedTenantGetsNoIdentity(t *testing.T) {
 	})
 	answer := handshakeInTenantNamespaces(t, prov, cons)
 	providerID := corev1beta1.ClusterID("cl-provider")
-	for name, consumer := range map[string]string{"mine": "cl-consumer", "theirs": "cl-other"} {
-		s := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: name,
-			Labels: map[string]string{consts.RemoteClusterIDLabel: consumer}}, Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID}}
+	for name, labels := range map[string]map[string]string{
+		"mine":     {consts.RemoteClusterIDLabel: "cl-consumer"},
+		"stripped": {},                                                                            // the consumer removed its label: still its slice
+		"ours":     {consts.RemoteClusterIDLabel: "cl-consumer", consts.ReplicationLabel: "true"}, // this cluster's own request
+	} {
+		s := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "t-cons", Name: name, Labels: labels},
+			Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID}}
 		if err := prov.Client.Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
@@ -317,11 +322,13 @@ func TestCordonedTenantGetsNoIdentity(t *testing.T) {
 		}
 		return s.Annotations[consts.CordonTenantAnnotation] == "true", nil
 	}
-	testenv.Poll(t, "the cordoned tenant's slice marked "+consts.CordonTenantAnnotation, 30*time.Second, func(ctx context.Context) (bool, error) {
-		return marked(ctx, "mine")
-	})
-	if m, err := marked(ctx, "theirs"); err != nil || m {
-		t.Errorf("another consumer's slice marked %s: %t (%v)", consts.CordonTenantAnnotation, m, err)
+	for _, name := range []string{"mine", "stripped"} {
+		testenv.Poll(t, "the cordoned tenant's slice "+name+" marked "+consts.CordonTenantAnnotation, 30*time.Second, func(ctx context.Context) (bool, error) {
+			return marked(ctx, name)
+		})
+	}
+	if m, err := marked(ctx, "ours"); err != nil || m {
+		t.Errorf("this cluster's own request marked %s: %t (%v)", consts.CordonTenantAnnotation, m, err)
 	}
 	before := tn.DeepCopy()
 	tn.Spec.TenantCondition = authv1beta1.TenantConditionActive

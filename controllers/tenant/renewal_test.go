@@ -34,7 +34,7 @@ func TestCertificateRenewal(t *testing.T) {
 		}
 		return (&tenant.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tenant"),
 			APIServerURL: prov.Config.Host, CAData: prov.Config.CAData,
-			CertificateValidity: validity, RenewBefore: validity - 3*time.Second}).SetupWithManager(mgr)
+			CertificateValidity: validity, RenewBefore: validity - 3*time.Second, MinRenewalInterval: 3 * time.Second}).SetupWithManager(mgr)
 	})
 	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
 		if err := (&nonce.ConsumerReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"time"
@@ -39,10 +40,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/finalizers"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 )
 
@@ -136,9 +139,14 @@ type Reconciler struct {
 	// CertificateValidity is what certificates are requested for (DefaultCertificateValidity
 	// when zero; the CSR API's minimum is 10 minutes, and the signer may cap it).
 	CertificateValidity time.Duration
-	// RenewBefore is how long before its expiry a certificate is renewed (a third of the
-	// validity when zero).
+	// RenewBefore, when set, renews a certificate that long before it expires; zero: once two
+	// thirds of the issued certificate's own lifetime have passed (pki.RenewAt, upstream's
+	// rule), whatever was requested.
 	RenewBefore time.Duration
+	// MinRenewalInterval is the least time between two certificate requests of one Tenant,
+	// whatever the signer returns (pki.DefaultMinRenewalInterval when zero): a signer that
+	// issues certificates already due, or expired, gets one request per interval, not a storm.
+	MinRenewalInterval time.Duration
 }
 
 func (r *Reconciler) validity() time.Duration {
@@ -146,13 +154,6 @@ func (r *Reconciler) validity() time.Duration {
 		return r.CertificateValidity
 	}
 	return DefaultCertificateValidity
-}
-
-func (r *Reconciler) renewBefore() time.Duration {
-	if r.RenewBefore > 0 {
-		return r.RenewBefore
-	}
-	return r.validity() / 3
 }
 
 // Reconcile verifies one Tenant and issues or revokes the consumer's access.
@@ -183,54 +184,70 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	if len(t.Spec.CSR) == 0 {
-		return reconcile.Result{}, r.setStatus(ctx, t, nil) // declarative peering: credentials made elsewhere
+		return reconcile.Result{}, r.setStatus(ctx, t, nil, time.Time{}) // declarative peering: credentials made elsewhere
 	}
-	name, renewIn := r.certificateToIssue(t)
+	name, due, err := r.certificateToIssue(ctx, t)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	var cert []byte
 	if name == "" { // the issued certificate is current
 		cert = t.Status.AuthParams.SignedCRT
 	} else {
-		var wait bool
-		var err error
-		cert, wait, err = r.issue(ctx, t, name)
-		if err != nil || wait {
-			return reconcile.Result{RequeueAfter: time.Second}, err
+		var requested time.Time
+		if cert, requested, err = r.issue(ctx, t, name); err != nil || cert == nil {
+			return reconcile.Result{RequeueAfter: time.Second}, err // nil: not signed yet
 		}
-		if renewIn, err = r.renewalDue(cert); err != nil {
+		issued, err := signing.ParseCertificate(cert)
+		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("certificate signed for tenant %s: %w", req, err)
+		}
+		if due, err = r.renewal(ctx, t, issued, requested); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
 	if err := r.bind(ctx, t); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: renewIn}, r.setStatus(ctx, t, cert)
+	return reconcile.Result{RequeueAfter: max(time.Until(due), time.Second)}, r.setStatus(ctx, t, cert, due)
 }
 
 // certificateToIssue returns the CSR object to issue the tenant's certificate through, or ""
-// when the certificate in status is for the requested key and not due for renewal; renewIn is
+// when the certificate in status is for the requested key and not due for renewal; due is
 // then when it will be.
-func (r *Reconciler) certificateToIssue(t *authv1beta1.Tenant) (name string, renewIn time.Duration) {
+func (r *Reconciler) certificateToIssue(ctx context.Context, t *authv1beta1.Tenant) (name string, due time.Time, err error) {
 	if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
-		return csrName(t, nil), 0
+		return csrName(t, nil), time.Time{}, nil
 	}
 	cert, err := signing.ParseCertificate(t.Status.AuthParams.SignedCRT)
 	if err != nil || !signing.CertificateMatchesCSR(cert, t.Spec.CSR) {
-		return csrName(t, nil), 0 // an unusable certificate is replaced
+		return csrName(t, nil), time.Time{}, nil // an unusable certificate is replaced
 	}
-	renewIn = time.Until(cert.NotAfter) - r.renewBefore()
-	if renewIn > 0 {
-		return "", renewIn
+	if due, err = r.renewal(ctx, t, cert, time.Time{}); err != nil || time.Now().Before(due) {
+		return "", due, err
 	}
-	return csrName(t, cert.SerialNumber.Bytes()), 0
+	return csrName(t, cert.SerialNumber.Bytes()), due, nil
 }
 
-// renewalDue returns how long until a certificate is due for renewal (at least a second).
-func (r *Reconciler) renewalDue(pem []byte) (time.Duration, error) {
-	cert, err := signing.ParseCertificate(pem)
-	if err != nil {
-		return 0, fmt.Errorf("parsing the certificate: %w", err)
+// renewal is when the tenant's certificate cert is to be renewed: at two thirds of its own
+// lifetime (or RenewBefore before it expires), and never sooner than MinRenewalInterval after
+// the tenant's last certificate request: the newest of requested and the creation of the CSRs
+// of its cluster (which the API server stamps, so the floor holds across restarts).
+func (r *Reconciler) renewal(ctx context.Context, t *authv1beta1.Tenant, cert *x509.Certificate, requested time.Time) (time.Time, error) {
+	at := pki.RenewAt(cert)
+	if r.RenewBefore > 0 {
+		at = cert.NotAfter.Add(-r.RenewBefore)
 	}
-	return max(time.Until(cert.NotAfter)-r.renewBefore(), time.Second), nil
+	csrs := &certificatesv1.CertificateSigningRequestList{}
+	if err := r.Client.List(ctx, csrs, client.MatchingLabels{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}); err != nil {
+		return time.Time{}, fmt.Errorf("listing the CSRs of tenant %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	for i := range csrs.Items {
+		if c := csrs.Items[i].CreationTimestamp.Time; c.After(requested) {
+			requested = c
+		}
+	}
+	return pki.NextRenewal(at, requested, r.MinRenewalInterval), nil
 }
 
 // verify checks the signed nonce; the verdict holds the verified key or why it is refused.
@@ -265,8 +282,9 @@ func csrName(t *authv1beta1.Tenant, renewing []byte) string {
 	return name
 }
 
-// issue creates and approves the CSR and returns the certificate, or wait=true until it is signed.
-func (r *Reconciler) issue(ctx context.Context, t *authv1beta1.Tenant, name string) (cert []byte, wait bool, err error) {
+// issue creates and approves the CSR and returns the certificate (nil until it is signed) and
+// when the CSR was made.
+func (r *Reconciler) issue(ctx context.Context, t *authv1beta1.Tenant, name string) (cert []byte, requested time.Time, err error) {
 	csr := &certificatesv1.CertificateSigningRequest{}
 	err = r.Client.Get(ctx, client.ObjectKey{Name: name}, csr)
 	if apierrors.IsNotFound(err) {
@@ -280,15 +298,20 @@ func (r *Reconciler) issue(ctx context.Context, t *authv1beta1.Tenant, name stri
 			},
 		}
 		if err := r.Client.Create(ctx, csr); err != nil {
-			return nil, false, fmt.Errorf("creating CSR %s for tenant %s/%s: %w", name, t.Namespace, t.Name, err)
+			return nil, time.Time{}, fmt.Errorf("creating CSR %s for tenant %s/%s: %w", name, t.Namespace, t.Name, err)
 		}
 	} else if err != nil {
-		return nil, false, fmt.Errorf("reading CSR %s: %w", name, err)
+		return nil, time.Time{}, fmt.Errorf("reading CSR %s: %w", name, err)
 	}
 	approved := false
 	for _, c := range csr.Status.Conditions {
-		if c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue {
+		switch {
+		case c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue:
 			approved = true
+		case (c.Type == certificatesv1.CertificateFailed || c.Type == certificatesv1.CertificateDenied) && c.Status == corev1.ConditionTrue:
+			// Retried with the controller's backoff; the same request is asked again once the
+			// cluster's CSR cleaner removes this one (an hour after it failed).
+			return nil, time.Time{}, fmt.Errorf("CSR %s of tenant %s/%s %s: %s (%s)", name, t.Namespace, t.Name, c.Type, c.Message, c.Reason)
 		}
 	}
 	if !approved {
@@ -297,13 +320,10 @@ func (r *Reconciler) issue(ctx context.Context, t *authv1beta1.Tenant, name stri
 			Message: fmt.Sprintf("tenant %s/%s verified and Active", t.Namespace, t.Name),
 		})
 		if err := r.Client.SubResource("approval").Update(ctx, csr); err != nil {
-			return nil, false, fmt.Errorf("approving CSR %s: %w", name, err)
+			return nil, time.Time{}, fmt.Errorf("approving CSR %s: %w", name, err)
 		}
 	}
-	if len(csr.Status.Certificate) == 0 {
-		return nil, true, nil
-	}
-	return csr.Status.Certificate, false, nil
+	return csr.Status.Certificate, csr.CreationTimestamp.Time, nil
 }
 
 // bind gives the consumer's user the remote control-plane role in the tenant namespace.
@@ -320,7 +340,9 @@ func (r *Reconciler) bind(ctx context.Context, t *authv1beta1.Tenant) error {
 	return nil
 }
 
-func (r *Reconciler) setStatus(ctx context.Context, t *authv1beta1.Tenant, cert []byte) error {
+// setStatus records the tenant's namespace and its certificate (nil: none issued here), and
+// an Event when the certificate is new, saying when it expires and when it will be renewed.
+func (r *Reconciler) setStatus(ctx context.Context, t *authv1beta1.Tenant, cert []byte, due time.Time) error {
 	before := t.DeepCopy()
 	t.Status.TenantNamespace = t.Namespace
 	if cert != nil {
@@ -329,13 +351,24 @@ func (r *Reconciler) setStatus(ctx context.Context, t *authv1beta1.Tenant, cert 
 		// consumer reaches it through the tunnel) goes into the identity it receives.
 		t.Status.AuthParams = &authv1beta1.AuthParams{SignedCRT: cert, CA: r.CAData, APIServer: r.APIServerURL, ProxyURL: t.Spec.ProxyURL}
 		if issued {
-			r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, reasonIssued, "Issue", "issued the control-plane identity of %s", t.Spec.ClusterID)
+			r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, reasonIssued, "Issue", "issued the control-plane identity of %s: %s",
+				t.Spec.ClusterID, validity(cert, due))
 		}
 	}
 	if err := r.Client.Status().Patch(ctx, t, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("updating status of tenant %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	return nil
+}
+
+// validity says when a certificate (PEM) is valid and when it is due for renewal.
+func validity(cert []byte, due time.Time) string {
+	c, err := signing.ParseCertificate(cert)
+	if err != nil {
+		return "certificate unreadable: " + err.Error()
+	}
+	return fmt.Sprintf("certificate valid from %s to %s, renewal due at %s", c.NotBefore.UTC().Format(time.RFC3339),
+		c.NotAfter.UTC().Format(time.RFC3339), due.UTC().Format(time.RFC3339))
 }
 
 // revoke removes the consumer's bindings (in the tenant namespace and in its remote
@@ -369,19 +402,23 @@ func (r *Reconciler) revoke(ctx context.Context, t *authv1beta1.Tenant) error {
 // cordonSlices marks every ResourceSlice of the tenant's consumer on this cluster with
 // liqo.io/cordon-tenant while the Tenant is Cordoned, and unmarks them otherwise, as upstream's
 // tenant controller does: the slices' new ShadowPods are refused, and the consumer's virtual
-// nodes take no new pods (the replication mirrors it to the consumer).
+// nodes take no new pods (the replication mirrors it to the consumer). The consumer's slices
+// are the copies in the Tenant's namespace, where the consumer writes them: not found by their
+// labels, which the consumer writes too (a copy stripped of liqo.io/remote-cluster-id would
+// escape the cordon); this cluster's own requests there (a peering the other way, labelled
+// liqo.io/replication=true, which a consumer may not write) are not its.
 func (r *Reconciler) cordonSlices(ctx context.Context, t *authv1beta1.Tenant) error {
 	if t.Spec.ClusterID == "" {
 		return nil
 	}
 	slices := &authv1beta1.ResourceSliceList{}
-	if err := r.Client.List(ctx, slices, client.MatchingLabels{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}); err != nil {
+	if err := r.Client.List(ctx, slices, client.InNamespace(t.Namespace)); err != nil {
 		return fmt.Errorf("listing the ResourceSlices of tenant %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	cordoned := t.Spec.TenantCondition == authv1beta1.TenantConditionCordoned
 	for i := range slices.Items {
 		s := &slices.Items[i]
-		if _, marked := s.Annotations[consts.CordonTenantAnnotation]; marked == cordoned {
+		if _, marked := s.Annotations[consts.CordonTenantAnnotation]; marked == cordoned || s.Labels[consts.ReplicationLabel] == "true" {
 			continue
 		}
 		before := s.DeepCopy()
@@ -408,7 +445,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&authv1beta1.Tenant{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Watches(&certificatesv1.CertificateSigningRequest{}, tenantsOfCluster(mgr.GetClient())).
-		Watches(&authv1beta1.ResourceSlice{}, tenantsOfCluster(mgr.GetClient())).
+		// A slice brings back the Tenants of its namespace (cordonSlices).
+		Watches(&authv1beta1.ResourceSlice{}, enqueue.Listed[*authv1beta1.Tenant](mgr.GetClient(),
+			func() client.ObjectList { return &authv1beta1.TenantList{} }, enqueue.InNamespaceOf(), nil)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the tenant controller: %w", err)

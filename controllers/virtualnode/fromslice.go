@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -77,7 +78,43 @@ func (r *SliceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("writing the virtual node of %s: %w", req, err)
 	}
+	if err := r.syncProviderNodes(ctx, slice); err != nil {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{}, r.syncCordon(ctx, slice, vn.Name)
+}
+
+// syncProviderNodes puts what the provider says of its nodes for the slice (none Ready:
+// consts.ProviderNodesNotReadyAnnotation, which replication brings back from the provider's
+// copy) on every VirtualNode made from the slice (its own, and those of liqo_virtual_node),
+// whose virtual kubelets then report the Node NotReady; and removes it when the provider has
+// a Ready node again.
+func (r *SliceReconciler) syncProviderNodes(ctx context.Context, slice *authv1beta1.ResourceSlice) error {
+	want := slice.Annotations[consts.ProviderNodesNotReadyAnnotation]
+	vns := &offv1beta1.VirtualNodeList{}
+	if err := r.Client.List(ctx, vns, client.InNamespace(slice.Namespace), client.MatchingLabels{consts.ResourceSliceNameLabel: slice.Name}); err != nil {
+		return fmt.Errorf("listing the virtual nodes of ResourceSlice %s/%s: %w", slice.Namespace, slice.Name, err)
+	}
+	for i := range vns.Items {
+		vn := &vns.Items[i]
+		if vn.Annotations[consts.ProviderNodesNotReadyAnnotation] == want {
+			continue
+		}
+		before := vn.DeepCopy()
+		if want == "" {
+			delete(vn.Annotations, consts.ProviderNodesNotReadyAnnotation)
+		} else {
+			if vn.Annotations == nil {
+				vn.Annotations = map[string]string{}
+			}
+			vn.Annotations[consts.ProviderNodesNotReadyAnnotation] = want
+		}
+		if err := r.Client.Patch(ctx, vn, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("telling virtual node %s/%s that its provider has no Ready node (%q): %w", vn.Namespace, vn.Name, want, err)
+		}
+		log.FromContext(ctx).Info("virtual node follows its provider's nodes", "virtualNode", client.ObjectKeyFromObject(vn), "noReadyNode", want)
+	}
+	return nil
 }
 
 func accepted(s *authv1beta1.ResourceSlice) bool {
@@ -90,12 +127,19 @@ func accepted(s *authv1beta1.ResourceSlice) bool {
 	return n == 2 && len(s.Status.Resources) > 0
 }
 
-// SetupWithManager watches slices, the VirtualNodes they own and the virtual Nodes (created,
-// or made (un)schedulable: see syncCordon).
+// SetupWithManager watches slices, the VirtualNodes made from them and the virtual Nodes
+// (created, or made (un)schedulable: see syncCordon).
 func (r *SliceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("slicevirtualnode").
 		For(&authv1beta1.ResourceSlice{}).
-		Owns(&offv1beta1.VirtualNode{}).
+		// Its VirtualNodes, and those of liqo_virtual_node, made from a slice but not owned by
+		// it: all labelled with the slice's name.
+		Watches(&offv1beta1.VirtualNode{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if name := o.GetLabels()[consts.ResourceSliceNameLabel]; name != "" {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+			}
+			return nil
+		})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.sliceOfNode), builder.WithPredicates(cordonChanges)).
 		Complete(r)
 	if err != nil {

@@ -14,6 +14,10 @@ package consts
 //     cordon to the other side under these keys (never under CordonAnnotation, which upstream's
 //     provider forbids a consumer to change).
 //   - SliceCordonNodeAnnotation on a virtual Node: the consumer's virtual-node controller.
+//   - ProviderCordonFinalizer on the provider's copy: the provider's controller manager, while
+//     the provider cordons the slice, so that a consumer's delete of its copy does not lift
+//     the cordon (the copy stays, terminating and cordoned, until the provider uncordons it or
+//     the peering goes).
 const (
 	// CordonAnnotation cordons a ResourceSlice (upstream Liqo's key); see CordonSet for its values.
 	CordonAnnotation = "liqo.io/cordon"
@@ -31,7 +35,28 @@ const (
 	// again when the slice is uncordoned. A node made unschedulable by anyone else (kubectl
 	// cordon) does not carry it and is left as it is. Ours, not upstream Liqo's.
 	SliceCordonNodeAnnotation = "liqo.io/cordoned-by-resourceslice"
+	// ProviderCordonFinalizer holds the provider's copy of a consumer's slice while the provider
+	// cordons it (CordonAnnotation or CordonTenantAnnotation there): a delete by the consumer
+	// then leaves the copy, still cordoned, until the provider lifts the cordon, the consumer's
+	// Tenant goes or the tenant namespace is deleted (unpeering). Ours, not upstream Liqo's.
+	ProviderCordonFinalizer = "liqo.io/provider-cordon"
 )
+
+// ProviderNodesNotReadyAnnotation says that none of the provider's nodes that a slice's pods
+// may run on is Ready (its value says how many there are: "0/3 nodes Ready"), so the
+// consumer's virtual node of the slice is not Ready either. Ours, not upstream Liqo's. One
+// writer per object: the provider's controller manager on its copy of a consumer's slice (the
+// consumer may not read the provider's Nodes), the consumer's replication controller on the
+// consumer's slice (from the copy), the consumer's virtual-node controller on the slice's
+// VirtualNode, which the virtual kubelet reads. Absent when a node is Ready, or when the
+// provider has no node of its own for the slice.
+const ProviderNodesNotReadyAnnotation = "liqo.io/provider-nodes-not-ready"
+
+// ProviderCordoned tells whether annotations of a provider's copy of a slice carry the
+// provider's own cordon: CordonAnnotation or CordonTenantAnnotation.
+func ProviderCordoned(annotations map[string]string) bool {
+	return CordonSet(annotations, CordonAnnotation) || CordonSet(annotations, CordonTenantAnnotation)
+}
 
 // SliceCordonAnnotations are the annotations that cordon a ResourceSlice, on either side of a
 // peering (each is written on one side only).
@@ -55,3 +80,10 @@ func SliceCordonedBy(annotations map[string]string) []string {
 	}
 	return out
 }
+
+// ResourceSliceGrantKept is the reason of a ResourceSlice's Resources condition (Accepted) when
+// the provider could not grant what the slice now asks for, and keeps the grant in force
+// (status.resources) instead of withdrawing it: the slice's virtual node and its pods stay as
+// they are. Its message says what was asked and why it is not granted. Ours, not upstream
+// Liqo's (whose provider does not re-negotiate).
+const ResourceSliceGrantKept = "GrantKept"

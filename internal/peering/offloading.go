@@ -85,7 +85,9 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 			if c.Type != authv1beta1.ResourceSliceConditionTypeResources {
 				continue
 			}
-			if c.Status == authv1beta1.ResourceSliceConditionDenied && equality.Semantic.DeepEqual(slice.Spec.Resources, p.opts.Resources) &&
+			// Denied, or the new ask refused and the grant in force kept: either way it will not come.
+			refused := c.Status == authv1beta1.ResourceSliceConditionDenied || c.Reason == consts.ResourceSliceGrantKept
+			if refused && equality.Semantic.DeepEqual(slice.Spec.Resources, p.opts.Resources) &&
 				!grantCovers(slice.Status.Resources, p.opts.Resources) && slice.ResourceVersion != asked {
 				return false, stop("%s denied ResourceSlice %s: %s (%s); ask for less, or share more on the provider", p.provider.Name, key, c.Message, c.Reason)
 			}

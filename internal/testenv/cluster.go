@@ -142,7 +142,7 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions, 
 		// envtest waits 10 s for the CRDs by default: too little on a loaded 2-core machine.
 		CRDInstallOptions: envtest.CRDInstallOptions{CRDs: crdObjs, Paths: opts.CRDPaths, ErrorIfPathMissing: true, Scheme: scheme,
 			MaxTime: 2 * time.Minute},
-		Scheme:            scheme,
+		Scheme: scheme,
 	}
 	realBin, opts, err := c.prepareRealNode(ctx, opts)
 	if err != nil {

@@ -40,6 +40,9 @@ type Options struct {
 	// CertificateLifetime is the serving certificate's requested life (CSR expirationSeconds,
 	// at least 10 minutes); 0 leaves it to the signer.
 	CertificateLifetime time.Duration
+	// MinRenewalInterval is the least time between two requests for the serving certificate,
+	// whatever the signer returns (pki.DefaultMinRenewalInterval when zero).
+	MinRenewalInterval time.Duration
 	// StreamIdleTimeout closes exec and attach streams idle that long. Default 4h, as kubelet.
 	StreamIdleTimeout time.Duration
 	// StreamCreationTimeout bounds the creation of exec and attach streams. Default 30s.
@@ -94,10 +97,7 @@ func (s *Server) Run(ctx context.Context, env *vnode.Env) error {
 			_ = ln.Close()
 		}
 	}()
-	certs, err := startCertificates(ctx, env, s.opts.CertificateLifetime)
-	if err != nil {
-		return err
-	}
+	certs := startCertificates(ctx, env, s.opts.CertificateLifetime, s.opts.MinRenewalInterval)
 	defer certs.Stop()
 	cas, err := startClientCA(ctx, env.Local, s.opts.ClientCARefresh, env.Log)
 	if err != nil {

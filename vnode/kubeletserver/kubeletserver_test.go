@@ -19,11 +19,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -76,8 +78,8 @@ func clientTLS(t *testing.T, cons *testenv.Cluster) (*x509.CertPool, tls.Certifi
 
 // startVirtualKubelet runs, until the test ends, the approver of virtual nodes' serving
 // certificates on the consumer (the controller manager's part) and the virtual kubelet of vn,
-// with the kubelet endpoint, reaching the provider with remoteCfg.
-func startVirtualKubelet(t *testing.T, cons *testenv.Cluster, vn *offv1beta1.VirtualNode, remoteCfg *rest.Config) {
+// with the kubelet endpoint (opts), reaching the provider with remoteCfg.
+func startVirtualKubelet(t *testing.T, cons *testenv.Cluster, vn *offv1beta1.VirtualNode, remoteCfg *rest.Config, opts kubeletserver.Options) {
 	t.Helper()
 	consKube := kubernetes.NewForConfigOrDie(cons.Config)
 	testenv.StartManager(t, cons, func(mgr ctrl.Manager) error {
@@ -85,7 +87,7 @@ func startVirtualKubelet(t *testing.T, cons *testenv.Cluster, vn *offv1beta1.Vir
 			Requesters: func(*offv1beta1.VirtualNode) []string { return []string{"testenv-admin"} }}).SetupWithManager(mgr)
 	})
 	runner := vnode.NewRunner(consKube, vnode.Options{ProbeInterval: time.Second, ConsumerID: consumerID, LocalConfig: cons.Config,
-		Reflectors: []vnode.Reflector{kubeletserver.New(kubeletserver.Options{})}, KubeletAddress: "127.0.0.1:0"}, ctrl.Log)
+		Reflectors: []vnode.Reflector{kubeletserver.New(opts)}, KubeletAddress: "127.0.0.1:0"}, ctrl.Log)
 	if err := runner.Ensure(t.Context(), vn, remoteCfg); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ spec:
 		t.Fatal(err)
 	}
 
-	startVirtualKubelet(t, cons, vn, remoteCfg)
+	startVirtualKubelet(t, cons, vn, remoteCfg, kubeletserver.Options{})
 
 	// The Node says where its kubelet endpoint is.
 	node := &corev1.Node{}
@@ -397,18 +399,15 @@ func selfSigned(t *testing.T, user, group string) tls.Certificate {
 	return c
 }
 
-// TestServingCertificateRenewed: with a signer issuing 3-minute certificates (5 minutes
-// backdated), the kubelet endpoint serves a new certificate before the first one expires.
-// About 3 minutes; skipped with -short.
-func TestServingCertificateRenewed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a certificate renewal (about 3 minutes)")
-	}
+// underShortSigner starts a consumer whose kube-controller-manager signs certificates for at
+// most signing (--cluster-signing-duration) and a provider, and runs a virtual node of the
+// provider with its kubelet endpoint (opts) on the consumer; it returns the consumer.
+func underShortSigner(t *testing.T, signing string, opts kubeletserver.Options) *testenv.Cluster {
+	t.Helper()
 	env := testenv.New(t,
-		testenv.ClusterOptions{Name: "consumer", ControllerManager: true, ControllerManagerArgs: []string{"--cluster-signing-duration=3m"}},
+		testenv.ClusterOptions{Name: "consumer", ControllerManager: true, ControllerManagerArgs: []string{"--cluster-signing-duration=" + signing}},
 		testenv.ClusterOptions{Name: "provider"})
 	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
-	ctx := t.Context()
 	kc, err := prov.UserKubeconfig(consumerID)
 	if err != nil {
 		t.Fatal(err)
@@ -421,12 +420,22 @@ func TestServingCertificateRenewed(t *testing.T) {
 		Spec: offv1beta1.VirtualNodeSpec{ClusterID: providerID, ResourceQuota: corev1.ResourceQuotaSpec{
 			Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
 	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNs}}, vn} {
-		if err := cons.Client.Create(ctx, o); err != nil {
+		if err := cons.Client.Create(t.Context(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	startVirtualKubelet(t, cons, vn, remoteCfg)
+	startVirtualKubelet(t, cons, vn, remoteCfg, opts)
+	return cons
+}
 
+// TestServingCertificateRenewed: with a signer issuing 3-minute certificates (5 minutes
+// backdated), the kubelet endpoint serves a new certificate before the first one expires.
+// About 3 minutes; skipped with -short.
+func TestServingCertificateRenewed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a certificate renewal (about 3 minutes)")
+	}
+	cons := underShortSigner(t, "3m", kubeletserver.Options{})
 	roots, admin := clientTLS(t, cons)
 	served := func(ctx context.Context) (*x509.Certificate, error) {
 		node := &corev1.Node{}
@@ -464,4 +473,48 @@ func TestServingCertificateRenewed(t *testing.T) {
 		t.Errorf("renewed certificate expires %v, not after the first (%v)", next.NotAfter, first.NotAfter)
 	}
 	t.Logf("first certificate %v-%v, renewed one served %v before it expired", first.NotBefore, first.NotAfter, time.Until(first.NotAfter).Round(time.Second))
+}
+
+// TestServingCertificateNoRenewalStorm: with a signer issuing 10-second certificates (5
+// minutes backdated, so each is due for renewal as soon as it is issued), the virtual kubelet
+// asks for its serving certificate at most once per MinRenewalInterval (here 4 s), each
+// request at least that long after the previous one, and keeps serving a renewed certificate.
+// (client-go's certificate manager, used before, asked again every second or so.)
+func TestServingCertificateNoRenewalStorm(t *testing.T) {
+	const minInterval = 4 * time.Second
+	cons := underShortSigner(t, "10s", kubeletserver.Options{MinRenewalInterval: minInterval})
+	ctx := t.Context()
+	requests := func(ctx context.Context) ([]time.Time, error) {
+		list := &certificatesv1.CertificateSigningRequestList{}
+		if err := cons.Client.List(ctx, list); err != nil {
+			return nil, err
+		}
+		var out []time.Time
+		for _, c := range list.Items {
+			if c.Spec.SignerName == certificatesv1.KubeletServingSignerName {
+				out = append(out, c.CreationTimestamp.Time)
+			}
+		}
+		slices.SortFunc(out, time.Time.Compare)
+		return out, nil
+	}
+	testenv.Poll(t, "a first serving-certificate request", 30*time.Second, func(ctx context.Context) (bool, error) {
+		ts, err := requests(ctx)
+		return len(ts) > 0, err
+	})
+	const window = 21 * time.Second
+	time.Sleep(window)
+	ts, err := requests(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d kubelet-serving CSRs in about %s under --cluster-signing-duration=10s", len(ts), window)
+	if maxN := 2 + int(window/minInterval); len(ts) > maxN || len(ts) < 3 {
+		t.Errorf("%d CSRs in about %s with a minimum interval of %s, want 3 to %d", len(ts), window, minInterval, maxN)
+	}
+	for i := 1; i < len(ts); i++ {
+		if gap := ts[i].Sub(ts[i-1]); gap < minInterval-time.Second { // creation times have a resolution of a second
+			t.Errorf("CSR %d made %s after the previous one, want at least %s", i, gap, minInterval)
+		}
+	}
 }
