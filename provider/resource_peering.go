@@ -132,7 +132,8 @@ func (r *peeringResource) Configure(_ context.Context, req resource.ConfigureReq
 func known(s types.String) bool { return !s.IsNull() && !s.IsUnknown() }
 
 // ModifyPlan checks at plan time, without contacting the clusters, that both cluster keys are
-// in the provider's clusters map; keeps the grant in the plan when the requested resources do
+// in the provider's clusters map; when they can be reached, that the gateway server's ports are
+// free there (planGatewayPorts); keeps the grant in the plan when the requested resources do
 // not change; and plans an in-place update when the last refresh found a module not up, so that
 // apply runs the (idempotent) peering again and repairs it.
 func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -167,6 +168,7 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if noNode := plan.CreateResourceSlice.Equal(types.BoolValue(false)) || plan.CreateVirtualNode.Equal(types.BoolValue(false)); noNode {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("virtual_node_name"), types.StringNull())...)
 	}
+	r.planGatewayPorts(ctx, &plan, req, resp)
 	if req.State.Raw.IsNull() {
 		return
 	}

@@ -175,7 +175,9 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			},
 			"cpu":    peeringQuantityAttribute("CPU (e.g. `4` or `500m`); required unless `create_resource_slice = false`"),
 			"memory": peeringQuantityAttribute("memory (e.g. `8Gi`); required unless `create_resource_slice = false`"),
-			"pods":   peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once); required unless `create_resource_slice = false`"),
+			"pods": withValidators(peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once), at least 1; "+
+				"required unless `create_resource_slice = false`"),
+				podsValidator("Ask for at least 1, e.g. pods = \"110\" (the most pods the virtual node runs at once).")),
 			"create_resource_slice": schema.BoolAttribute{
 				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 				MarkdownDescription: "Ask the provider for resources through a ResourceSlice, as `liqoctl peer " +
