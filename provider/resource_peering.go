@@ -247,18 +247,11 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	m.ConsumerTenantNamespace = types.StringValue(st.ConsumerTenantNamespace)
 	m.ProviderTenantNamespace = types.StringValue(st.ProviderTenantNamespace)
 	m.VirtualNodeName = stringOrNull(st.VirtualNode)
-	if m.Gateway.IsNull() || m.Gateway.IsUnknown() { // import: the server where it is, the rest as liqoctl's defaults
-		m.Gateway = peeringGatewayOn(peering.Gateway{ServerOnConsumer: st.ServerOnConsumer}.ServerLocation())
-	} else if attrs := m.Gateway.Attributes(); attrs["server_location"] == nil || attrs["server_location"].IsNull() {
-		// A state written before server_location was an attribute: what those releases asked for
-		// (in a bidirectional peering, one direction reuses the other's tunnel, server and all).
-		attrs["server_location"] = types.StringValue(peeringDefaultServerLocation)
-		gw, d := types.ObjectValue(peeringGatewayAttrTypes, attrs)
-		if d.HasError() {
-			return fmt.Errorf("building gateway: %w", diagsError(d))
-		}
-		m.Gateway = gw
+	gw, err := peeringGatewayRead(m.Gateway, st)
+	if err != nil {
+		return err
 	}
+	m.Gateway = gw
 	if m.Networking.IsNull() || m.Networking.IsUnknown() {
 		m.Networking = types.BoolValue(st.Networking != peering.StatusDisabled)
 	}
@@ -377,7 +370,9 @@ func (r *peeringResource) Update(ctx context.Context, req resource.UpdateRequest
 		// The gateway may be half changed: keep the prior values, so the next plan shows the
 		// change again (the requested resources come from the grant, whatever it is now).
 		prior.Timeouts = plan.Timeouts
+		had := prior.Gateway
 		if st := r.observe(ctx, &prior); st != nil && prior.refresh(ctx, st) == nil {
+			prior.Gateway = had // not what a half-done update wrote: the next plan shows the change again
 			resp.Diagnostics.Append(resp.State.Set(ctx, &prior)...)
 		} else {
 			resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)

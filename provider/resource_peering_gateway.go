@@ -3,7 +3,10 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -106,4 +109,71 @@ func (r *peeringResource) planSides(ctx context.Context, serverKey, peerKey stri
 		return server, peer, false
 	}
 	return server, peer, true
+}
+
+// peeringGatewayRead is the gateway attribute as the clusters have it, from prior (the state's,
+// or the plan's after an apply; null on import): each attribute read back from the tunnel
+// (st.Tunnel), so that an import, or a gateway changed outside Terraform, shows as it is. What
+// the tunnel does not tell keeps prior's value (on import: the default): the Service type or MTU
+// where the GatewayServer leaves them to its template, the client's address and port while the
+// server reports no endpoint, and, in a bidirectional peering (a tunnel both directions share,
+// which the first of them made where its own server_location said), server_location, except on
+// import where it is read as the direction that made the tunnel declared it. A client address
+// or port configured equal to the server's endpoint is kept as configured.
+func peeringGatewayRead(prior types.Object, st *peering.State) (types.Object, error) {
+	imported := prior.IsNull() || prior.IsUnknown()
+	var attrs map[string]attr.Value
+	if imported {
+		attrs = peeringGatewayOn(peering.Gateway{ServerOnConsumer: st.ServerOnConsumer}.ServerLocation()).Attributes()
+	} else {
+		attrs = maps.Clone(prior.Attributes())
+		if attrs["server_location"] == nil || attrs["server_location"].IsNull() {
+			// A state written before server_location was an attribute: what those releases asked
+			// for (in a bidirectional peering, one direction reuses the other's tunnel, server and all).
+			attrs["server_location"] = types.StringValue(peeringDefaultServerLocation)
+		}
+	}
+	if t := st.Tunnel; t != nil {
+		if imported || !t.Shared {
+			attrs["server_location"] = types.StringValue(t.ServerLocation())
+		}
+		if t.ServiceType != "" {
+			attrs["service_type"] = types.StringValue(string(t.ServiceType))
+		}
+		attrs["port"] = types.Int64Value(int64(t.Port))
+		attrs["node_port"] = int64OrNull(t.NodePort)
+		attrs["load_balancer_ip"] = stringOrNull(t.LoadBalancerIP)
+		if t.MTU != 0 {
+			attrs["mtu"] = types.Int64Value(int64(t.MTU))
+		}
+		if t.ClientKnown {
+			readClientOverrides(attrs, t)
+		}
+	}
+	gw, d := types.ObjectValue(peeringGatewayAttrTypes, attrs)
+	if d.HasError() {
+		return gw, fmt.Errorf("building gateway: %w", diagsError(d))
+	}
+	return gw, nil
+}
+
+// readClientOverrides sets client_address and client_port in attrs from what the tunnel's
+// client dials, keeping a configured value the client dials (equal to the server's endpoint).
+func readClientOverrides(attrs map[string]attr.Value, t *peering.Tunnel) {
+	addr, _ := attrs["client_address"].(types.String)
+	if !known(addr) || !slices.Equal(t.DialedAddresses, []string{addr.ValueString()}) {
+		attrs["client_address"] = stringOrNull(t.ClientAddress)
+	}
+	port, _ := attrs["client_port"].(types.Int64)
+	if port.IsNull() || port.IsUnknown() || int64(t.DialedPort) != port.ValueInt64() {
+		attrs["client_port"] = int64OrNull(t.ClientPort)
+	}
+}
+
+// int64OrNull is n, or null when 0.
+func int64OrNull(n int32) types.Int64 {
+	if n == 0 {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(n))
 }

@@ -132,6 +132,8 @@ type State struct {
 	// ServerOnConsumer tells that the tunnel's gateway server is on the consumer (meaningful
 	// when the tunnel exists).
 	ServerOnConsumer bool
+	// Tunnel is the tunnel as found (nil when there is none, or networking is left out).
+	Tunnel *Tunnel
 	// ProxyURL is the proxy the consumer's control plane reaches the provider's API server
 	// through, as the provider's Tenant records it ("" when it reaches it directly).
 	ProxyURL string
