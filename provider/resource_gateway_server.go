@@ -169,7 +169,8 @@ func (r *gatewayServerResource) ModifyPlan(ctx context.Context, req resource.Mod
 
 // planPorts refuses, when the cluster can be reached, a port the server cannot have there
 // (gatewayPortTaken: another GatewayServer's UDP port, another Service's node port): on create,
-// and when the name, port or node port changes. The object this one replaces is its own.
+// and when the name, port or node port changes. The object this one replaces is its own, and so
+// is any other of its namespace for the same peer.
 func (r *gatewayServerResource) planPorts(ctx context.Context, plan, state *gatewayServerModel, hasState bool, resp *resource.ModifyPlanResponse) {
 	if plan.Cluster.IsUnknown() || !known(plan.Namespace) || !known(plan.Name) || plan.Port.IsUnknown() || plan.NodePort.IsUnknown() {
 		return
@@ -187,8 +188,12 @@ func (r *gatewayServerResource) planPorts(ctx context.Context, plan, state *gate
 	if !plan.NodePort.IsNull() {
 		gw.Spec.Endpoint.NodePort = ptr.To(nwInt32(plan.NodePort.ValueInt64()))
 	}
+	// The one this replaces: the state's, or (Terraform plans a replacement's create without
+	// the state) another of the namespace for the same peer, as a tenant namespace holds one
+	// peering's tunnel.
 	mine := func(o *networkingv1beta1.GatewayServer) bool {
-		return hasState && state.Cluster.Equal(plan.Cluster) && o.Namespace == state.Namespace.ValueString() && o.Name == state.Name.ValueString()
+		return hasState && state.Cluster.Equal(plan.Cluster) && o.Namespace == state.Namespace.ValueString() && o.Name == state.Name.ValueString() ||
+			o.Namespace == gw.Namespace && known(plan.RemoteClusterID) && o.Labels[consts.RemoteClusterIDLabel] == plan.RemoteClusterID.ValueString()
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, gatewayPlanTimeout)
 	defer cancel()
