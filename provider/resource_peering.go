@@ -3,9 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -294,26 +292,6 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	return nil
 }
 
-// peeringLocks serialise the operations on one pair of clusters within this provider process:
-// the two directions of a bidirectional peering share the tenant namespaces and the tunnel, and
-// Terraform creates and destroys them in parallel (each would find the shared objects half made
-// or half gone).
-var peeringLocks sync.Map // string → chan struct{}
-
-// lockPair takes the lock of the unordered pair {a, b} of the set, or fails when ctx ends.
-func lockPair(ctx context.Context, set *clusterSet, a, b string) (unlock func(), err error) {
-	pair := []string{a, b}
-	sort.Strings(pair)
-	v, _ := peeringLocks.LoadOrStore(fmt.Sprintf("%p/%s/%s", set, pair[0], pair[1]), make(chan struct{}, 1))
-	ch, _ := v.(chan struct{})
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for another operation on the peering of %q and %q: %w", a, b, ctx.Err())
-	}
-}
-
 // sides returns the two clusters of the model with clients, checking that our API is there.
 func (r *peeringResource) sides(ctx context.Context, m *peeringModel) (consumer, provider peering.Cluster, err error) {
 	if r.clusters == nil {
@@ -398,7 +376,7 @@ func (r *peeringResource) peer(ctx context.Context, plan *peeringModel, timeout 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	unlock, err := lockPair(ctx, r.clusters, plan.ConsumerCluster.ValueString(), plan.ProviderCluster.ValueString())
+	ctx, unlock, err := lockPair(ctx, r.clusters, plan, op)
 	if err != nil {
 		diags.AddError(summary, err.Error())
 		return false
@@ -529,7 +507,7 @@ func (r *peeringResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	unlock, err := lockPair(ctx, r.clusters, state.ConsumerCluster.ValueString(), state.ProviderCluster.ValueString())
+	ctx, unlock, err := lockPair(ctx, r.clusters, &state, "delete")
 	if err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())
 		return

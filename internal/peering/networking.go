@@ -157,8 +157,13 @@ func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewaySer
 	if g.LoadBalancerIP != "" {
 		o.LoadBalancerIP = ptr.To(g.LoadBalancerIP)
 	}
+	what := "report its endpoint"
+	if g.ServiceType == corev1.ServiceTypeLoadBalancer {
+		what += " (a LoadBalancer Service's address comes from the cluster's load balancer: where there is none, expose the " +
+			"gateway with a NodePort Service)"
+	}
 	refused := false
-	err = p.write(ctx, s, "GatewayServer", gw, func() { forge.MutateGatewayServer(gw, string(s.remote), o) }, "report its endpoint",
+	err = p.write(ctx, s, "GatewayServer", gw, func() { forge.MutateGatewayServer(gw, string(s.remote), o) }, what,
 		func() bool {
 			refused = workload.PortRefusal(gw) != ""
 			return refused || gw.Status.Endpoint != nil && len(gw.Status.Endpoint.Addresses) > 0 && gw.Status.SecretRef != nil &&

@@ -343,6 +343,7 @@ func deleteAndWait(ctx context.Context, c Cluster, obj client.Object, interval t
 // waitFor polls cond until it holds, failing with what was awaited and the last reason when
 // ctx ends.
 func waitFor(ctx context.Context, interval time.Duration, what string, cond func(ctx context.Context) (bool, error)) error {
+	defer ReportWait(ctx, what)()
 	var last error
 	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
