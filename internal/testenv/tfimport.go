@@ -11,9 +11,10 @@ import (
 	"testing"
 )
 
-// CopyTerraformTree copies the .tf files of the folder src (and its subfolders, but those of
-// Terraform's own, .terraform*) into a new folder of tb's, which it returns: a tree of examples
-// whose module sources are relative paths, to run terraform in without writing to src.
+// CopyTerraformTree copies the configuration (.tf) and test (.tftest.hcl) files of the folder
+// src and its subfolders (but Terraform's own, .terraform*) into a new folder of tb's, which it
+// returns: a tree of examples whose module sources are relative paths, to run terraform in
+// without writing to src.
 func CopyTerraformTree(tb testing.TB, src string) string {
 	tb.Helper()
 	dst := filepath.Join(tb.TempDir(), filepath.Base(src))
@@ -31,7 +32,7 @@ func CopyTerraformTree(tb testing.TB, src string) string {
 			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
 		}
-		if !strings.HasSuffix(p, ".tf") {
+		if !strings.HasSuffix(p, ".tf") && !strings.HasSuffix(p, ".tftest.hcl") {
 			return nil
 		}
 		data, err := os.ReadFile(p)
