@@ -184,6 +184,8 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.AddWarning("Peering not up: apply repairs it",
 			fmt.Sprintf("liqo_peering %s: %s at the last refresh; applying runs the peering again, which recreates what is missing "+
 				"and waits until every module is up.", state.ID.ValueString(), reason))
+	} else if reason == "" {
+		planTimeoutsOnly(ctx, req.State, resp)
 	}
 }
 
@@ -340,6 +342,15 @@ func (r *peeringResource) Update(ctx context.Context, req resource.UpdateRequest
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	only, d := onlyTimeoutsChange(ctx, req.Plan, req.State)
+	resp.Diagnostics.Append(d...)
+	if d.HasError() {
+		return
+	}
+	if only {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...) // new timeouts, nothing else to do
 		return
 	}
 	timeout, d := plan.Timeouts.Update(ctx, peeringDefaultTimeout)

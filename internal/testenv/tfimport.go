@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -100,12 +101,13 @@ func ImportBlocks(showJSON []byte) (string, int, error) {
 
 // ExpectImportsQuiet checks that what state (a state file of the configuration in folder
 // example of the examples tree) holds, imported by ID into an empty state, plans nothing but
-// the imports: the provider reads every attribute back as the configuration has it. except
-// names, by address, the resources whose import cannot be quiet and what their plan does then
-// ("update" or "replace": a write-only value or a private key, which no import reads). It works
-// in a copy of the tree (CopyTerraformTree), with import blocks in a file of their own. tf runs
-// terraform in a folder with the arguments and returns its output and exit code; vars are the
-// plan's further arguments (-var ...).
+// the imports: the provider reads every attribute back as the configuration has it. Only
+// `timeouts`, which no import can read, may show as an in-place change; except names, by
+// address, the resources whose import cannot be quiet and what their plan does then ("update"
+// or "replace": a write-only value or a private key, which no import reads). It works in a copy
+// of the tree (CopyTerraformTree), with import blocks in a file of their own. tf runs terraform
+// in a folder with the arguments and returns its output and exit code; vars are the plan's
+// further arguments (-var ...).
 func ExpectImportsQuiet(tb testing.TB, examples, example, state string, vars []string, except map[string]string,
 	tf func(dir string, args ...string) (string, int),
 ) {
@@ -125,22 +127,74 @@ func ExpectImportsQuiet(tb testing.TB, examples, example, state string, vars []s
 	if out, code := tf(dir, "get", "-no-color"); code != 0 { // local modules; the provider comes from the CLI configuration
 		tb.Fatalf("terraform get in a copy of examples/%s: exit %d\n%s", example, code, out)
 	}
-	args := append([]string{"plan", "-input=false", "-no-color", "-state=" + filepath.Join(tb.TempDir(), "imported.tfstate")}, vars...)
-	out, _ = tf(dir, args...)
-	replaced, updated := 0, 0
-	for addr, action := range except {
-		phrase := map[string]string{"update": "will be updated in-place", "replace": "must be replaced"}[action]
-		if action == "update" {
-			updated++
-		} else {
-			replaced++
+	planFile := filepath.Join(tb.TempDir(), "imports.tfplan")
+	args := append([]string{"plan", "-input=false", "-no-color", "-out=" + planFile,
+		"-state=" + filepath.Join(tb.TempDir(), "imported.tfstate")}, vars...)
+	planOut, code := tf(dir, args...)
+	if code != 0 {
+		tb.Fatalf("examples/%s imported by ID: plan exit %d\n%s\nimports:\n%s", example, code, planOut, blocks)
+	}
+	out, code = tf(dir, "show", "-json", "-no-color", planFile)
+	if code != 0 {
+		tb.Fatalf("terraform show -json of the import plan: exit %d\n%s", code, out)
+	}
+	if problems := importPlanProblems([]byte(out), n, except); len(problems) > 0 {
+		tb.Errorf("examples/%s imported by ID (%d resources) into an empty state:\n  %s\n%s\nimports:\n%s", example, n,
+			strings.Join(problems, "\n  "), planOut, blocks)
+	}
+}
+
+// importPlanProblems checks a plan (`terraform show -json` of it) of n imports: each resource
+// imported, and changed only as except says, or in timeouts alone.
+func importPlanProblems(planJSON []byte, n int, except map[string]string) []string {
+	var plan struct {
+		ResourceChanges []struct {
+			Address string `json:"address"`
+			Change  struct {
+				Actions   []string       `json:"actions"`
+				Before    map[string]any `json:"before"`
+				After     map[string]any `json:"after"`
+				Importing any            `json:"importing"`
+			} `json:"change"`
+		} `json:"resource_changes"`
+	}
+	if err := json.Unmarshal(planJSON, &plan); err != nil {
+		return []string{fmt.Sprintf("reading the plan: %v", err)}
+	}
+	var problems []string
+	imported := 0
+	for _, rc := range plan.ResourceChanges {
+		ch := rc.Change
+		if ch.Importing != nil {
+			imported++
 		}
-		if !strings.Contains(out, "# "+addr+" "+phrase) {
-			tb.Errorf("examples/%s imported by ID: want %q in the plan", example, "# "+addr+" "+phrase)
+		actions := strings.Join(ch.Actions, ",")
+		switch want := except[rc.Address]; {
+		case want == "update" && actions == "update", want == "replace" && (actions == "delete,create" || actions == "create,delete"):
+		case want != "":
+			problems = append(problems, fmt.Sprintf("%s: %s, want %s (what no import reads)", rc.Address, actions, want))
+		case actions == "no-op":
+		case actions == "update" && onlyTimeoutsDiffer(ch.Before, ch.After):
+		default:
+			problems = append(problems, fmt.Sprintf("%s: %s, want no change (but timeouts)", rc.Address, actions))
 		}
 	}
-	want := fmt.Sprintf("Plan: %d to import, %d to add, %d to change, %d to destroy.", n, replaced, updated, replaced)
-	if !strings.Contains(out, want) {
-		tb.Errorf("examples/%s imported by ID (%d resources) into an empty state: want %q\n%s\nimports:\n%s", example, n, want, out, blocks)
+	if imported != n {
+		problems = append(problems, fmt.Sprintf("%d resources imported, want %d", imported, n))
 	}
+	return problems
+}
+
+// onlyTimeoutsDiffer tells whether two values of a resource differ in `timeouts` alone.
+func onlyTimeoutsDiffer(before, after map[string]any) bool {
+	if len(before) != len(after) {
+		return false
+	}
+	for k, v := range before {
+		w, ok := after[k]
+		if k != "timeouts" && (!ok || !reflect.DeepEqual(v, w)) {
+			return false
+		}
+	}
+	return true
 }
