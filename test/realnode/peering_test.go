@@ -62,8 +62,9 @@ func newTerraformRun(t *testing.T) *terraformRun {
 	return &terraformRun{root: root, state: t.TempDir(), env: append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1")}
 }
 
-// mustRun runs terraform command (apply, destroy, plan) on an example with vars, failing the
-// test on a non-zero exit; it returns the output and the duration.
+// mustRun runs terraform command (apply, destroy, plan) on an example with vars (name=value,
+// or a flag such as -target=...), failing the test on a non-zero exit; it returns the output
+// and the duration.
 func (r *terraformRun) mustRun(t *testing.T, example, command string, vars ...string) (string, time.Duration) {
 	t.Helper()
 	args := []string{"-chdir=" + filepath.Join(r.root, "examples", example), command, "-input=false", "-no-color",
@@ -72,7 +73,11 @@ func (r *terraformRun) mustRun(t *testing.T, example, command string, vars ...st
 		args = append(args, "-auto-approve")
 	}
 	for _, v := range vars {
-		args = append(args, "-var", v)
+		if strings.HasPrefix(v, "-") { // a flag, e.g. -target=...
+			args = append(args, v)
+		} else {
+			args = append(args, "-var", v)
+		}
 	}
 	cmd := exec.Command("terraform", args...)
 	cmd.Env = r.env
