@@ -95,8 +95,11 @@ func (r *gatewayServerResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"mtu":               nwMTUAttribute(),
 			"port": schema.Int64Attribute{
 				Optional: true, Computed: true, Default: int64default.StaticInt64(51840),
-				MarkdownDescription: "Port the gateway listens on (`spec.endpoint.port`); default: `51840`. In place.",
-				Validators:          []validator.Int64{nwPortValidator()},
+				MarkdownDescription: "Port the gateway listens on (`spec.endpoint.port`); default: `51840`. In place. Each " +
+					"GatewayServer of a cluster needs a port of its own (gateways listen in their node's network namespace): a " +
+					"port another one uses is refused at plan when the cluster can be reached, and the controllers run no gateway " +
+					"for a GatewayServer on a port taken (`wait_for_endpoint` then fails with their reason).",
+				Validators: []validator.Int64{nwPortValidator()},
 			},
 			"service_type": enumAttribute(string(corev1.ServiceTypeNodePort),
 				"Type of the Service exposing the gateway: `NodePort` (default), `LoadBalancer` or `ClusterIP`. In place.",

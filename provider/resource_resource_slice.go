@@ -114,7 +114,7 @@ func (r *resourceSliceResource) Schema(ctx context.Context, _ resource.SchemaReq
 			},
 			"cpu":    resourceSliceQuantityAttribute("CPU (e.g. `4` or `500m`)"),
 			"memory": resourceSliceQuantityAttribute("memory (e.g. `8Gi`)"),
-			"pods": withValidators(resourceSliceQuantityAttribute("pods (e.g. `110`), at least 1; not set: the provider's default"),
+			"pods": withValidators(resourceSliceQuantityAttribute("pods (e.g. `110`, at least 1; not set: the provider's default)"),
 				podsValidator("Ask for at least 1, e.g. pods = \"110\", or leave pods out for the provider's default.")),
 			"ephemeral_storage": resourceSliceQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)"),
 			"resources": quantitiesResourcesAttribute("Other resources requested, by resource name (e.g. `nvidia.com/gpu = \"2\"`), as " +
