@@ -59,15 +59,20 @@ type Tunnel struct {
 func (p *pair) observeTunnel(ctx context.Context, st *State) error {
 	cons := side{p.consumer, p.consumerNS(), p.providerID}
 	prov := side{p.provider, p.providerNS(), p.consumerID}
-	dialer := cons
-	gws, err := gatewayObject(ctx, cons, &netv1beta1.GatewayServerList{}, &netv1beta1.GatewayServer{}, "GatewayServer")
-	if err != nil {
-		return err
+	server := func(s side) (*netv1beta1.GatewayServer, error) {
+		return gatewayObject(ctx, s, &netv1beta1.GatewayServerList{}, &netv1beta1.GatewayServer{}, "GatewayServer")
 	}
-	if gws != nil {
-		st.ServerOnConsumer, dialer = true, prov
-	} else if gws, err = gatewayObject(ctx, prov, &netv1beta1.GatewayServerList{}, &netv1beta1.GatewayServer{}, "GatewayServer"); err != nil || gws == nil {
+	dialer := cons
+	gws, err := server(cons)
+	switch {
+	case err != nil:
 		return err
+	case gws != nil:
+		st.ServerOnConsumer, dialer = true, prov
+	default:
+		if gws, err = server(prov); err != nil || gws == nil {
+			return err
+		}
 	}
 	ep := gws.Spec.Endpoint
 	t := &Tunnel{Gateway: Gateway{ServerOnConsumer: st.ServerOnConsumer, ServiceType: ep.ServiceType, Port: workload.ListenPort(gws),
