@@ -25,22 +25,28 @@ func CopyTerraformTree(tb testing.TB, src string) string {
 		}
 		rel, err := filepath.Rel(src, p)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", p, err)
 		}
 		if d.IsDir() {
 			if strings.HasPrefix(d.Name(), ".terraform") {
 				return filepath.SkipDir
 			}
-			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+			if err := os.MkdirAll(filepath.Join(dst, rel), 0o700); err != nil {
+				return fmt.Errorf("making the copy of %s: %w", rel, err)
+			}
+			return nil
 		}
 		if !strings.HasSuffix(p, ".tf") && !strings.HasSuffix(p, ".tftest.hcl") {
 			return nil
 		}
 		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dst, rel), data, 0o600)
 		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o600)
+		if err != nil {
+			return fmt.Errorf("copying %s: %w", rel, err)
+		}
+		return nil
 	})
 	if err != nil {
 		tb.Fatalf("copying %s: %v", src, err)
