@@ -333,8 +333,8 @@ func TestAccIdentityGenerateConfig(t *testing.T) {
 // -generate-config-out` writes their configuration; adds what fill gives by address (what the
 // practitioner must write: values that cannot be imported); checks that the plan imports every
 // resource, changing nothing but what the cases' afterImport say; applies it; checks that the
-// next plan is empty; and destroys what it imported.
-func checkGenerateConfig(t *testing.T, providerBlock, config string, cases []identityCase, fill map[string]map[string]string) {
+// next plan is empty; and destroys what it imported. It returns the generated configuration.
+func checkGenerateConfig(t *testing.T, providerBlock, config string, cases []identityCase, fill map[string]map[string]string) string {
 	t.Helper()
 	// The provider's source, for the CLI (resource.Test writes its own).
 	providerBlock = requiredProvidersBlock + providerBlock
@@ -399,6 +399,7 @@ func checkGenerateConfig(t *testing.T, providerBlock, config string, cases []ide
 		t.Errorf("plan after the imports: exit %d, want 0 (no changes)\n%s", code, out)
 	}
 	tf.run(t, append([]string{"destroy", "-auto-approve"}, args...)...)
+	return generated
 }
 
 // planResourceChange is what checkImportPlan reads of a resource change of a JSON plan.

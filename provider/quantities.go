@@ -165,6 +165,12 @@ func quantityAttribute(required bool, description string) schema.StringAttribute
 	}
 }
 
+// withValidators returns a with more validators.
+func withValidators(a schema.StringAttribute, v ...validator.String) schema.StringAttribute {
+	a.Validators = append(append([]validator.String{}, a.Validators...), v...)
+	return a
+}
+
 // quantitiesResourcesAttribute is the `resources` attribute: the non-standard resources asked
 // for, by resource name, as quantities.
 func quantitiesResourcesAttribute(description string) schema.MapAttribute {

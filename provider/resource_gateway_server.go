@@ -16,9 +16,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
@@ -93,8 +95,11 @@ func (r *gatewayServerResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"mtu":               nwMTUAttribute(),
 			"port": schema.Int64Attribute{
 				Optional: true, Computed: true, Default: int64default.StaticInt64(51840),
-				MarkdownDescription: "Port the gateway listens on (`spec.endpoint.port`); default: `51840`. In place.",
-				Validators:          []validator.Int64{nwPortValidator()},
+				MarkdownDescription: "Port the gateway listens on (`spec.endpoint.port`); default: `51840`. In place. Each " +
+					"GatewayServer of a cluster needs a port of its own (gateways listen in their node's network namespace): a " +
+					"port another one uses is refused at plan when the cluster can be reached, and the controllers run no gateway " +
+					"for a GatewayServer on a port taken (`wait_for_endpoint` then fails with their reason).",
+				Validators: []validator.Int64{nwPortValidator()},
 			},
 			"service_type": enumAttribute(string(corev1.ServiceTypeNodePort),
 				"Type of the Service exposing the gateway: `NodePort` (default), `LoadBalancer` or `ClusterIP`. In place.",
@@ -153,6 +158,7 @@ func (r *gatewayServerResource) ModifyPlan(ctx context.Context, req resource.Mod
 		return
 	}
 	state, ok := priorModel[gatewayServerModel](ctx, req, resp)
+	r.planPorts(ctx, &plan, &state, ok, resp)
 	if !ok {
 		return
 	}
@@ -162,6 +168,44 @@ func (r *gatewayServerResource) ModifyPlan(ctx context.Context, req resource.Mod
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint_addresses"), state.EndpointAddresses)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint_port"), state.EndpointPort)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint_protocol"), state.EndpointProtocol)...)
+}
+
+// planPorts refuses, when the cluster can be reached, a port the server cannot have there
+// (gatewayPortTaken: another GatewayServer's UDP port, another Service's node port): on create,
+// and when the name, port or node port changes. The object this one replaces is its own, and so
+// is any other of its namespace for the same peer.
+func (r *gatewayServerResource) planPorts(ctx context.Context, plan, state *gatewayServerModel, hasState bool, resp *resource.ModifyPlanResponse) {
+	if plan.Cluster.IsUnknown() || !known(plan.Namespace) || !known(plan.Name) || plan.Port.IsUnknown() || plan.NodePort.IsUnknown() {
+		return
+	}
+	if hasState && plan.Namespace.Equal(state.Namespace) && plan.Name.Equal(state.Name) && plan.Port.Equal(state.Port) &&
+		plan.NodePort.Equal(state.NodePort) && plan.Cluster.Equal(state.Cluster) {
+		return
+	}
+	c, err := r.client(ctx, plan.Cluster, true)
+	if err != nil {
+		return // not reachable (yet): the controller reports a taken port on the GatewayServer, which wait_for_endpoint reads
+	}
+	gw := &networkingv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}}
+	gw.Spec.Endpoint.Port = nwInt32(plan.Port.ValueInt64())
+	if !plan.NodePort.IsNull() {
+		gw.Spec.Endpoint.NodePort = ptr.To(nwInt32(plan.NodePort.ValueInt64()))
+	}
+	// The one this replaces: the state's, or (Terraform plans a replacement's create without
+	// the state) another of the namespace for the same peer, as a tenant namespace holds one
+	// peering's tunnel.
+	mine := func(o *networkingv1beta1.GatewayServer) bool {
+		return hasState && state.Cluster.Equal(plan.Cluster) && o.Namespace == state.Namespace.ValueString() && o.Name == state.Name.ValueString() ||
+			o.Namespace == gw.Namespace && known(plan.RemoteClusterID) && o.Labels[consts.RemoteClusterIDLabel] == plan.RemoteClusterID.ValueString()
+	}
+	checkCtx, cancel := context.WithTimeout(ctx, gatewayPlanTimeout)
+	defer cancel()
+	problem, err := gatewayPortTaken(checkCtx, c.ctrl, gw, mine)
+	if err != nil || problem == nil {
+		return
+	}
+	resp.Diagnostics.AddAttributeError(path.Root(problem.attr), "Gateway port in use",
+		fmt.Sprintf("GatewayServer %s/%s on %s: %s. %s", gw.Namespace, gw.Name, c.describe(), problem.detail, problem.fix(problem.attr)))
 }
 
 // exposureEqual says whether the attributes that decide the endpoint are the same.
@@ -261,9 +305,13 @@ func gatewayServerWaitEndpoint(ctx context.Context, c *clusterClient, plan *gate
 	timeout time.Duration, _ string,
 ) (*networkingv1beta1.GatewayServer, error) {
 	var got *networkingv1beta1.GatewayServer
+	refused := ""
 	err := nwWait(ctx, c, gatewayServerModule, "GatewayServer", gs, timeout, "the endpoint (status.endpoint) to be reported",
 		"wait_for_endpoint", func(o client.Object) (bool, string) {
 			cur := o.(*networkingv1beta1.GatewayServer)
+			if refused = workload.PortRefusal(cur); refused != "" {
+				return true, refused
+			}
 			addrs, port, proto := gatewayServerEndpoint(cur)
 			if cur.Status.Endpoint == nil {
 				return false, fmt.Sprintf("no status.endpoint (serverRef %v)", objectRefString(cur.Status.ServerRef))
@@ -282,6 +330,10 @@ func gatewayServerWaitEndpoint(ctx context.Context, c *clusterClient, plan *gate
 			got = cur
 			return true, seen
 		})
+	if err == nil && refused != "" {
+		return nil, fmt.Errorf("%s: GatewayServer %s in %s: the liqo controllers do not run its gateway: %s. Set port to a port "+
+			"no other GatewayServer of the cluster uses", gatewayServerModule, objectID("", gs.Namespace, gs.Name), c.describe(), refused)
+	}
 	return got, err
 }
 

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -22,6 +24,8 @@ import (
 )
 
 const networkConfigurationModule = "liqo_network_configuration"
+
+var _ resource.ResourceWithValidateConfig = (*networkConfigurationResource)(nil)
 
 // networkConfigurationResource manages a Configuration: the peer's pod and external CIDRs.
 type networkConfigurationResource struct {
@@ -95,6 +99,52 @@ func (r *networkConfigurationResource) Schema(ctx context.Context, _ resource.Sc
 			"remapped_external_cidrs": computedStringList("The peer's external CIDRs as this cluster sees them after " +
 				"remapping (`status.remote.cidr.external`); null until the controllers report them (or when there are none)."),
 		})
+}
+
+// ValidateConfig refuses remote CIDRs that overlap one another: a pod CIDR inside another, or
+// inside the external CIDR. The controllers would remap each into its own range, and traffic for
+// the addresses both cover would go to whichever came first, silently.
+func (r *networkConfigurationResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var cfg networkConfigurationModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	type named struct {
+		attr   string
+		prefix netip.Prefix
+	}
+	var all []named
+	for _, l := range []struct {
+		attr string
+		list types.List
+	}{{"remote_pod_cidrs", cfg.RemotePodCIDRs}, {"remote_external_cidrs", cfg.RemoteExternalCIDRs}} {
+		if l.list.IsNull() || l.list.IsUnknown() {
+			continue
+		}
+		for _, e := range l.list.Elements() {
+			s, ok := e.(types.String)
+			if !ok || s.IsNull() || s.IsUnknown() {
+				continue
+			}
+			if p, err := netip.ParsePrefix(s.ValueString()); err == nil { // the list's validator reports a bad one
+				all = append(all, named{l.attr, p.Masked()})
+			}
+		}
+	}
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if a.prefix == b.prefix && a.attr == b.attr {
+				continue // a duplicate: the list's UniqueValues reports it
+			}
+			if a.prefix.Overlaps(b.prefix) {
+				resp.Diagnostics.AddAttributeError(path.Root(b.attr), "Overlapping remote CIDRs",
+					fmt.Sprintf("%s %s overlaps %s %s: the peer's networks cannot share addresses (the controllers would remap "+
+						"each into a range of its own and send what both cover to one of them). List each network once, "+
+						"with the peer's real, disjoint CIDRs (its liqo_cluster data source).", a.attr, a.prefix, b.attr, b.prefix))
+			}
+		}
+	}
 }
 
 // ModifyPlan shows the default name and keeps the remapped CIDRs when the CIDRs they come from

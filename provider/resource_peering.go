@@ -3,9 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -133,7 +131,8 @@ func (r *peeringResource) Configure(_ context.Context, req resource.ConfigureReq
 func known(s types.String) bool { return !s.IsNull() && !s.IsUnknown() }
 
 // ModifyPlan checks at plan time, without contacting the clusters, that both cluster keys are
-// in the provider's clusters map; keeps the grant in the plan when the requested resources do
+// in the provider's clusters map; when they can be reached, that the gateway server's ports are
+// free there (planGatewayPorts); keeps the grant in the plan when the requested resources do
 // not change; and plans an in-place update when the last refresh found a module not up, so that
 // apply runs the (idempotent) peering again and repairs it.
 func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -168,6 +167,7 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if noNode := plan.CreateResourceSlice.Equal(types.BoolValue(false)) || plan.CreateVirtualNode.Equal(types.BoolValue(false)); noNode {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("virtual_node_name"), types.StringNull())...)
 	}
+	r.planGatewayPorts(ctx, &plan, req, resp)
 	if req.State.Raw.IsNull() {
 		return
 	}
@@ -185,6 +185,8 @@ func (r *peeringResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.AddWarning("Peering not up: apply repairs it",
 			fmt.Sprintf("liqo_peering %s: %s at the last refresh; applying runs the peering again, which recreates what is missing "+
 				"and waits until every module is up.", state.ID.ValueString(), reason))
+	} else if reason == "" {
+		planTimeoutsOnly(ctx, req.State, resp)
 	}
 }
 
@@ -247,18 +249,11 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	m.ConsumerTenantNamespace = types.StringValue(st.ConsumerTenantNamespace)
 	m.ProviderTenantNamespace = types.StringValue(st.ProviderTenantNamespace)
 	m.VirtualNodeName = stringOrNull(st.VirtualNode)
-	if m.Gateway.IsNull() || m.Gateway.IsUnknown() { // import: the server where it is, the rest as liqoctl's defaults
-		m.Gateway = peeringGatewayOn(peering.Gateway{ServerOnConsumer: st.ServerOnConsumer}.ServerLocation())
-	} else if attrs := m.Gateway.Attributes(); attrs["server_location"] == nil || attrs["server_location"].IsNull() {
-		// A state written before server_location was an attribute: what those releases asked for
-		// (in a bidirectional peering, one direction reuses the other's tunnel, server and all).
-		attrs["server_location"] = types.StringValue(peeringDefaultServerLocation)
-		gw, d := types.ObjectValue(peeringGatewayAttrTypes, attrs)
-		if d.HasError() {
-			return fmt.Errorf("building gateway: %w", diagsError(d))
-		}
-		m.Gateway = gw
+	gw, err := peeringGatewayRead(m.Gateway, st)
+	if err != nil {
+		return err
 	}
+	m.Gateway = gw
 	if m.Networking.IsNull() || m.Networking.IsUnknown() {
 		m.Networking = types.BoolValue(st.Networking != peering.StatusDisabled)
 	}
@@ -300,26 +295,6 @@ func (m *peeringModel) refresh(ctx context.Context, st *peering.State) error {
 	}
 	m.Status = status
 	return nil
-}
-
-// peeringLocks serialise the operations on one pair of clusters within this provider process:
-// the two directions of a bidirectional peering share the tenant namespaces and the tunnel, and
-// Terraform creates and destroys them in parallel (each would find the shared objects half made
-// or half gone).
-var peeringLocks sync.Map // string → chan struct{}
-
-// lockPair takes the lock of the unordered pair {a, b} of the set, or fails when ctx ends.
-func lockPair(ctx context.Context, set *clusterSet, a, b string) (unlock func(), err error) {
-	pair := []string{a, b}
-	sort.Strings(pair)
-	v, _ := peeringLocks.LoadOrStore(fmt.Sprintf("%p/%s/%s", set, pair[0], pair[1]), make(chan struct{}, 1))
-	ch, _ := v.(chan struct{})
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for another operation on the peering of %q and %q: %w", a, b, ctx.Err())
-	}
 }
 
 // sides returns the two clusters of the model with clients, checking that our API is there.
@@ -374,13 +349,24 @@ func (r *peeringResource) Update(ctx context.Context, req resource.UpdateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	only, d := onlyTimeoutsChange(ctx, req.Plan, req.State)
+	resp.Diagnostics.Append(d...)
+	if d.HasError() {
+		return
+	}
+	if only {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...) // new timeouts, nothing else to do
+		return
+	}
 	timeout, d := plan.Timeouts.Update(ctx, peeringDefaultTimeout)
 	resp.Diagnostics.Append(d...)
 	if !r.peer(ctx, &plan, timeout, "update", &resp.State, &resp.Diagnostics, false) {
 		// The gateway may be half changed: keep the prior values, so the next plan shows the
 		// change again (the requested resources come from the grant, whatever it is now).
 		prior.Timeouts = plan.Timeouts
+		had := prior.Gateway
 		if st := r.observe(ctx, &prior); st != nil && prior.refresh(ctx, st) == nil {
+			prior.Gateway = had // not what a half-done update wrote: the next plan shows the change again
 			resp.Diagnostics.Append(resp.State.Set(ctx, &prior)...)
 		} else {
 			resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
@@ -406,7 +392,7 @@ func (r *peeringResource) peer(ctx context.Context, plan *peeringModel, timeout 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	unlock, err := lockPair(ctx, r.clusters, plan.ConsumerCluster.ValueString(), plan.ProviderCluster.ValueString())
+	ctx, unlock, err := lockPair(ctx, r.clusters, plan, op)
 	if err != nil {
 		diags.AddError(summary, err.Error())
 		return false
@@ -578,7 +564,7 @@ func (r *peeringResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	unlock, err := lockPair(ctx, r.clusters, state.ConsumerCluster.ValueString(), state.ProviderCluster.ValueString())
+	ctx, unlock, err := lockPair(ctx, r.clusters, &state, "delete")
 	if err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())
 		return

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,29 +16,50 @@ import (
 )
 
 // TestPeeringLockPair: the two directions of a pair share one lock (a second holder waits
-// until the first lets go, or until its context ends); other pairs do not wait.
+// until the first lets go, or until its context ends, then says which operation of which
+// peering holds it, since when, and what that one waits for); other pairs do not wait.
 func TestPeeringLockPair(t *testing.T) {
 	set := &clusterSet{}
-	unlock, err := lockPair(t.Context(), set, "a", "b")
+	pm := func(consumer, provider string) *peeringModel {
+		return &peeringModel{ConsumerCluster: types.StringValue(consumer), ProviderCluster: types.StringValue(provider)}
+	}
+	held, unlock, err := lockPair(t.Context(), set, pm("a", "b"), "create")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := lockPair(ctx, set, "b", "a"); !errors.Is(err, context.DeadlineExceeded) {
+	// The holder waits (as internal/peering's waits report it, through the context).
+	done := peering.ReportWait(held, "GatewayServer liqo-tenant-a/a on b to report its endpoint")
+	_, _, err = lockPair(ctx, set, pm("b", "a"), "create")
+	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the other direction while a→b is held: %v, want a deadline error", err)
 	}
-	other, err := lockPair(t.Context(), set, "a", "c")
+	for _, want := range []string{`another operation on the peering of "b" and "a"`, `until this create's timeout`,
+		`the create of the peering of consumer "a" with provider "b" has held it since `,
+		`waiting for GatewayServer liqo-tenant-a/a on b to report its endpoint`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q: want it to say %q", err, want)
+		}
+	}
+	t.Logf("the other direction's error: %v", err)
+	done()
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel2()
+	if _, _, err := lockPair(ctx2, set, pm("b", "a"), "delete"); err == nil || !strings.Contains(err.Error(), "between two of its steps") {
+		t.Errorf("while the holder waits for nothing: %v, want it to say so", err)
+	}
+	_, other, err := lockPair(t.Context(), set, pm("a", "c"), "create")
 	if err != nil {
 		t.Fatalf("another pair: %v", err)
 	}
 	other()
-	if _, err := lockPair(t.Context(), &clusterSet{}, "a", "b"); err != nil {
+	if _, _, err := lockPair(t.Context(), &clusterSet{}, pm("a", "b"), "create"); err != nil {
 		t.Fatalf("the same keys of another provider configuration: %v", err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		u, err := lockPair(t.Context(), set, "b", "a")
+		_, u, err := lockPair(t.Context(), set, pm("b", "a"), "update")
 		if err == nil {
 			u()
 		}

@@ -148,8 +148,10 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 						string(corev1.ServiceTypeLoadBalancer), string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeClusterIP)),
 					"port": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(consts.DefaultGatewayPort),
-						MarkdownDescription: "UDP port of the gateway server; default `51840`.",
-						Validators:          []validator.Int64{nwPortValidator()},
+						MarkdownDescription: "UDP port of the gateway server; default `51840`. Each GatewayServer of a cluster needs a " +
+							"port of its own (gateways listen in their node's network namespace): a port another one of the cluster " +
+							"hosting the server uses is refused at plan when that cluster can be reached, else when applying.",
+						Validators: []validator.Int64{nwPortValidator()},
 					},
 					"node_port": schema.Int64Attribute{
 						Optional:            true,
@@ -183,7 +185,9 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			},
 			"cpu":    peeringQuantityAttribute("CPU (e.g. `4` or `500m`); required unless `create_resource_slice = false`"),
 			"memory": peeringQuantityAttribute("memory (e.g. `8Gi`); required unless `create_resource_slice = false`"),
-			"pods":   peeringQuantityAttribute("pods (e.g. `110`, the most the virtual node runs at once); required unless `create_resource_slice = false`"),
+			"pods": withValidators(peeringQuantityAttribute("pods (e.g. `110`, at least 1: the most the virtual node runs at once); "+
+				"required unless `create_resource_slice = false`"),
+				podsValidator("Ask for at least 1, e.g. pods = \"110\" (the most pods the virtual node runs at once).")),
 			"create_resource_slice": schema.BoolAttribute{
 				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 				MarkdownDescription: "Ask the provider for resources through a ResourceSlice, as `liqoctl peer " +

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"net"
 	"os"
@@ -674,33 +673,7 @@ func TestAccPeeringResourceExample(t *testing.T) {
 // returns it with a terraform environment using the built provider through dev_overrides.
 func examplesTree(t *testing.T) (string, []string) {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), "examples")
-	err := filepath.WalkDir(filepath.Join("..", "examples"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(filepath.Join("..", "examples"), p)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".terraform") {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
-		}
-		if !strings.HasSuffix(p, ".tf") {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o600)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dst := testenv.CopyTerraformTree(t, filepath.Join("..", "examples"))
 	rc := filepath.Join(t.TempDir(), "terraformrc")
 	overrides := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    %q = %q\n  }\n  direct {}\n}\n",
 		strings.TrimPrefix(provider.Address, "registry.terraform.io/"), providerBinary(t))
@@ -730,6 +703,14 @@ func tfIn(t *testing.T, dir string, env []string, args ...string) (string, time.
 		t.Fatalf("terraform %s: %v", args[0], err)
 	}
 	return string(out), took, 0
+}
+
+// tfRunner is tfIn for testenv.ExpectImportsQuiet: output and exit code.
+func tfRunner(t *testing.T, env []string) func(dir string, args ...string) (string, int) {
+	return func(dir string, args ...string) (string, int) {
+		out, _, code := tfIn(t, dir, env, args...)
+		return out, code
+	}
 }
 
 // mustTF runs terraform in dir and fails the test unless it exits 0.
@@ -771,8 +752,9 @@ func TestPeeringExamplesValidate(t *testing.T) {
 
 // TestPeeringExamplesCLI applies examples/peering and examples/fleet as a user would, with the
 // real terraform CLI and the built provider (dev_overrides), against clusters running the real
-// controller manager, without networking; it logs how long apply (to Ready virtual nodes),
-// a no-change plan and destroy take: issue 7's targets are 15 s, 3 s and 15 s.
+// controller manager, without networking; what each applied, imported by ID into an empty
+// state, plans no change; it logs how long apply (to Ready virtual nodes), a no-change plan and
+// destroy take: issue 7's targets are 15 s, 3 s and 15 s.
 func TestPeeringExamplesCLI(t *testing.T) {
 	const c, p, p2 = "cl-consumer", "cl-provider", "cl-provider-2"
 	e := peeringEnv(t, c, p, p2)
@@ -791,6 +773,7 @@ func TestPeeringExamplesCLI(t *testing.T) {
 		if code != 0 {
 			t.Errorf("second plan: exit %d, want 0 (no changes):\n%s", code, out)
 		}
+		testenv.ExpectImportsQuiet(t, root, "peering", filepath.Join(d, "terraform.tfstate"), append([]string{"-var", "cpu=2"}, args[2:]...), nil, tfRunner(t, env))
 		out, _, code = tfIn(t, d, env, append([]string{"plan", "-detailed-exitcode", "-var", "cpu=3"}, args...)...)
 		if code != 2 || !strings.Contains(out, "1 to change, 0 to destroy") {
 			t.Errorf("plan with cpu = 3: exit %d, want an in-place update:\n%s", code, out)
@@ -833,6 +816,7 @@ func TestPeeringExamplesCLI(t *testing.T) {
 			if code != 0 {
 				t.Errorf("second plan: exit %d, want 0 (no changes):\n%s", code, out)
 			}
+			testenv.ExpectImportsQuiet(t, root, "fleet", filepath.Join(d, "terraform.tfstate"), args[2:], nil, tfRunner(t, env))
 			_, destroy := mustTF(t, d, env, append([]string{"destroy", "-auto-approve"}, args...)...)
 			if err := checkNothingLeft(e, c, p, p2); err != nil {
 				t.Error(err)

@@ -112,9 +112,10 @@ func (r *resourceSliceResource) Schema(ctx context.Context, _ resource.SchemaReq
 				MarkdownDescription: "Class of the slice, which selects how the provider serves it; default `default`. In place.",
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 63)},
 			},
-			"cpu":               resourceSliceQuantityAttribute("CPU (e.g. `4` or `500m`)"),
-			"memory":            resourceSliceQuantityAttribute("memory (e.g. `8Gi`)"),
-			"pods":              resourceSliceQuantityAttribute("pods (e.g. `110`)"),
+			"cpu":    resourceSliceQuantityAttribute("CPU (e.g. `4` or `500m`)"),
+			"memory": resourceSliceQuantityAttribute("memory (e.g. `8Gi`)"),
+			"pods": withValidators(resourceSliceQuantityAttribute("pods (e.g. `110`, at least 1; not set: the provider's default)"),
+				podsValidator("Ask for at least 1, e.g. pods = \"110\", or leave pods out for the provider's default.")),
 			"ephemeral_storage": resourceSliceQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)"),
 			"resources": quantitiesResourcesAttribute("Other resources requested, by resource name (e.g. `nvidia.com/gpu = \"2\"`), as " +
 				"quantities. `cpu`, `memory`, `pods` and `ephemeral-storage` have their own attributes. In place."),

@@ -148,6 +148,23 @@ func quantityValidator() validator.String {
 	}}
 }
 
+// podsValidator checks that a pods quantity gives room for at least one pod: a virtual node of
+// "0" (or of a fraction of a pod) is Ready but can run nothing. fix says what to write instead
+// on the resource at hand.
+func podsValidator(fix string) validator.String {
+	return stringForm{"must be at least 1 (a whole number of pods)", "No room for any pod", func(s string) string {
+		q, err := resource.ParseQuantity(s)
+		if err != nil || q.Sign() < 0 {
+			return "" // quantityValidator reports it
+		}
+		if q.Cmp(resource.MustParse("1")) < 0 {
+			return fmt.Sprintf("pods = %q gives a virtual node with room for no pod: it would be Ready but run nothing "+
+				"offloaded to it. %s", s, fix)
+		}
+		return ""
+	}}
+}
+
 // authBase64Validator checks that a string is standard base64 (with padding), the form in which
 // the API returns []byte fields, so that what is read back equals what was written.
 func authBase64Validator() validator.String {

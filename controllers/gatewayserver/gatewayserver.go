@@ -58,14 +58,24 @@ var servers = gateways.Kind[*netv1beta1.GatewayServer]{
 }
 
 // SetupWithManager registers the reconciler. Node changes requeue every GatewayServer, as a
-// NodePort endpoint lists the nodes' addresses.
+// NodePort endpoint lists the nodes' addresses; a GatewayServer's changes requeue the others
+// on its port and those whose port was taken (portConflict), as its port may be free now.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	nodePortServers := enqueue.Listed(r.Client, servers.NewList, nil, func(_ client.Object, g *netv1beta1.GatewayServer) bool {
 		return g.Spec.Endpoint.ServiceType == corev1.ServiceTypeNodePort
 	})
+	samePort := enqueue.Listed(r.Client, servers.NewList, nil, func(o client.Object, g *netv1beta1.GatewayServer) bool {
+		changed, ok := o.(*netv1beta1.GatewayServer)
+		if !ok || client.ObjectKeyFromObject(changed) == client.ObjectKeyFromObject(g) {
+			return false
+		}
+		_, taken := g.Annotations[consts.PortConflictAnnotation]
+		return taken || workload.ListenPort(g) == workload.ListenPort(changed)
+	})
 	err := servers.Controller(mgr, r.Client).
 		Owns(&corev1.Service{}).
 		Watches(&corev1.Node{}, nodePortServers).
+		Watches(&netv1beta1.GatewayServer{}, samePort).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the gatewayserver controller: %w", err)
@@ -80,9 +90,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	gw := p.Object
-	port := listenPort(gw)
+	port := workload.ListenPort(gw)
+	conflict, err := r.portConflict(ctx, gw, port)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: agent.ModeServer, SecretName: p.SecretName, Image: r.Image, Port: port, Base: p.Base,
-		LiqoNamespace: r.LiqoNamespace})
+		LiqoNamespace: r.LiqoNamespace, Stopped: conflict})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -109,19 +123,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	gw.Status = status
 	return ctrl.Result{}, servers.UpdateStatus(ctx, r.Client, gw)
-}
-
-// listenPort is the UDP port the gateway server listens on: the endpoint's port, else its first
-// port, else consts.DefaultGatewayPort.
-func listenPort(gw *netv1beta1.GatewayServer) int32 {
-	port := gw.Spec.Endpoint.Port
-	if port == 0 && len(gw.Spec.Endpoint.Ports) > 0 {
-		port = gw.Spec.Endpoint.Ports[0]
-	}
-	if port == 0 {
-		port = consts.DefaultGatewayPort
-	}
-	return port
 }
 
 // ensureService renders the Service from the template's (base) with the controller's part

@@ -23,6 +23,12 @@ resource "liqo_peering" "consumer_to_provider" {
   provider_cluster = "provider"
   networking       = var.networking
 
+  # One tunnel serves both directions: give both the same gateway. A LoadBalancer Service needs
+  # a load balancer in the cluster hosting the server; without one, use NodePort.
+  gateway = {
+    service_type = var.gateway_service_type
+  }
+
   cpu    = var.cpu
   memory = var.memory
   pods   = var.pods
@@ -32,6 +38,11 @@ resource "liqo_peering" "provider_to_consumer" {
   consumer_cluster = "provider"
   provider_cluster = "consumer"
   networking       = var.networking
+
+  # The same gateway as the other direction's: they share the tunnel.
+  gateway = {
+    service_type = var.gateway_service_type
+  }
 
   cpu    = var.cpu
   memory = var.memory

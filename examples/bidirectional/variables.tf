@@ -16,6 +16,12 @@ variable "networking" {
   default     = true
 }
 
+variable "gateway_service_type" {
+  description = "Type of the Service exposing the tunnel's gateway server: LoadBalancer (a cluster with a load balancer), NodePort (e.g. real nodes without one) or ClusterIP."
+  type        = string
+  default     = "LoadBalancer"
+}
+
 variable "cpu" {
   description = "CPU each cluster asks of the other."
   type        = string

@@ -50,6 +50,8 @@ type Params struct {
 	// LiqoNamespace is the namespace Liqo is installed in, whose IPs the gateway reads (the
 	// IPsRole there, bound to the gateway's ServiceAccount); empty: consts.LiqoNamespace.
 	LiqoNamespace string
+	// Stopped runs no replica: the gateway cannot run (its port is taken, PortKeeper).
+	Stopped bool
 }
 
 // IPsRole is the Role, in the Liqo namespace, that lets gateways read its ipam.liqo.io IPs (the
@@ -202,8 +204,8 @@ const ContainerName = "gateway"
 // of it to its pods, as the sandbox's gateway hosts do; privileged because the gateway turns on
 // IP forwarding, which a container cannot otherwise write (upstream Liqo's gateway is
 // privileged too). The image is the template's when it sets one, else the controller's. One
-// replica and the Recreate strategy, unless the template says otherwise. Everything else is the
-// template's.
+// replica (none when Stopped) and the Recreate strategy, unless the template says otherwise.
+// Everything else is the template's.
 func renderDeployment(dep *appsv1.Deployment, p Params) {
 	base := p.Base
 	if base == nil {
@@ -221,6 +223,9 @@ func renderDeployment(dep *appsv1.Deployment, p Params) {
 	spec := *base.Deployment.DeepCopy()
 	if spec.Replicas == nil {
 		spec.Replicas = ptr.To[int32](1)
+	}
+	if p.Stopped {
+		spec.Replicas = ptr.To[int32](0)
 	}
 	spec.Selector = &metav1.LabelSelector{MatchLabels: selector}
 	if spec.Strategy.Type == "" {

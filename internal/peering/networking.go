@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
@@ -57,7 +58,7 @@ func (p *pair) ensureNetwork(ctx context.Context) error {
 		return err
 	}
 	for _, s := range []side{server, client} {
-		if err := p.waitConnected(ctx, s); err != nil {
+		if err := p.waitConnected(ctx, s, server, gws); err != nil {
 			return err
 		}
 	}
@@ -156,11 +157,21 @@ func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewaySer
 	if g.LoadBalancerIP != "" {
 		o.LoadBalancerIP = ptr.To(g.LoadBalancerIP)
 	}
-	err = p.write(ctx, s, "GatewayServer", gw, func() { forge.MutateGatewayServer(gw, string(s.remote), o) }, "report its endpoint",
+	what := "report its endpoint"
+	if g.ServiceType == corev1.ServiceTypeLoadBalancer {
+		what += " (a LoadBalancer Service's address comes from the cluster's load balancer: where there is none, expose the " +
+			"gateway with a NodePort Service)"
+	}
+	refused := false
+	err = p.write(ctx, s, "GatewayServer", gw, func() { forge.MutateGatewayServer(gw, string(s.remote), o) }, what,
 		func() bool {
-			return gw.Status.Endpoint != nil && len(gw.Status.Endpoint.Addresses) > 0 && gw.Status.SecretRef != nil &&
+			refused = workload.PortRefusal(gw) != ""
+			return refused || gw.Status.Endpoint != nil && len(gw.Status.Endpoint.Addresses) > 0 && gw.Status.SecretRef != nil &&
 				endpointCurrent(gw.Status.Endpoint, g)
 		})
+	if err == nil && refused {
+		err = serverRefused(ctx, s, gw)
+	}
 	return gw, err
 }
 
@@ -243,8 +254,9 @@ func (p *pair) exchangeKeys(ctx context.Context, server, client side, serverSecr
 	return nil
 }
 
-// waitConnected waits for the side's Connection to be Connected.
-func (p *pair) waitConnected(ctx context.Context, s side) error {
+// waitConnected waits for the side's Connection to be Connected; it fails at once when the
+// controller of the server's side (on server, gws) does not run the gateway server.
+func (p *pair) waitConnected(ctx context.Context, s, server side, gws *netv1beta1.GatewayServer) error {
 	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("the tunnel's Connection in %s on %s to be Connected (are the gateways running? "+
 		"in the sandbox they run only as root; otherwise set networking = false)", s.ns, s.c.Name),
 		func(ctx context.Context) (bool, error) {
@@ -257,7 +269,7 @@ func (p *pair) waitConnected(ctx context.Context, s side) error {
 					return true, nil
 				}
 			}
-			return false, nil
+			return false, serverRefused(ctx, server, gws)
 		})
 }
 

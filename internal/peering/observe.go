@@ -66,7 +66,7 @@ func (p *pair) observe(ctx context.Context) (*State, error) {
 	}
 	if p.opts.Networking {
 		st.Networking = string(peerstatus.Summary(consumerView.Modules.Networking.Conditions))
-		if st.ServerOnConsumer, err = p.serverOn(ctx, side{p.consumer, p.consumerNS(), p.providerID}); err != nil {
+		if err := p.observeTunnel(ctx, st); err != nil {
 			return nil, err
 		}
 	}

@@ -136,6 +136,8 @@ type State struct {
 	// ServerOnConsumer tells that the tunnel's gateway server is on the consumer (meaningful
 	// when the tunnel exists).
 	ServerOnConsumer bool
+	// Tunnel is the tunnel as found (nil when there is none, or networking is left out).
+	Tunnel *Tunnel
 	// ProxyURL is the proxy the consumer's control plane reaches the provider's API server
 	// through, as the provider's Tenant records it ("" when it reaches it directly).
 	ProxyURL string
@@ -348,6 +350,7 @@ func deleteAndWait(ctx context.Context, c Cluster, obj client.Object, interval t
 // waitFor polls cond until it holds, failing with what was awaited and the last reason when
 // ctx ends.
 func waitFor(ctx context.Context, interval time.Duration, what string, cond func(ctx context.Context) (bool, error)) error {
+	defer ReportWait(ctx, what)()
 	var last error
 	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)

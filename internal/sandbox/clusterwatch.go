@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -162,7 +163,7 @@ func (w *clusterWatch) wanted(ctx context.Context) (map[gatewayKey]bool, error) 
 			continue
 		}
 		k := gatewayKey{w.name, "server", g.Namespace, g.Name}
-		port := serverPort(g)
+		port := workload.ListenPort(g)
 		if other, taken := ports[port]; taken {
 			w.portClash(ctx, g, port, other)
 			continue
@@ -183,17 +184,6 @@ func (w *clusterWatch) wanted(ctx context.Context) (map[gatewayKey]bool, error) 
 	return want, nil
 }
 
-// serverPort is the UDP port a GatewayServer's gateway listens on.
-func serverPort(g *netv1beta1.GatewayServer) int32 {
-	if g.Spec.Endpoint.Port != 0 {
-		return g.Spec.Endpoint.Port
-	}
-	if len(g.Spec.Endpoint.Ports) > 0 {
-		return g.Spec.Endpoint.Ports[0]
-	}
-	return consts.DefaultGatewayPort
-}
-
 // portClash reports, once, that GatewayServer g cannot run because the server other in the same
 // cluster listens on its port already: in the supervisor's log and as a Warning Event on g.
 func (w *clusterWatch) portClash(ctx context.Context, g *netv1beta1.GatewayServer, port int32, other string) {
@@ -209,7 +199,7 @@ func (w *clusterWatch) portClash(ctx context.Context, g *netv1beta1.GatewayServe
 		ObjectMeta: metav1.ObjectMeta{GenerateName: g.Name + ".", Namespace: g.Namespace},
 		InvolvedObject: corev1.ObjectReference{APIVersion: netv1beta1.GroupVersion.String(), Kind: "GatewayServer",
 			Namespace: g.Namespace, Name: g.Name, UID: g.UID},
-		Reason: "PortInUse", Message: msg, Type: corev1.EventTypeWarning, Count: 1,
+		Reason: consts.PortInUseReason, Message: msg, Type: corev1.EventTypeWarning, Count: 1,
 		FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "liqo-sandbox"},
 	}
 	if err := w.writer.Create(ctx, ev); err != nil {

@@ -114,6 +114,9 @@ func TestPeeringOptions(t *testing.T) {
 	}
 
 	apply("server on the consumer behind NAT")
+	if r.networking { // without a tunnel there is no gateway to read: an import takes the default, not server_location = "Consumer"
+		r.expectImportsQuiet(t, "peering-options", r.tfArgs("peering-options", vars...), nil)
+	}
 	onConsumer, rawConsumer := r.liqoctlPeerInfo(t, bin, "consumer", "provider")
 	onProvider, rawProvider := r.liqoctlPeerInfo(t, bin, "provider", "consumer")
 	t.Logf("liqoctl info peer provider (on the consumer):\n%s\nliqoctl info peer consumer (on the provider):\n%s", rawConsumer, rawProvider)

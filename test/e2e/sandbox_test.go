@@ -311,6 +311,24 @@ func (r *sandboxRun) expectQuietPlans(t *testing.T, example string, args ...stri
 	return took
 }
 
+// expectImportsQuiet checks that what example's state (in the sandbox's folder) holds, imported
+// by ID into an empty state with the example's configuration and the variables of args (its
+// -var pairs), plans nothing but the imports and what except says (testenv.ExpectImportsQuiet).
+func (r *sandboxRun) expectImportsQuiet(t *testing.T, example string, args []string, except map[string]string) {
+	t.Helper()
+	var vars []string
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-var" {
+			vars = append(vars, args[i], args[i+1])
+		}
+	}
+	testenv.ExpectImportsQuiet(t, filepath.Join(r.root, "examples"), example, filepath.Join(r.state, example+".tfstate"), vars, except,
+		func(dir string, args ...string) (string, int) {
+			out, _, code := terraformIn(t, dir, r.tfEnv, args...)
+			return out, code
+		})
+}
+
 // expectDemoTunnel checks what the demo shows of the tunnel: the Connection Connected on each
 // side, then an offloaded pod answering HTTP at its address on the provider from the consumer's
 // stand-in pod, through the tunnel.
@@ -337,7 +355,8 @@ func expectDemoTunnel(t *testing.T, out string) {
 // and with networking the stand-in pods reaching each other through the tunnel, which they
 // could not before); then two plans after the keep-alive interval are empty, a cpu change is an in-place update, and
 // destroy leaves no Liqo object, tenant or remote namespace, virtual node, gateway process or
-// tunnel interface in either cluster. Then the bidirectional example (quiet plans likewise),
+// tunnel interface in either cluster; what each example applied, imported by ID into an empty
+// state, plans no change. Then the bidirectional example (quiet plans and import likewise),
 // destroying one direction first: the other keeps its virtual node and its tunnel. Timings
 // are logged.
 func TestMainJob(t *testing.T) {
@@ -401,6 +420,7 @@ func TestMainJob(t *testing.T) {
 			"provider_kubeconfig=" + filepath.Join(r.state, "provider.kubeconfig")}, vars...)...)
 	}
 	plan := r.expectQuietPlans(t, "peering", args()...)
+	r.expectImportsQuiet(t, "peering", args(), nil)
 	out, _, code := r.tf(t, "peering", append([]string{"plan", "-detailed-exitcode"}, args("cpu=3")...)...)
 	if code != 2 || !strings.Contains(out, "update in-place") || strings.Contains(out, "must be replaced") {
 		t.Errorf("plan with cpu = 3: exit %d, want an in-place update\n%s", code, out)
@@ -427,6 +447,7 @@ func TestMainJob(t *testing.T) {
 		t.Fatal("bidirectional: a virtual node is not Ready")
 	}
 	biPlan := r.expectQuietPlans(t, "bidirectional", bi...)
+	r.expectImportsQuiet(t, "bidirectional", bi, nil)
 	if r.networking {
 		r.expectPodTraffic(t, "examples/bidirectional", both...)
 	}
@@ -476,6 +497,7 @@ func TestFleet(t *testing.T) {
 			[2]string{"provider", "consumer"}, [2]string{"provider-2", "consumer"})
 	}
 	plan := r.expectQuietPlans(t, "fleet", args...)
+	r.expectImportsQuiet(t, "fleet", args, nil)
 	destroy := r.mustTF(t, "fleet", append([]string{"destroy", "-auto-approve"}, args...)...)
 	r.expectNothingLeft(t)
 	t.Logf("examples/fleet (3 clusters, hub-and-spoke, networking %t): apply to Ready virtual nodes %s, no-change plan %s, destroy %s",
@@ -520,6 +542,9 @@ func TestDeclarative(t *testing.T) {
 		r.expectPodTraffic(t, "examples/declarative", [2]string{"consumer", "provider"}, [2]string{"provider", "consumer"})
 	}
 	plan := r.expectQuietPlans(t, "declarative", args...)
+	// What no import reads: liqo_identity's write-only kubeconfig (written again), and the
+	// private key of liqo_consumer_identity's credentials (issued again).
+	r.expectImportsQuiet(t, "declarative", args, map[string]string{"liqo_identity.this": "update", "liqo_consumer_identity.this": "replace"})
 	r.expectUpstreamAccepts(t)
 	destroy := r.mustTF(t, "declarative", append([]string{"destroy", "-auto-approve"}, args...)...)
 	r.expectNothingLeft(t)

@@ -88,35 +88,7 @@ func findExampleTests(t *testing.T, examples string) ([]string, map[string]*exam
 // the copy's examples folder.
 func copyExamples(t *testing.T, root string) string {
 	t.Helper()
-	src := filepath.Join(root, "examples")
-	dst := filepath.Join(t.TempDir(), "examples")
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == ".terraform" {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || (!strings.HasSuffix(path, ".tf") && !strings.HasSuffix(path, testFileSuffix)) {
-			return nil
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o600)
-	})
-	if err != nil {
-		t.Fatalf("copying the examples: %v", err)
-	}
-	return dst
+	return testenv.CopyTerraformTree(t, filepath.Join(root, "examples"))
 }
 
 // devOverridesEnv is the environment of a terraform that installs the provider of the bins

@@ -62,8 +62,9 @@ func newTerraformRun(t *testing.T) *terraformRun {
 	return &terraformRun{root: root, state: t.TempDir(), env: append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1")}
 }
 
-// mustRun runs terraform command (apply, destroy, plan) on an example with vars, failing the
-// test on a non-zero exit; it returns the output and the duration.
+// mustRun runs terraform command (apply, destroy, plan) on an example with vars (name=value,
+// or a flag such as -target=...), failing the test on a non-zero exit; it returns the output
+// and the duration.
 func (r *terraformRun) mustRun(t *testing.T, example, command string, vars ...string) (string, time.Duration) {
 	t.Helper()
 	args := []string{"-chdir=" + filepath.Join(r.root, "examples", example), command, "-input=false", "-no-color",
@@ -72,7 +73,11 @@ func (r *terraformRun) mustRun(t *testing.T, example, command string, vars ...st
 		args = append(args, "-auto-approve")
 	}
 	for _, v := range vars {
-		args = append(args, "-var", v)
+		if strings.HasPrefix(v, "-") { // a flag, e.g. -target=...
+			args = append(args, v)
+		} else {
+			args = append(args, "-var", v)
+		}
 	}
 	cmd := exec.Command("terraform", args...)
 	cmd.Env = r.env
@@ -131,11 +136,13 @@ func TestPeeringOnRealNodes(t *testing.T) {
 	}
 }
 
-func peerRealNodes(t *testing.T, tc peeringCase) {
-	h := chart.New(t)
+// realNodePair starts tc's consumer and provider clusters, each with a real node, and installs
+// the chart into both; it returns them, the helm helper, and what each node's network has
+// before any peering (nodeNetwork).
+func realNodePair(t *testing.T, tc peeringCase) (h *chart.Helper, consumer, provider *testenv.Cluster, before map[*testenv.Cluster][]string) {
+	t.Helper()
+	h = chart.New(t)
 	archives := componentArchives(t)
-	tf := newTerraformRun(t)
-	ctx := t.Context()
 	clusterCIDR := func(node string) string { // kube-proxy's: pods' own traffic to Services is not masqueraded
 		if tc.clusterPodCIDR != "" {
 			return tc.clusterPodCIDR
@@ -147,19 +154,44 @@ func peerRealNodes(t *testing.T, tc peeringCase) {
 			RealNode: &testenv.RealNodeOptions{PodCIDR: tc.consumerNode, Images: archives}},
 		testenv.ClusterOptions{Name: "provider", PodCIDR: clusterCIDR(tc.providerNode),
 			RealNode: &testenv.RealNodeOptions{PodCIDR: tc.providerNode, Images: archives}})
-	consumer, provider := env.Cluster("consumer"), env.Cluster("provider")
+	consumer, provider = env.Cluster("consumer"), env.Cluster("provider")
 	dumpOnFailure(t, consumer, provider)
 	for _, c := range []*testenv.Cluster{consumer, provider} {
 		values := installValues(c, c.Name)
 		if tc.clusterPodCIDR != "" {
 			values["podCIDR"] = tc.clusterPodCIDR
 		}
-		if c == consumer {
+		if c == consumer && tc.virtualKubelet != "" {
 			values["virtualKubelet"] = map[string]any{"mode": tc.virtualKubelet}
 		}
-		installChart(ctx, t, h, c, values)
+		installChart(t.Context(), t, h, c, values)
 	}
-	before := map[*testenv.Cluster][]string{consumer: nodeNetwork(t, consumer.RealNode), provider: nodeNetwork(t, provider.RealNode)}
+	before = map[*testenv.Cluster][]string{consumer: nodeNetwork(t, consumer.RealNode), provider: nodeNetwork(t, provider.RealNode)}
+	return h, consumer, provider, before
+}
+
+// uninstallLeavingNothing runs `helm uninstall` in each cluster of before and checks that
+// nothing of ours is left, in the cluster or in its node's network.
+func uninstallLeavingNothing(t *testing.T, h *chart.Helper, before map[*testenv.Cluster][]string) {
+	t.Helper()
+	ctx := t.Context()
+	for c, was := range before {
+		if out, err := h.Run(ctx, helmArgs(c, "uninstall", chart.Release, "--wait", "--timeout", "3m")...); err != nil {
+			t.Fatalf("helm uninstall from %s: %v\n%s\n%s", c.Name, err, out, describePods(ctx, c, releaseNamespace))
+		}
+		if left := leftovers(ctx, t, c); len(left) > 0 {
+			t.Errorf("%s: left after destroy and helm uninstall: %v", c.Name, left)
+		}
+		if left := slices.DeleteFunc(nodeNetwork(t, c.RealNode), func(s string) bool { return slices.Contains(was, s) }); len(left) > 0 {
+			t.Errorf("%s's node: left after destroy and helm uninstall: %v", c.Name, left)
+		}
+	}
+}
+
+func peerRealNodes(t *testing.T, tc peeringCase) {
+	h, consumer, provider, before := realNodePair(t, tc)
+	tf := newTerraformRun(t)
+	ctx := t.Context()
 
 	vars := []string{"consumer_kubeconfig=" + consumer.KubeconfigPath, "provider_kubeconfig=" + provider.KubeconfigPath,
 		"gateway_service_type=NodePort",
@@ -257,17 +289,7 @@ func peerRealNodes(t *testing.T, tc peeringCase) {
 			return len(gatewayPods(ctx, t, c, component)) == 0 && slices.Equal(nodeNetwork(t, c.RealNode), before[c])
 		})
 	}
-	for _, c := range []*testenv.Cluster{consumer, provider} {
-		if out, err := h.Run(ctx, helmArgs(c, "uninstall", chart.Release, "--wait", "--timeout", "3m")...); err != nil {
-			t.Fatalf("helm uninstall from %s: %v\n%s\n%s", c.Name, err, out, describePods(ctx, c, releaseNamespace))
-		}
-		if left := leftovers(ctx, t, c); len(left) > 0 {
-			t.Errorf("%s: left after destroy and helm uninstall: %v", c.Name, left)
-		}
-		if left := slices.DeleteFunc(nodeNetwork(t, c.RealNode), func(s string) bool { return slices.Contains(before[c], s) }); len(left) > 0 {
-			t.Errorf("%s's node: left after destroy and helm uninstall: %v", c.Name, left)
-		}
-	}
+	uninstallLeavingNothing(t, h, before)
 }
 
 // runningContainers lists the pods on node with every container running (real containers: a

@@ -25,16 +25,17 @@ run "both_directions_share_the_settings" {
   command = plan
 
   variables {
-    networking = false
-    cpu        = "3"
-    memory     = "6Gi"
-    pods       = "40"
+    networking           = false
+    gateway_service_type = "NodePort"
+    cpu                  = "3"
+    memory               = "6Gi"
+    pods                 = "40"
   }
 
   assert {
     condition = alltrue([for p in [liqo_peering.consumer_to_provider, liqo_peering.provider_to_consumer] :
-    !p.networking && [p.cpu, p.memory, p.pods] == ["3", "6Gi", "40"]])
-    error_message = "both directions must take networking, cpu, memory and pods (they share one tunnel)"
+    !p.networking && p.gateway.service_type == "NodePort" && [p.cpu, p.memory, p.pods] == ["3", "6Gi", "40"]])
+    error_message = "both directions must take networking, the gateway's service type, cpu, memory and pods (they share one tunnel)"
   }
 }
 

@@ -1,7 +1,8 @@
-# The real liqo provider plans without a cluster: it reads no kubeconfig until it must reach a
-# cluster, and planning a new peering reaches none. A plan run with it checks what a mock cannot:
-# the defaults of the provider's schema, and that both cluster keys are in its clusters map.
-# The kubeconfig paths below are never read.
+# The real liqo provider plans without a cluster: planning a new peering needs none (where it
+# can reach the cluster that would host the gateway server, it also checks that the gateway's
+# port is free there). A plan run with it checks what a mock cannot: the defaults of the
+# provider's schema, and that both cluster keys are in its clusters map. The kubeconfig paths
+# below do not exist.
 
 variables {
   consumer_kubeconfig = "not-read/consumer.kubeconfig"

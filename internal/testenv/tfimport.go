@@ -1,0 +1,206 @@
+package testenv
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// CopyTerraformTree copies the configuration (.tf) and test (.tftest.hcl) files of the folder
+// src and its subfolders (but Terraform's own, .terraform*) into a new folder of tb's, which it
+// returns: a tree of examples whose module sources are relative paths, to run terraform in
+// without writing to src.
+func CopyTerraformTree(tb testing.TB, src string) string {
+	tb.Helper()
+	dst := filepath.Join(tb.TempDir(), filepath.Base(src))
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".terraform") {
+				return filepath.SkipDir
+			}
+			if err := os.MkdirAll(filepath.Join(dst, rel), 0o700); err != nil {
+				return fmt.Errorf("making the copy of %s: %w", rel, err)
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".tf") && !strings.HasSuffix(p, ".tftest.hcl") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dst, rel), data, 0o600)
+		}
+		if err != nil {
+			return fmt.Errorf("copying %s: %w", rel, err)
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("copying %s: %v", src, err)
+	}
+	return dst
+}
+
+// tfState is what ImportBlocks reads of `terraform show -json`.
+type tfState struct {
+	Values struct {
+		RootModule tfModule `json:"root_module"`
+	} `json:"values"`
+}
+
+type tfModule struct {
+	Resources []struct {
+		Address string         `json:"address"`
+		Mode    string         `json:"mode"`
+		Values  map[string]any `json:"values"`
+	} `json:"resources"`
+	ChildModules []tfModule `json:"child_modules"`
+}
+
+// ImportBlocks returns an import block for each managed resource of a state (`terraform show
+// -json` of it), by its `id` attribute (the import ID of this provider's resources), and how
+// many there are.
+func ImportBlocks(showJSON []byte) (string, int, error) {
+	var st tfState
+	if err := json.Unmarshal(showJSON, &st); err != nil {
+		return "", 0, fmt.Errorf("reading the state: %w", err)
+	}
+	var blocks []string
+	var walk func(m tfModule) error
+	walk = func(m tfModule) error {
+		for _, r := range m.Resources {
+			if r.Mode != "managed" {
+				continue
+			}
+			id, ok := r.Values["id"].(string)
+			if !ok || id == "" {
+				return fmt.Errorf("%s has no id in the state", r.Address)
+			}
+			blocks = append(blocks, fmt.Sprintf("import {\n  to = %s\n  id = %q\n}\n", r.Address, id))
+		}
+		for _, c := range m.ChildModules {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(st.Values.RootModule); err != nil {
+		return "", 0, err
+	}
+	sort.Strings(blocks)
+	return strings.Join(blocks, "\n"), len(blocks), nil
+}
+
+// ExpectImportsQuiet checks that what state (a state file of the configuration in folder
+// example of the examples tree) holds, imported by ID into an empty state, plans nothing but
+// the imports: the provider reads every attribute back as the configuration has it. Only
+// `timeouts`, which no import can read, may show as an in-place change; except names, by
+// address, the resources whose import cannot be quiet and what their plan does then ("update"
+// or "replace": a write-only value or a private key, which no import reads). It works in a copy
+// of the tree (CopyTerraformTree), with import blocks in a file of their own. tf runs terraform
+// in a folder with the arguments and returns its output and exit code; vars are the plan's
+// further arguments (-var ...).
+func ExpectImportsQuiet(tb testing.TB, examples, example, state string, vars []string, except map[string]string,
+	tf func(dir string, args ...string) (string, int),
+) {
+	tb.Helper()
+	out, code := tf(filepath.Join(examples, example), "show", "-json", "-no-color", state)
+	if code != 0 {
+		tb.Fatalf("terraform show -json %s: exit %d\n%s", state, code, out)
+	}
+	blocks, n, err := ImportBlocks([]byte(out))
+	if err != nil {
+		tb.Fatalf("examples/%s: %v", example, err)
+	}
+	dir := filepath.Join(CopyTerraformTree(tb, examples), example)
+	if err := os.WriteFile(filepath.Join(dir, "imports_check.tf"), []byte(blocks), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if out, code := tf(dir, "get", "-no-color"); code != 0 { // local modules; the provider comes from the CLI configuration
+		tb.Fatalf("terraform get in a copy of examples/%s: exit %d\n%s", example, code, out)
+	}
+	planFile := filepath.Join(tb.TempDir(), "imports.tfplan")
+	args := append([]string{"plan", "-input=false", "-no-color", "-out=" + planFile,
+		"-state=" + filepath.Join(tb.TempDir(), "imported.tfstate")}, vars...)
+	planOut, code := tf(dir, args...)
+	if code != 0 {
+		tb.Fatalf("examples/%s imported by ID: plan exit %d\n%s\nimports:\n%s", example, code, planOut, blocks)
+	}
+	out, code = tf(dir, "show", "-json", "-no-color", planFile)
+	if code != 0 {
+		tb.Fatalf("terraform show -json of the import plan: exit %d\n%s", code, out)
+	}
+	if problems := importPlanProblems([]byte(out), n, except); len(problems) > 0 {
+		tb.Errorf("examples/%s imported by ID (%d resources) into an empty state:\n  %s\n%s\nimports:\n%s", example, n,
+			strings.Join(problems, "\n  "), planOut, blocks)
+	}
+}
+
+// importPlanProblems checks a plan (`terraform show -json` of it) of n imports: each resource
+// imported, and changed only as except says, or in timeouts alone.
+func importPlanProblems(planJSON []byte, n int, except map[string]string) []string {
+	var plan struct {
+		ResourceChanges []struct {
+			Address string `json:"address"`
+			Change  struct {
+				Actions   []string       `json:"actions"`
+				Before    map[string]any `json:"before"`
+				After     map[string]any `json:"after"`
+				Importing any            `json:"importing"`
+			} `json:"change"`
+		} `json:"resource_changes"`
+	}
+	if err := json.Unmarshal(planJSON, &plan); err != nil {
+		return []string{fmt.Sprintf("reading the plan: %v", err)}
+	}
+	var problems []string
+	imported := 0
+	for _, rc := range plan.ResourceChanges {
+		ch := rc.Change
+		if ch.Importing != nil {
+			imported++
+		}
+		actions := strings.Join(ch.Actions, ",")
+		switch want := except[rc.Address]; {
+		case want == "update" && actions == "update", want == "replace" && (actions == "delete,create" || actions == "create,delete"):
+		case want != "":
+			problems = append(problems, fmt.Sprintf("%s: %s, want %s (what no import reads)", rc.Address, actions, want))
+		case actions == "no-op":
+		case actions == "update" && onlyTimeoutsDiffer(ch.Before, ch.After):
+		default:
+			problems = append(problems, fmt.Sprintf("%s: %s, want no change (but timeouts)", rc.Address, actions))
+		}
+	}
+	if imported != n {
+		problems = append(problems, fmt.Sprintf("%d resources imported, want %d", imported, n))
+	}
+	return problems
+}
+
+// onlyTimeoutsDiffer tells whether two values of a resource differ in `timeouts` alone.
+func onlyTimeoutsDiffer(before, after map[string]any) bool {
+	if len(before) != len(after) {
+		return false
+	}
+	for k, v := range before {
+		w, ok := after[k]
+		if k != "timeouts" && (!ok || !reflect.DeepEqual(v, w)) {
+			return false
+		}
+	}
+	return true
+}
