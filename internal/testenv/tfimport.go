@@ -19,7 +19,12 @@ import (
 func CopyTerraformTree(tb testing.TB, src string) string {
 	tb.Helper()
 	dst := filepath.Join(tb.TempDir(), filepath.Base(src))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		tb.Fatalf("copying %s: %v", src, err)
+	}
+	defer func() { _ = root.Close() }()
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -39,7 +44,7 @@ func CopyTerraformTree(tb testing.TB, src string) string {
 		if !strings.HasSuffix(p, ".tf") && !strings.HasSuffix(p, ".tftest.hcl") {
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		data, err := root.ReadFile(rel)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dst, rel), data, 0o600)
 		}
