@@ -183,12 +183,13 @@ func (r *Reconciler) usedCIDRs(ctx context.Context, conf *netv1beta1.Configurati
 		if o.Namespace == conf.Namespace && o.Name == conf.Name {
 			continue
 		}
-		seen := o.Spec.Remote.CIDR
-		if o.Status.Remote != nil {
-			seen = o.Status.Remote.CIDR
+		// Only what another peer was given: one not allocated yet holds nothing, and counting its
+		// spec would let a new peer that asks for an allocated range take it from its holder.
+		if o.Status.Remote == nil {
+			continue
 		}
-		raw = append(raw, cidr.Strings(seen.Pod)...)
-		raw = append(raw, cidr.Strings(seen.External)...)
+		raw = append(raw, cidr.Strings(o.Status.Remote.CIDR.Pod)...)
+		raw = append(raw, cidr.Strings(o.Status.Remote.CIDR.External)...)
 	}
 	return parseAll(raw)
 }

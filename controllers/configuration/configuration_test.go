@@ -93,3 +93,51 @@ func TestConfiguration(t *testing.T) {
 	check(wait(b), "10.64.0.0/16", "10.65.0.0/16", "Remapped")
 	check(wait(cc), "10.66.0.0/16", "10.67.0.0/16", "Remapped")
 }
+
+// TestAllocationHeldAgainstNewPeer: a peer that asks for the range another peer was remapped to
+// does not take it from that one, whichever of the two is reconciled first (the manager's queue
+// decides). Once counted as used before it held anything, such a peer made the holder move.
+func TestAllocationHeldAgainstNewPeer(t *testing.T) {
+	ctx := t.Context()
+	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	c := env.Cluster("a").Client
+	r := &configuration.Reconciler{Client: c, LocalCIDRs: []string{"10.96.0.0/12"}, Pool: []string{"10.64.0.0/14"}}
+	reconcile := func(ns string) *netv1beta1.Configuration {
+		t.Helper()
+		key := client.ObjectKey{Namespace: ns, Name: "conf"}
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+			t.Fatalf("reconciling %s: %v", key, err)
+		}
+		conf := &netv1beta1.Configuration{}
+		if err := c.Get(ctx, key, conf); err != nil {
+			t.Fatal(err)
+		}
+		return conf
+	}
+	for _, ns := range []string{"liqo", "t-b", "t-c"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pod := range []struct{ ns, cidr string }{{"t-b", "10.0.0.0/16"}, {"t-c", "10.64.0.0/16"}} {
+		conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: pod.ns, Name: "conf"}, Spec: netv1beta1.ConfigurationSpec{
+			Local:  &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{"10.0.0.0/16"}}},
+			Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{netv1beta1.CIDR(pod.cidr)}}},
+		}}
+		if err := c.Create(ctx, conf); err != nil {
+			t.Fatal(err)
+		}
+		if pod.ns == "t-b" {
+			if got := reconcile("t-b").Status.Remote.CIDR.Pod; len(got) != 1 || got[0] != "10.64.0.0/16" {
+				t.Fatalf("t-b remapped to %v, want [10.64.0.0/16]", got)
+			}
+		}
+	}
+	// t-c exists, asking for 10.64.0.0/16, and t-b happens to be reconciled first.
+	if got := reconcile("t-b").Status.Remote.CIDR.Pod; len(got) != 1 || got[0] != "10.64.0.0/16" {
+		t.Errorf("t-b moved to %v when t-c asked for its range; want it kept at [10.64.0.0/16]", got)
+	}
+	if got := reconcile("t-c").Status.Remote.CIDR.Pod; len(got) != 1 || got[0] != "10.65.0.0/16" {
+		t.Errorf("t-c mapped to %v, want the next free range [10.65.0.0/16]", got)
+	}
+}
