@@ -16,9 +16,10 @@ import (
 // keeps the state's status, rather than planning it anew, and its apply only records the new
 // timeouts: nothing of the peering changes.
 
-// onlyTimeoutsChange tells whether plan differs from state in timeouts alone, once the
-// planned status is taken as the state's (the framework plans a computed attribute unknown
-// when anything changes).
+// onlyTimeoutsChange tells whether plan differs from state in timeouts, and in nothing else once
+// the planned status is taken as the state's (the framework plans a computed attribute unknown
+// when anything changes). A plan that differs in its status alone is a repair (ModifyPlan
+// plans the status unknown when a module is not up), never this.
 func onlyTimeoutsChange(ctx context.Context, plan tfsdk.Plan, state tfsdk.State) (bool, diag.Diagnostics) {
 	if plan.Raw.IsNull() || state.Raw.IsNull() || plan.Raw.Equal(state.Raw) {
 		return false, nil
@@ -26,9 +27,14 @@ func onlyTimeoutsChange(ctx context.Context, plan tfsdk.Plan, state tfsdk.State)
 	var diags diag.Diagnostics
 	probe := tfsdk.Plan{Schema: plan.Schema, Raw: plan.Raw.Copy()}
 	var status types.Object
-	var limits timeouts.Value
+	var limits, planned timeouts.Value
 	diags.Append(state.GetAttribute(ctx, path.Root("status"), &status)...)
 	diags.Append(state.GetAttribute(ctx, path.Root("timeouts"), &limits)...)
+	diags.Append(plan.GetAttribute(ctx, path.Root("timeouts"), &planned)...)
+	if diags.HasError() || planned.Equal(limits) {
+		// Same timeouts: what differs is the status alone, planned unknown by a repair.
+		return false, diags
+	}
 	diags.Append(probe.SetAttribute(ctx, path.Root("status"), status)...)
 	diags.Append(probe.SetAttribute(ctx, path.Root("timeouts"), limits)...)
 	return !diags.HasError() && probe.Raw.Equal(state.Raw), diags
