@@ -283,7 +283,7 @@ func (c *Cluster) waitFor(ctx context.Context, what string, cond func(context.Co
 func (c *Cluster) checkProcesses() error {
 	for _, p := range c.procs {
 		if done, err := p.exited(); done {
-			return fmt.Errorf("cluster %s: %s exited (%w); see %s", c.Name, p.name, err, filepath.Join(c.Dir, "logs", p.name+".log"))
+			return &exitedError{what: "cluster " + c.Name, name: p.name, err: err, log: filepath.Join(c.Dir, "logs", p.name+".log"), tail: p.logTail()}
 		}
 	}
 	if c.RealNode != nil {

@@ -2,11 +2,13 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -127,9 +129,51 @@ spec:
 // are Ready. kwok serves the kubelet endpoint of its nodes on 127.0.0.1 at a free port; extra
 // are more flags.
 func (c *Cluster) startKWOK(ctx context.Context, binDir, podCIDR string, nodes []NodeOptions, extra ...string) error {
+	for attempt := 1; ; attempt++ {
+		p, err := c.runKWOK(binDir, podCIDR, extra)
+		if err != nil {
+			return err
+		}
+		c.procs = append(c.procs, p)
+		if attempt == 1 {
+			for _, n := range nodes {
+				node, err := n.node()
+				if err != nil {
+					return err
+				}
+				if err := c.Client.Create(ctx, node); err != nil {
+					return fmt.Errorf("cluster %s: creating KWOK node %s: %w", c.Name, n.Name, err)
+				}
+			}
+		}
+		err = c.waitFor(ctx, "KWOK nodes to be Ready", func(ctx context.Context) (bool, error) {
+			for _, n := range nodes {
+				node := &corev1.Node{}
+				if err := c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, node); err != nil {
+					return false, fmt.Errorf("getting node %s: %w", n.Name, err)
+				}
+				if !nodeReady(node) {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		var exited *exitedError
+		if err == nil || !errors.As(err, &exited) || exited.name != "kwok" || attempt == 3 {
+			return err
+		}
+		// KWOK ended while starting (its port, free a moment before, taken by another test's
+		// process in the meantime): again, on another port.
+		c.procs = c.procs[:len(c.procs)-1]
+		_ = p.stop(time.Second)
+	}
+}
+
+// runKWOK starts KWOK for the cluster's fake nodes, serving their kubelet API on a free port.
+func (c *Cluster) runKWOK(binDir, podCIDR string, extra []string) (*process, error) {
 	port, err := freePort()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	args := []string{
 		"--kubeconfig=" + c.KubeconfigPath,
@@ -147,41 +191,16 @@ func (c *Cluster) startKWOK(ctx context.Context, binDir, podCIDR string, nodes [
 	// default of 4 pod stages at a time would make it the bottleneck of every burst of pods.
 	options := filepath.Join(c.Dir, "kwok-options.yaml")
 	if err := os.WriteFile(options, []byte(kwokOptions), 0o600); err != nil {
-		return fmt.Errorf("cluster %s: writing %s: %w", c.Name, options, err)
+		return nil, fmt.Errorf("cluster %s: writing %s: %w", c.Name, options, err)
 	}
 	args = append(args, "--config="+options)
 	readyAgain := filepath.Join(c.Dir, "kwok-pod-ready-again.yaml")
 	if err := os.WriteFile(readyAgain, []byte(podReadyAgainStage), 0o600); err != nil {
-		return fmt.Errorf("cluster %s: writing %s: %w", c.Name, readyAgain, err)
+		return nil, fmt.Errorf("cluster %s: writing %s: %w", c.Name, readyAgain, err)
 	}
 	args = append(args, "--config="+readyAgain)
 	args = append(args, extra...)
-	p, err := startProcess("kwok", filepath.Join(c.Dir, "logs"), filepath.Join(binDir, "kwok"), args...)
-	if err != nil {
-		return err
-	}
-	c.procs = append(c.procs, p)
-	for _, n := range nodes {
-		node, err := n.node()
-		if err != nil {
-			return err
-		}
-		if err := c.Client.Create(ctx, node); err != nil {
-			return fmt.Errorf("cluster %s: creating KWOK node %s: %w", c.Name, n.Name, err)
-		}
-	}
-	return c.waitFor(ctx, "KWOK nodes to be Ready", func(ctx context.Context) (bool, error) {
-		for _, n := range nodes {
-			node := &corev1.Node{}
-			if err := c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, node); err != nil {
-				return false, fmt.Errorf("getting node %s: %w", n.Name, err)
-			}
-			if !nodeReady(node) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	return startProcess("kwok", filepath.Join(c.Dir, "logs"), filepath.Join(binDir, "kwok"), args...)
 }
 
 func nodeReady(node *corev1.Node) bool {

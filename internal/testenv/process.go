@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -19,6 +20,19 @@ type process struct {
 	done chan struct{}
 	err  error
 }
+
+// exitedError says that a test-bed process ended while it should run, with the end of its log
+// (the folder it is in goes when the test ends).
+type exitedError struct {
+	what, name, log, tail string
+	err                   error
+}
+
+func (e *exitedError) Error() string {
+	return fmt.Sprintf("%s: %s exited (%v); see %s, which ends:\n%s", e.what, e.name, e.err, e.log, e.tail)
+}
+
+func (e *exitedError) Unwrap() error { return e.err }
 
 // startProcess runs bin with args, logging to <logDir>/<name>.log.
 func startProcess(name, logDir, bin string, args ...string) (*process, error) {
@@ -49,6 +63,18 @@ func (p *process) exited() (bool, error) {
 	default:
 		return false, nil
 	}
+}
+
+// logTail returns the last lines (up to 1500 bytes) of the process's log, to say why it exited.
+func (p *process) logTail() string {
+	data, err := os.ReadFile(p.log.Name())
+	if err != nil {
+		return ""
+	}
+	if len(data) > 1500 {
+		data = data[len(data)-1500:]
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after the grace period, and waits.

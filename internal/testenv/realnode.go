@@ -206,7 +206,7 @@ func (n *RealNode) startInNetns(name, bin string, args ...string) error {
 func (n *RealNode) checkProcesses() error {
 	for _, p := range n.procs {
 		if done, err := p.exited(); done {
-			return fmt.Errorf("real node %s: %s exited (%w); see %s", n.Name, p.name, err, filepath.Join(n.logDir, p.name+".log"))
+			return &exitedError{what: "real node " + n.Name, name: p.name, err: err, log: filepath.Join(n.logDir, p.name+".log"), tail: p.logTail()}
 		}
 	}
 	return nil
