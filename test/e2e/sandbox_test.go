@@ -64,6 +64,9 @@ func requireTerraform(t *testing.T) {
 	}
 }
 
+// heldByAnother is what `liqo-sandbox up` says when another running sandbox holds the network.
+const heldByAnother = "held by another running sandbox"
+
 // startSandbox runs `liqo-sandbox up` with n clusters (and the further sandbox flags, if any) and
 // stops it (`down`) when the test ends, checking that nothing is left.
 func startSandbox(t *testing.T, n int, flags ...string) *sandboxRun {
@@ -81,7 +84,18 @@ func startSandbox(t *testing.T, n int, flags ...string) *sandboxRun {
 			"-clusters", fmt.Sprint(n)}, append(append([]string{}, flags...), args...)...)...).CombinedOutput()
 		return string(out), err
 	}
+	// The sandbox's network has fixed names: while another package's sandbox (go test runs
+	// packages in parallel) holds it, this one would run without gateways, or not at all with
+	// -isolate. Wait for it to be free, up to ten minutes.
 	out, err := sb("up")
+	for deadline := time.Now().Add(10 * time.Minute); strings.Contains(out, heldByAnother) && time.Now().Before(deadline); {
+		if downOut, downErr := sb("down"); downErr != nil {
+			t.Logf("liqo-sandbox down (the network held by another): %v\n%s", downErr, downOut)
+		}
+		t.Logf("the sandbox's network is held by another sandbox: trying again in 15 s")
+		time.Sleep(15 * time.Second)
+		out, err = sb("up")
+	}
 	if err != nil {
 		t.Fatalf("liqo-sandbox up: %v\n%s", err, out)
 	}
