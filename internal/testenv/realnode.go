@@ -96,8 +96,8 @@ type RealNode struct {
 	procs       []*process
 	podNetns    []string // the pods' network namespaces containerd made, found at stop
 	containers  []string // the containers' IDs, found at stop
-	flannelBin  string // flanneld's folder, or "" for the bridge
-	started     bool   // counted by nodeStarting
+	flannelBin  string   // flanneld's folder, or "" for the bridge
+	started     bool     // counted by nodeStarting
 	stopped     bool
 }
 
@@ -155,7 +155,9 @@ func (c *Cluster) startRealNodes(ctx context.Context, binDir string, authn *disk
 	errs := make([]error, len(c.RealNodes))
 	var wg sync.WaitGroup
 	for i, n := range c.RealNodes {
-		wg.Go(func() { errs[i] = n.start(ctx, c.Client, authn, c.Config, filepath.Join(c.Dir, "certs"), opts, archives) })
+		wg.Go(func() {
+			errs[i] = n.start(ctx, c.Client, authn, c.Config, filepath.Join(c.Dir, "certs"), opts, archives)
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
