@@ -182,7 +182,10 @@ func cmdAdd(args *skel.CmdArgs) error {
 	if err != nil {
 		return fmt.Errorf("flannel CNI: delegate %s: %w", typ, err)
 	}
-	return types.PrintResult(result, n.CNIVersion)
+	if err := types.PrintResult(result, n.CNIVersion); err != nil {
+		return fmt.Errorf("flannel CNI: printing the result: %w", err)
+	}
+	return nil
 }
 
 // cmdDel calls the delegate with the configuration saved at ADD and removes it; without one
