@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,12 @@ type ClusterOptions struct {
 	// containerd; root on Linux only, see RealNodeBinDir). It implies Scheduler,
 	// ControllerManager and KubeletAPI; KWOK Nodes may run beside it.
 	RealNode *RealNodeOptions
+	// RealNodes is how many real nodes to start (RealNode's options, or the defaults when
+	// RealNode is nil): each in its own network namespace with its own address, containerd,
+	// kubelet and kube-proxy. More than one implies flannel as the pods' network
+	// (RealNodeOptions.CNI), whose leases take kube-controller-manager's node CIDR
+	// allocation. 0 means one when RealNode is set.
+	RealNodes int
 }
 
 // Cluster is one running control plane.
@@ -74,13 +81,16 @@ type Cluster struct {
 	KubeconfigPath string
 	// Client is a controller-runtime client for Config, knowing our API types.
 	Client client.Client
-	// RealNode is the cluster's real node (ClusterOptions.RealNode), or nil.
+	// RealNode is the cluster's (first) real node (ClusterOptions.RealNode), or nil.
 	RealNode *RealNode
+	// RealNodes are the cluster's real nodes, RealNode first.
+	RealNodes []*RealNode
 
-	env     *envtest.Environment
-	started bool // env's control plane is up
-	procs   []*process
-	nodeNet *nodeNetwork // the real node's network, made before the control plane
+	env        *envtest.Environment
+	started    bool // env's control plane is up
+	procs      []*process
+	nodeNets   []*nodeNetwork // the real nodes' networks, made before the control plane
+	flannelBin string         // flanneld's folder when the real nodes run flannel
 }
 
 // startCluster brings up one cluster in dir. On error, it stops what it started.
@@ -183,7 +193,11 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions, 
 		}
 	}
 	if opts.RealNode != nil {
-		if err := c.startRealNode(ctx, realBin, authn, *opts.RealNode, orDefault(opts.PodCIDR, "10.244.0.0/16"), testImages); err != nil {
+		clusterCIDR := orDefault(opts.PodCIDR, "10.244.0.0/16")
+		if c.flannelBin != "" { // flannel's network: the nodes' pod CIDRs are in it
+			clusterCIDR = orDefault(opts.RealNode.PodCIDR, clusterCIDR)
+		}
+		if err := c.startRealNodes(ctx, realBin, authn, *opts.RealNode, clusterCIDR, testImages); err != nil {
 			return c, err
 		}
 	}
@@ -286,19 +300,23 @@ func (c *Cluster) checkProcesses() error {
 			return &exitedError{what: "cluster " + c.Name, name: p.name, err: err, log: filepath.Join(c.Dir, "logs", p.name+".log"), tail: p.logTail()}
 		}
 	}
-	if c.RealNode != nil {
-		return c.RealNode.checkProcesses()
+	for _, n := range c.RealNodes {
+		if err := n.checkProcesses(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// stop ends the cluster's real node and what it leaves, its processes, newest first, etcd
-// and the API server, and removes the real node's network.
+// stop ends the cluster's real nodes (in parallel) and what they leave, its processes, newest
+// first, etcd and the API server, and removes the real nodes' networks.
 func (c *Cluster) stop() error {
-	var errs []error
-	if c.RealNode != nil {
-		errs = append(errs, c.RealNode.stop(context.Background()))
+	errs := make([]error, len(c.RealNodes))
+	var wg sync.WaitGroup
+	for i, n := range c.RealNodes {
+		wg.Go(func() { errs[i] = n.stop(context.Background()) })
 	}
+	wg.Wait()
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		errs = append(errs, c.procs[i].stop(10*time.Second))
 	}
@@ -309,14 +327,14 @@ func (c *Cluster) stop() error {
 			errs = append(errs, fmt.Errorf("stopping control plane of %s: %w", c.Name, err))
 		}
 	}
-	if c.nodeNet != nil {
-		err := c.nodeNet.remove(context.Background())
+	for _, nn := range c.nodeNets {
+		err := nn.remove(context.Background())
 		if err == nil {
-			removeRecord(c.nodeNet)
+			removeRecord(nn)
 		}
 		errs = append(errs, err)
-		c.nodeNet = nil
 	}
+	c.nodeNets = nil
 	return errors.Join(errs...)
 }
 

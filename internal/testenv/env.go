@@ -53,7 +53,7 @@ func Start(ctx context.Context, clusters ...ClusterOptions) (*Env, error) {
 	env := &Env{Dir: dir, Clusters: make([]*Cluster, len(clusters))}
 	var testImages []string
 	for _, o := range clusters {
-		if o.RealNode != nil && testImages == nil {
+		if (o.RealNode != nil || o.RealNodes > 0) && testImages == nil {
 			if testImages, err = buildTestImages(ctx, filepath.Join(dir, "images")); err != nil {
 				return nil, errors.Join(err, env.Stop())
 			}
@@ -137,6 +137,8 @@ func (e *Env) Stop() error {
 func (e *Env) logTails(tb testing.TB) {
 	tb.Helper()
 	logs, _ := filepath.Glob(filepath.Join(e.Dir, "*", "logs", "*.log"))
+	more, _ := filepath.Glob(filepath.Join(e.Dir, "*", "logs", "*", "*.log")) // real nodes but the first
+	logs = append(logs, more...)
 	for _, path := range logs {
 		data, err := os.ReadFile(path)
 		if err != nil || len(data) == 0 {

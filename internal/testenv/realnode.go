@@ -10,11 +10,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -39,7 +41,8 @@ const (
 // LIQO_REALNODE_BIN unset or incomplete, or a system package missing.
 var ErrRealNodeUnavailable = errors.New("real nodes unavailable")
 
-// RealNodeOptions describe a cluster's real node: kubelet, kube-proxy and containerd in a
+// RealNodeOptions describe a cluster's real nodes (the same for each; ClusterOptions.RealNodes
+// says how many, one by default). Each is kubelet, kube-proxy and containerd in a
 // network namespace of their own (lqrn<k>-<cluster>), linked to the host by a veth pair on a
 // /30 of 10.253.0.0/16. Setting them makes the cluster's API server listen on, and advertise,
 // the host side of that link (pods reach it through the `kubernetes` Service), authorize with
@@ -47,7 +50,7 @@ var ErrRealNodeUnavailable = errors.New("real nodes unavailable")
 // (--enable-aggregator-routing) and reach kubelets (KubeletAPI); Scheduler and
 // ControllerManager are implied.
 type RealNodeOptions struct {
-	// Name of the Node. Default: <cluster>-node.
+	// Name of the (first) Node; the others take a suffix 2, 3... Default: <cluster>-node.
 	Name string
 	// PodCIDR is where the node's pods take their addresses (bridge and host-local CNI) and
 	// kube-proxy's cluster CIDR. Default: the cluster's PodCIDR, 10.244.0.0/16. Two clusters
@@ -58,6 +61,10 @@ type RealNodeOptions struct {
 	// Images are more image archives (images.WriteArchive) to import into the node's
 	// containerd at start; ImportImages imports more later.
 	Images []string
+	// CNI is the pods' network: CNIBridge (the default with one node) or CNIFlannel (the
+	// default with more, ClusterOptions.RealNodes; it needs `make flannel`, see
+	// FlannelBinDir). With flannel each node's pods take a /24 of PodCIDR.
+	CNI string
 }
 
 // RealNode is a cluster's running real node.
@@ -89,6 +96,8 @@ type RealNode struct {
 	procs       []*process
 	podNetns    []string // the pods' network namespaces containerd made, found at stop
 	containers  []string // the containers' IDs, found at stop
+	flannelBin  string   // flanneld's folder, or "" for the bridge
+	started     bool     // counted by nodeStarting
 	stopped     bool
 }
 
@@ -116,25 +125,54 @@ func RealNodeBinDir() (string, error) {
 	return dir, nil
 }
 
-// startRealNode brings up the cluster's real node on the network made before the control
-// plane, and waits until it is Ready. c.RealNode is set first, so that stop removes whatever
-// was started.
-func (c *Cluster) startRealNode(ctx context.Context, binDir string, authn *diskCertAuthn, opts RealNodeOptions, clusterCIDR string, archives []string) error {
-	n := &RealNode{
-		Name: orDefault(opts.Name, c.Name+"-node"), IP: c.nodeNet.nodeIP, HostIP: c.nodeNet.hostIP,
-		PodCIDR: c.nodeNet.podCIDR, Netns: c.nodeNet.netns, RoutedFromHost: c.nodeNet.routed,
-		Dir: filepath.Join(c.Dir, "rn"), binDir: binDir, clusterCIDR: clusterCIDR,
-		logDir: filepath.Join(c.Dir, "logs"), net: c.nodeNet,
+// startRealNodes brings up the cluster's real nodes on the networks made before the control
+// plane, in parallel, and waits until each is Ready (with flannel, and its pod network up).
+// c.RealNodes are set first, so that stop removes whatever was started.
+func (c *Cluster) startRealNodes(ctx context.Context, binDir string, authn *diskCertAuthn, opts RealNodeOptions, clusterCIDR string, archives []string) error {
+	if c.flannelBin != "" {
+		if err := c.grantFlannel(ctx); err != nil {
+			return err
+		}
 	}
-	// Unix socket paths have at most 107 bytes; kubelet's longest is its pod-resources one.
-	if longest := filepath.Join(n.Dir, "k", "pod-resources", "kubelet.sock"); len(longest) > 107 {
-		return fmt.Errorf("real node %s: the cluster's folder is too deep for kubelet's and containerd's sockets (%s is longer than 107 bytes): use a shorter TMPDIR", n.Name, longest)
+	base := orDefault(opts.Name, c.Name+"-node")
+	for i, nn := range c.nodeNets {
+		n := &RealNode{
+			Name: base + realNodeSuffix(i), IP: nn.nodeIP, HostIP: nn.hostIP,
+			PodCIDR: nn.podCIDR, Netns: nn.netns, RoutedFromHost: nn.routed,
+			Dir: c.realNodeDir(i), binDir: binDir, flannelBin: c.flannelBin, clusterCIDR: clusterCIDR,
+			logDir: filepath.Join(c.Dir, "logs", "node"+realNodeSuffix(i)), net: nn,
+		}
+		if i == 0 {
+			n.logDir = filepath.Join(c.Dir, "logs") // as with one node
+		}
+		// Unix socket paths have at most 107 bytes; kubelet's longest is its pod-resources one.
+		if longest := filepath.Join(n.Dir, "k", "pod-resources", "kubelet.sock"); len(longest) > 107 {
+			return fmt.Errorf("real node %s: the cluster's folder is too deep for kubelet's and containerd's sockets (%s is longer than 107 bytes): use a shorter TMPDIR", n.Name, longest)
+		}
+		c.RealNodes = append(c.RealNodes, n)
 	}
-	c.RealNode = n
+	c.RealNode = c.RealNodes[0]
+	errs := make([]error, len(c.RealNodes))
+	var wg sync.WaitGroup
+	for i, n := range c.RealNodes {
+		wg.Go(func() {
+			errs[i] = n.start(ctx, c.Client, authn, c.Config, filepath.Join(c.Dir, "certs"), opts, archives)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// start runs the node's containerd (with the local images), kubelet, kube-proxy and, with
+// flannel, flanneld, and waits until the node is Ready.
+func (n *RealNode) start(ctx context.Context, c client.Client, authn *diskCertAuthn, admin *rest.Config, certDir string, opts RealNodeOptions, archives []string) error {
 	nodeStarting()
+	n.started = true
 	start := time.Now()
-	if err := os.MkdirAll(n.Dir, 0o700); err != nil {
-		return fmt.Errorf("real node %s: %w", n.Name, err)
+	for _, d := range []string{n.Dir, n.logDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("real node %s: %w", n.Name, err)
+		}
 	}
 	if err := n.makeCgroups(); err != nil {
 		return err
@@ -145,18 +183,23 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, authn *diskC
 	if err := n.ImportImages(ctx, append(archives, opts.Images...)...); err != nil {
 		return err
 	}
-	if err := n.writeNodeCredentials(authn, c.Config); err != nil {
+	if err := n.writeNodeCredentials(authn, admin); err != nil {
 		return err
 	}
-	if err := n.startKubelet(filepath.Join(c.Dir, "certs"), opts.Labels); err != nil {
+	if err := n.startKubelet(certDir, opts.Labels); err != nil {
 		return err
 	}
 	if err := n.startKubeProxy(ctx); err != nil {
 		return err
 	}
+	if n.flannelBin != "" {
+		if err := n.startFlannel(ctx, c); err != nil {
+			return err
+		}
+	}
 	err := n.waitFor(ctx, "the node to be Ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		node := &corev1.Node{}
-		err := c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, node)
+		err := c.Get(ctx, client.ObjectKey{Name: n.Name}, node)
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -236,7 +279,7 @@ func (n *RealNode) Command(ctx context.Context, name string, args ...string) *ex
 // processes, mounts, network namespaces and cgroups (see sweep). The node stays readable
 // (Leftovers) after.
 func (n *RealNode) stop(ctx context.Context) error {
-	if n.stopped {
+	if n.stopped || !n.started {
 		return nil
 	}
 	n.stopped = true

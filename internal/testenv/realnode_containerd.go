@@ -13,7 +13,7 @@ import (
 // own root, state, sockets and runc state, the CRI plugin with a local pause image, the bridge
 // and host-local CNI plugins from the system with a private configuration folder, and
 // restrict_oom_score_adj (this machine refuses to lower oom_score_adj, which runc needs
-// otherwise). %[1]s is the node's folder, %[2]s the sandbox image.
+// otherwise). %[1]s is the node's folder, %[2]s the sandbox image, %[3]s the CNI plugins' folder.
 const containerdConfig = `version = 2
 root = "%[1]s/containerd/root"
 state = "%[1]s/containerd/state"
@@ -95,13 +95,13 @@ func (n *RealNode) startContainerd(ctx context.Context) error {
 			return fmt.Errorf("real node %s: %w", n.Name, err)
 		}
 	}
-	cfg := filepath.Join(n.Dir, "containerd", "config.toml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, containerdConfig, n.Dir, PauseImage, cniBinDir), 0o600); err != nil {
-		return fmt.Errorf("real node %s: writing containerd's config: %w", n.Name, err)
+	pluginDir, err := n.writeCNIConfig()
+	if err != nil {
+		return err
 	}
-	cni := filepath.Join(n.Dir, "cni", "net.d", "10-"+n.net.hostLink+".conflist")
-	if err := os.WriteFile(cni, fmt.Appendf(nil, cniConfig, n.cniNetwork(), n.PodCIDR, n.Dir), 0o600); err != nil {
-		return fmt.Errorf("real node %s: writing the CNI config: %w", n.Name, err)
+	cfg := filepath.Join(n.Dir, "containerd", "config.toml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, containerdConfig, n.Dir, PauseImage, pluginDir), 0o600); err != nil {
+		return fmt.Errorf("real node %s: writing containerd's config: %w", n.Name, err)
 	}
 	if err := n.startInNetns("containerd", "containerd", "--config", cfg); err != nil {
 		return err

@@ -65,7 +65,13 @@ func testHTTPDeployment(name, node string, replicas int32) *appsv1.Deployment {
 // createDeployment creates a one-replica Deployment of the test image on c's real node.
 func createDeployment(t *testing.T, c *testenv.Cluster) *appsv1.Deployment {
 	t.Helper()
-	dep := testHTTPDeployment("web", c.RealNode.Name, 1)
+	return createOn(t, c, "web", c.RealNode.Name)
+}
+
+// createOn creates a one-replica Deployment of the test image named name on node.
+func createOn(t *testing.T, c *testenv.Cluster, name, node string) *appsv1.Deployment {
+	t.Helper()
+	dep := testHTTPDeployment(name, node, 1)
 	if err := c.Client.Create(t.Context(), dep); err != nil {
 		t.Fatal(err)
 	}

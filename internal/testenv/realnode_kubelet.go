@@ -92,7 +92,8 @@ const kubeProxyUser = "system:kube-proxy"
 
 // writeNodeCredentials issues the node's certificates with the cluster's client CA (which the
 // API server trusts for clients and verifies kubelets with, ClusterOptions.KubeletAPI) and
-// writes the kubeconfigs of kubelet (system:node:<name>, group system:nodes) and kube-proxy.
+// writes the kubeconfigs of kubelet (system:node:<name>, group system:nodes), kube-proxy and,
+// with flannel, flanneld.
 func (n *RealNode) writeNodeCredentials(authn *diskCertAuthn, admin *rest.Config) error {
 	prefix := "realnode-" + n.Name
 	if _, _, err := authn.issue(prefix+"-serving.crt", prefix+"-serving.key", pki.Template{
@@ -102,10 +103,14 @@ func (n *RealNode) writeNodeCredentials(authn *diskCertAuthn, admin *rest.Config
 	}); err != nil {
 		return fmt.Errorf("real node %s: %w", n.Name, err)
 	}
-	for _, u := range []struct{ file, user, group string }{
+	users := []struct{ file, user, group string }{
 		{"kubelet", "system:node:" + n.Name, "system:nodes"},
 		{"kube-proxy", kubeProxyUser, ""},
-	} {
+	}
+	if n.flannelBin != "" {
+		users = append(users, struct{ file, user, group string }{"flannel", flannelUser, ""})
+	}
+	for _, u := range users {
 		subject := pkix.Name{CommonName: u.user}
 		if u.group != "" {
 			subject.Organization = []string{u.group}

@@ -16,7 +16,7 @@ import (
 // Env's Stop it is empty.
 func (n *RealNode) Leftovers(ctx context.Context) []string {
 	var left []string
-	if pids := append(ProcessesUsing(n.Dir), n.cgroupProcs()...); len(pids) > 0 {
+	if pids := append(ProcessesUsing(n.Dir+"/"), n.cgroupProcs()...); len(pids) > 0 {
 		left = append(left, fmt.Sprintf("processes %v", pids))
 	}
 	watched := append([]string{n.net.path()}, n.podNetns...)

@@ -53,10 +53,11 @@ func linkAddrs(k int) (subnet, host, node string) {
 }
 
 // setupNodeNetwork claims a free uplink (its veth pair's creation is the claim), creates the
-// node's network namespace with the node side as eth0 and a default route via the host, and on
-// the host: a route to podCIDR via the node (unless another node has one) and NAT for what
+// node's network namespace with the node side as eth0 and a default route via the host, NAT
+// for what the pods (in podCIDR) send out of eth0, and on the host: a route to routeCIDR via the
+// node (unless another node has one, or routeCIDR is empty: see routePods) and NAT for what
 // leaves the node. On error it removes what it made.
-func setupNodeNetwork(ctx context.Context, cluster, podCIDR string) (n *nodeNetwork, err error) {
+func setupNodeNetwork(ctx context.Context, cluster, podCIDR, routeCIDR string) (n *nodeNetwork, err error) {
 	for k := range maxRealNodes {
 		host := linkPrefix + strconv.Itoa(k) + "h"
 		if stale, _ := filepath.Glob(filepath.Join(netnsDir, linkPrefix+strconv.Itoa(k)+"-*")); len(stale) > 0 {
@@ -139,14 +140,25 @@ func setupNodeNetwork(ctx context.Context, cluster, podCIDR string) (n *nodeNetw
 		}
 		n.hostRules = append(n.hostRules, append([]string{rule.spec[0]}, spec...))
 	}
-	// The API server reaches the node's pods (admission webhooks, aggregated APIs) through this
-	// route; two nodes with the same pod CIDR cannot both have it.
-	if _, err := run(ctx, "ip", "route", "add", podCIDR, "via", n.nodeIP, "dev", n.hostLink); err == nil {
-		n.routed = true
-	} else if !strings.Contains(err.Error(), "File exists") {
-		return n, fmt.Errorf("real node of %s: %w", cluster, err)
+	if routeCIDR != "" {
+		if err := n.routePods(ctx, routeCIDR); err != nil {
+			return n, fmt.Errorf("real node of %s: %w", cluster, err)
+		}
 	}
 	return n, nil
+}
+
+// routePods routes cidr, the node's pods' addresses, from the host to the node: the API server
+// reaches the node's pods (admission webhooks, aggregated APIs) through this route. Two nodes
+// with the same pod CIDR cannot both have it: the second one is left without (routed false).
+// The route goes with the host link.
+func (n *nodeNetwork) routePods(ctx context.Context, cidr string) error {
+	if _, err := run(ctx, "ip", "route", "add", cidr, "via", n.nodeIP, "dev", n.hostLink); err == nil {
+		n.routed = true
+	} else if !strings.Contains(err.Error(), "File exists") {
+		return err
+	}
+	return nil
 }
 
 // path is the namespace's file, for nsenter --net.

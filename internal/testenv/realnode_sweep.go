@@ -160,7 +160,8 @@ func (n *RealNode) sweep(ctx context.Context) error {
 	var errs []error
 	n.netnsOf(n.cgroupProcs())
 	n.containers = append(n.containers, n.cgroupContainers()...)
-	if err := killAll(ctx, func() []int { return append(n.cgroupProcs(), ProcessesUsing(n.Dir)...) }); err != nil {
+	// n.Dir+"/": the first node's folder, rn, is a prefix of the others', rn2...
+	if err := killAll(ctx, func() []int { return append(n.cgroupProcs(), ProcessesUsing(n.Dir+"/")...) }); err != nil {
 		errs = append(errs, fmt.Errorf("real node %s: %w", n.Name, err))
 	}
 	slices.Sort(n.podNetns)
