@@ -97,6 +97,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--share", "cpu"}, `"cpu" is not name=quantity`},
 		{[]string{"--kube-api-qps", "0"}, "--kube-api-qps 0"},
 		{[]string{"--kube-api-burst", "-1"}, "must be positive"},
+		{[]string{"--pod-cidr", "10.80.0.0/24"}, "--internal-cidr 10.80.0.0/16 overlaps --pod-cidr 10.80.0.0/24"},
+		{[]string{"--internal-cidr", "10.96.0.0/16", "--service-cidr", "10.96.0.0/12"}, "--internal-cidr 10.96.0.0/16 overlaps --service-cidr 10.96.0.0/12"},
+		{[]string{"--internal-cidr", "10.70.128.0/17"}, "--internal-cidr 10.70.128.0/17 overlaps --external-cidr 10.70.0.0/16"},
+		{[]string{"--internal-cidr", "10.80.0.1/16"}, `--internal-cidr "10.80.0.1/16" is not a network CIDR`},
 		{[]string{"--remote-namespace-pod-security", "priviledged"}, `--remote-namespace-pod-security: "priviledged" is not a Pod Security level: use one of privileged, baseline, restricted`},
 	} {
 		_, err := parse(tc.args, io.Discard)
@@ -126,6 +130,19 @@ func TestExternalCIDRDefault(t *testing.T) {
 			t.Errorf("parse(%v): external CIDR %q (default %v), want %q (default %v)", tc.args,
 				o.identity.ExternalCIDR, o.identity.ExternalCIDRDefault, tc.cidr, tc.defaulted)
 		}
+	}
+}
+
+// TestInternalCIDRDefault: without --internal-cidr the fabric's internal CIDR is upstream's
+// default 10.80.0.0/16, recorded as a default; one set that overlaps nothing is the user's.
+func TestInternalCIDRDefault(t *testing.T) {
+	o, err := parse(nil, io.Discard)
+	if err != nil || o.identity.InternalCIDR != "10.80.0.0/16" || !o.identity.InternalCIDRDefault {
+		t.Errorf("parse(): internal CIDR %+v, %v; want 10.80.0.0/16, defaulted", o, err)
+	}
+	o, err = parse([]string{"--internal-cidr", "10.81.0.0/16", "--pod-cidr", "10.80.0.0/16"}, io.Discard)
+	if err != nil || o.identity.InternalCIDR != "10.81.0.0/16" || o.identity.InternalCIDRDefault {
+		t.Errorf("parse(--internal-cidr 10.81.0.0/16): %v", err)
 	}
 }
 

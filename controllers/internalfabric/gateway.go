@@ -48,7 +48,7 @@ type Gateway[T client.Object] struct {
 var ServerKind = Gateway[*netv1beta1.GatewayServer]{Kind: "GatewayServer",
 	New:     func() *netv1beta1.GatewayServer { return &netv1beta1.GatewayServer{} },
 	NewList: func() client.ObjectList { return &netv1beta1.GatewayServerList{} },
-	MTU: func(g *netv1beta1.GatewayServer) int { return g.Spec.MTU },
+	MTU:     func(g *netv1beta1.GatewayServer) int { return g.Spec.MTU },
 	Internal: func(g *netv1beta1.GatewayServer) *netv1beta1.InternalGatewayEndpoint {
 		return g.Status.InternalEndpoint
 	}}
@@ -57,7 +57,7 @@ var ServerKind = Gateway[*netv1beta1.GatewayServer]{Kind: "GatewayServer",
 var ClientKind = Gateway[*netv1beta1.GatewayClient]{Kind: "GatewayClient",
 	New:     func() *netv1beta1.GatewayClient { return &netv1beta1.GatewayClient{} },
 	NewList: func() client.ObjectList { return &netv1beta1.GatewayClientList{} },
-	MTU: func(g *netv1beta1.GatewayClient) int { return g.Spec.MTU },
+	MTU:     func(g *netv1beta1.GatewayClient) int { return g.Spec.MTU },
 	Internal: func(g *netv1beta1.GatewayClient) *netv1beta1.InternalGatewayEndpoint {
 		return g.Status.InternalEndpoint
 	}}
@@ -174,7 +174,7 @@ func (r *GatewayReconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
 	byPeer := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return r.gatewaysOfPeer(ctx, o.GetLabels()[consts.RemoteClusterIDLabel])
 	})
-	if err := ctrl.NewControllerManagedBy(mgr).Named("internalfabric-" + strings.ToLower(r.Gateway.Kind)).
+	if err := ctrl.NewControllerManagedBy(mgr).Named("internalfabric-"+strings.ToLower(r.Gateway.Kind)).
 		For(r.Gateway.New()).
 		Owns(&netv1beta1.InternalFabric{}).
 		Watches(&netv1beta1.Configuration{}, byPeer).
