@@ -137,11 +137,12 @@ func TestInternalFabric(t *testing.T) {
 	if err := c.Delete(ctx, gw); err != nil {
 		t.Fatal(err)
 	}
-	testenv.EventuallyOK(t, "the fabric and its tunnels gone with the gateway", time.Minute, func() error {
+	testenv.EventuallyOK(t, "the fabric, its tunnels and node routes gone with the gateway", time.Minute, func() error {
 		got, err := tunnels(ctx, c)
-		if gerr := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "provider"}, &netv1beta1.InternalFabric{}); !apierrors.IsNotFound(gerr) ||
-			err != nil || len(got) != 0 {
-			return fmt.Errorf("InternalFabric: %v; GeneveTunnels %v, %v", gerr, got, err)
+		gerr := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "provider"}, &netv1beta1.InternalFabric{})
+		rerr := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "provider-node-gw"}, &netv1beta1.RouteConfiguration{})
+		if !apierrors.IsNotFound(gerr) || !apierrors.IsNotFound(rerr) || err != nil || len(got) != 0 {
+			return fmt.Errorf("InternalFabric: %v; RouteConfiguration: %v; GeneveTunnels %v, %v", gerr, rerr, got, err)
 		}
 		return nil
 	})

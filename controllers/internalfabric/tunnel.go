@@ -23,7 +23,7 @@ import (
 // controllers/fabricipam) and the RouteConfiguration "<fabric>-node-gw" every node's fabric
 // agent applies (the remote CIDRs via the gateway's internal address). A tunnel whose
 // InternalNode is gone is deleted; an InternalFabric being deleted waits (finalizer) until its
-// tunnels are gone, then its tunnel IDs and internal address are released.
+// tunnels and node routes are gone, then its tunnel IDs and internal address are released.
 type TunnelReconciler struct {
 	client.Client
 	// IPAM allocates the tunnels' IDs.
@@ -124,6 +124,11 @@ func (r *TunnelReconciler) finalize(ctx context.Context, f *netv1beta1.InternalF
 	}
 	if err := r.deleteTunnels(ctx, f, func(*netv1beta1.GeneveTunnel) bool { return true }); err != nil {
 		return err
+	}
+	// The nodes stop routing to the gateway now, not when the garbage collector gets to it.
+	rc := &netv1beta1.RouteConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: forge.FabricRouteConfigurationName(f)}}
+	if err := r.Delete(ctx, rc); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting RouteConfiguration %s/%s of InternalFabric %s/%s: %w", rc.Namespace, rc.Name, f.Namespace, f.Name, err)
 	}
 	r.IPAM.Release(fabricipam.FabricKey(f.Namespace, f.Name))
 	controllerutil.RemoveFinalizer(f, consts.InternalFabricTunnelsFinalizer)
