@@ -14,7 +14,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/fabricfirewall"
 	"github.com/peerkit/terraform-provider-liqo/controllers/fabricipam"
+	"github.com/peerkit/terraform-provider-liqo/controllers/fabricroute"
 	"github.com/peerkit/terraform-provider-liqo/controllers/internalfabric"
 	"github.com/peerkit/terraform-provider-liqo/controllers/internalnode"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
@@ -39,7 +41,14 @@ func start(t *testing.T, c *testenv.Cluster) (stop func()) {
 			Gateway: internalfabric.ServerKind, IPAM: ipam}).SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return (&internalfabric.TunnelReconciler{Client: mgr.GetClient(), IPAM: ipam}).SetupWithManager(mgr)
+		if err := (&internalfabric.TunnelReconciler{Client: mgr.GetClient(), IPAM: ipam}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		if err := (&fabricroute.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&fabricfirewall.Reconciler{Client: mgr.GetClient(), PodCIDRs: []string{"10.244.0.0/16"},
+			ExternalCIDR: "10.70.0.0/16"}).SetupWithManager(mgr)
 	})
 }
 
@@ -56,11 +65,12 @@ func tunnels(ctx context.Context, c client.Client) (map[string]uint32, error) {
 	return out, nil
 }
 
-// TestInternalFabric: a GatewayServer whose pod address and peer CIDRs are known gets an
+// TestInternalFabric (with the fabricroute and fabricfirewall reconcilers): a GatewayServer whose pod address and peer CIDRs are known gets an
 // InternalFabric (named after the peer, the peer's remapped pod and external CIDRs, the
 // gateway's pod address, an internal address other than the nodes'); each (fabric, node) pair a
 // GeneveTunnel with its own ID; the nodes a RouteConfiguration with the remote CIDRs via the
-// gateway's internal address. A node removed loses its tunnel; a restarted manager keeps the
+// gateway's internal address; the gateways a RouteConfiguration per node with a /32 per pod of
+// the node (not host-network ones); the nodes the peering's SNAT table. A node removed loses its tunnel; a restarted manager keeps the
 // IDs; the gateway deleted takes the fabric and its tunnels.
 func TestInternalFabric(t *testing.T) {
 	ctx := t.Context()
@@ -109,6 +119,8 @@ func TestInternalFabric(t *testing.T) {
 		return nil
 	})
 	checkNodeRoutes(t, c, f)
+	checkGatewayRoutes(t, c)
+	checkSNAT(t, c)
 
 	if err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}}); err != nil {
 		t.Fatal(err)
@@ -191,6 +203,78 @@ func checkNodeRoutes(t *testing.T, c client.Client, f *netv1beta1.InternalFabric
 			*r[0].Routes[0].Dev != f.Spec.Interface.Node.Name || string(*r[0].Dst) != string(gw)+"/32" ||
 			*r[1].Dst != "10.71.0.0/16" || *r[1].Routes[0].Gw != gw || *r[2].Dst != "10.72.0.0/16" || *r[2].Routes[0].Gw != gw {
 			return fmt.Errorf("RouteConfiguration %v %+v", rc.Labels, rc.Spec.Table)
+		}
+		return nil
+	})
+}
+
+// checkGatewayRoutes: a pod on node-1 (and a host-network one, left out) shows in the gateways'
+// routes to node-1, via node-1's internal address; it goes from them when deleted.
+func checkGatewayRoutes(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := t.Context()
+	in := &netv1beta1.InternalNode{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "node-1"}, in); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		name, ip string
+		host     bool
+	}{{"web", "10.244.1.5", false}, {"host", "192.0.2.1", true}} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name}, Spec: corev1.PodSpec{NodeName: "node-1",
+			HostNetwork: p.host, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		pod.Status.PodIP = p.ip
+		if err := c.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	routes := func(want string) func() error {
+		return func() error {
+			rc := &netv1beta1.RouteConfiguration{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: "node-1-gw-node"}, rc); err != nil {
+				return err
+			}
+			got := ""
+			for _, rule := range rc.Spec.Table.Rules {
+				for _, r := range rule.Routes {
+					got += fmt.Sprintf("%s gw %v dev %v; ", *r.Dst, ptr.Deref(r.Gw, ""), ptr.Deref(r.Dev, ""))
+				}
+			}
+			if got != want || rc.Labels[consts.RouteCategoryLabel] != consts.RouteCategoryGateway {
+				return fmt.Errorf("routes %q, want %q; labels %v", got, want, rc.Labels)
+			}
+			return nil
+		}
+	}
+	ip, dev := in.Spec.Interface.Node.IP, in.Spec.Interface.Gateway.Name
+	testenv.EventuallyOK(t, "the gateways' routes to node-1's pod", time.Minute,
+		routes(fmt.Sprintf("%s/32 gw  dev %s; 10.244.1.5/32 gw %s dev ; ", ip, dev, ip)))
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.EventuallyOK(t, "the deleted pod's route gone", time.Minute, routes(fmt.Sprintf("%s/32 gw  dev %s; ", ip, dev)))
+}
+
+// checkSNAT: the nodes' SNAT table of the peering keeps local pods' sources towards the peer's
+// remapped CIDRs and rewrites others to 10.70.0.0.
+func checkSNAT(t *testing.T, c client.Client) {
+	t.Helper()
+	testenv.EventuallyOK(t, "the peering's SNAT table", time.Minute, func() error {
+		fw := &netv1beta1.FirewallConfiguration{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "provider-masquerade-bypass"}, fw); err != nil {
+			return err
+		}
+		var got []string
+		for _, r := range fw.Spec.Table.Chains[0].Rules.NatRules {
+			got = append(got, ptr.Deref(r.Name, "")+"->"+ptr.Deref(r.To, ""))
+		}
+		want := []string{"podcidr-provider-10-244-0-0-16-10-71-0-0-16->10.244.0.0/16", "service-nodeport-provider-10-71-0-0-16->10.70.0.0",
+			"podcidr-provider-ext-10-244-0-0-16->10.244.0.0/16", "service-nodeport-provider-ext->10.70.0.0"}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("NAT rules %v, want %v", got, want)
 		}
 		return nil
 	})
