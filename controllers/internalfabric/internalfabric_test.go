@@ -82,7 +82,13 @@ func TestInternalFabric(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	for _, n := range []string{ns, consts.LiqoNamespace} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No kube-controller-manager here to make the ServiceAccount pods need.
+	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}); err != nil {
 		t.Fatal(err)
 	}
 	stop := start(t, cl)
