@@ -49,7 +49,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	p, err := netip.ParsePrefix(ext)
 	if err != nil || len(local) == 0 {
-		return ctrl.Result{}, fmt.Errorf("Configuration %s: local pod CIDRs %v and external CIDR %q: need both, valid", req, local, ext)
+		return ctrl.Result{}, fmt.Errorf("configuration %s: the local pod CIDRs %v and external CIDR %q are not both valid "+
+			"(spec.local, or the manager's --pod-cidr and --external-cidr)", req, local, ext)
 	}
 	fw := &netv1beta1.FirewallConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: forge.MasqueradeBypassName(cfg)}}
 	if _, err := controllerutil.CreateOrPatch(ctx, r.Client, fw, func() error {

@@ -10,6 +10,7 @@ package fabricipam
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -161,8 +162,7 @@ func TunnelKey(namespace, name string) string {
 // lastAddr is the last address of p.
 func lastAddr(p netip.Prefix) netip.Addr {
 	b := p.Addr().As4()
-	host := 32 - p.Bits()
-	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-	v |= 1<<host - 1
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	v := binary.BigEndian.Uint32(b[:]) | (1<<(32-p.Bits()) - 1)
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b)
 }

@@ -119,7 +119,7 @@ func TestInternalFabric(t *testing.T) {
 	testenv.EventuallyOK(t, "a GeneveTunnel per node", time.Minute, func() error {
 		got, err := tunnels(ctx, c)
 		if err != nil || len(got) != 2 || got["provider-node-1"] == got["provider-node-2"] {
-			return fmt.Errorf("GeneveTunnels %v, %v; want provider-node-1 and provider-node-2 with their own IDs", got, err)
+			return fmt.Errorf("GeneveTunnels %v, %w; want provider-node-1 and provider-node-2 with their own IDs", got, err)
 		}
 		ids = got
 		return nil
@@ -134,7 +134,7 @@ func TestInternalFabric(t *testing.T) {
 	testenv.EventuallyOK(t, "node-2's tunnel gone", time.Minute, func() error {
 		got, err := tunnels(ctx, c)
 		if err != nil || len(got) != 1 || got["provider-node-1"] != ids["provider-node-1"] {
-			return fmt.Errorf("GeneveTunnels %v, %v; want provider-node-1 only, ID %d", got, err, ids["provider-node-1"])
+			return fmt.Errorf("GeneveTunnels %v, %w; want provider-node-1 only, ID %d", got, err, ids["provider-node-1"])
 		}
 		return nil
 	})
@@ -147,7 +147,7 @@ func TestInternalFabric(t *testing.T) {
 	testenv.EventuallyOK(t, "node-3's tunnel after a restart, node-1's ID kept", time.Minute, func() error {
 		got, err := tunnels(ctx, c)
 		if err != nil || len(got) != 2 || got["provider-node-1"] != ids["provider-node-1"] || got["provider-node-3"] == ids["provider-node-1"] {
-			return fmt.Errorf("GeneveTunnels %v, %v; want provider-node-1 (ID %d) and provider-node-3 with another", got, err, ids["provider-node-1"])
+			return fmt.Errorf("GeneveTunnels %v, %w; want provider-node-1 (ID %d) and provider-node-3 with another", got, err, ids["provider-node-1"])
 		}
 		return nil
 	})
@@ -160,7 +160,7 @@ func TestInternalFabric(t *testing.T) {
 		gerr := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "provider"}, &netv1beta1.InternalFabric{})
 		rerr := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "provider-node-gw"}, &netv1beta1.RouteConfiguration{})
 		if !apierrors.IsNotFound(gerr) || !apierrors.IsNotFound(rerr) || err != nil || len(got) != 0 {
-			return fmt.Errorf("InternalFabric: %v; RouteConfiguration: %v; GeneveTunnels %v, %v", gerr, rerr, got, err)
+			return fmt.Errorf("InternalFabric: %w; RouteConfiguration: %w; GeneveTunnels %v, %w", gerr, rerr, got, err)
 		}
 		return nil
 	})

@@ -70,7 +70,7 @@ func TestInternalNodes(t *testing.T) {
 	testenv.EventuallyOK(t, "an InternalNode per real node", time.Minute, func() error {
 		got, err := internalNodes(ctx, c)
 		if err != nil || len(got) != 3 || got["kwok-1"] == "" || got["node-1"] == "" || got["node-2"] == "" {
-			return fmt.Errorf("InternalNodes %v, %v; want kwok-1, node-1 and node-2", got, err)
+			return fmt.Errorf("InternalNodes %v, %w; want kwok-1, node-1 and node-2", got, err)
 		}
 		first = got
 		return nil
@@ -83,7 +83,7 @@ func TestInternalNodes(t *testing.T) {
 	testenv.EventuallyOK(t, "node-2's InternalNode gone", time.Minute, func() error {
 		got, err := internalNodes(ctx, c)
 		if _, ok := got["node-2"]; ok || err != nil {
-			return fmt.Errorf("InternalNodes %v, %v", got, err)
+			return fmt.Errorf("InternalNodes %v, %w", got, err)
 		}
 		return nil
 	})
@@ -99,7 +99,7 @@ func TestInternalNodes(t *testing.T) {
 	testenv.EventuallyOK(t, "the InternalNodes after a restart", time.Minute, func() error {
 		got, err := internalNodes(ctx, c)
 		if err != nil || len(got) != 3 || got["kwok-1"] != first["kwok-1"] || got["node-3"] == "" || got["node-4"] == "" {
-			return fmt.Errorf("InternalNodes %v, %v; want kwok-1 as before (%s), node-3 and node-4, no node-1", got, err, first["kwok-1"])
+			return fmt.Errorf("InternalNodes %v, %w; want kwok-1 as before (%s), node-3 and node-4, no node-1", got, err, first["kwok-1"])
 		}
 		for _, n := range []string{"node-3", "node-4"} {
 			if got[n] == first["kwok-1"] || strings.Fields(got[n])[1] == strings.Fields(first["kwok-1"])[1] {
