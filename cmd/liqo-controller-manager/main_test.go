@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -56,21 +57,30 @@ func TestRun(t *testing.T) {
 		cm.Data[consts.ClusterIDKey] != "cl-a" {
 		t.Errorf("cluster ID ConfigMap: %v %v", cm.Data, err)
 	}
-	resp, err := http.Get("http://" + metrics + "/metrics") //nolint:noctx // a test's one-off request
-	if err != nil {
-		t.Errorf("metrics endpoint: %v", err)
-	} else {
+	internal := &ipamv1alpha1.Network{}
+	if err := env.Cluster("a").Client.Get(t.Context(), client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.InternalCIDRNetwork}, internal); err != nil ||
+		internal.Spec.CIDR != consts.DefaultInternalCIDR || internal.Labels[consts.NetworkTypeLabel] != consts.InternalCIDRNetwork {
+		t.Errorf("internal-cidr Network (upstream's, default 10.80.0.0/16): %+v %v", internal.ObjectMeta, err)
+	}
+	// The controllers start after the caches sync (when readiness answers) and the leader
+	// election: their metrics may come a little after readiness.
+	testenv.EventuallyOK(t, "the tenant controller's metrics", 30*time.Second, func() error {
+		resp, err := http.Get("http://" + metrics + "/metrics") //nolint:noctx // a test's one-off request
+		if err != nil {
+			return fmt.Errorf("metrics endpoint: %w", err)
+		}
 		body, err := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		switch {
 		case err != nil:
-			t.Errorf("reading the metrics: %v", err)
+			return fmt.Errorf("reading the metrics: %w", err)
 		case resp.StatusCode != http.StatusOK:
-			t.Errorf("metrics endpoint answered %s", resp.Status)
+			return fmt.Errorf("metrics endpoint answered %s", resp.Status)
 		case !strings.Contains(string(body), `controller_runtime_reconcile_total{controller="tenant"`):
-			t.Errorf("metrics endpoint serves no controller_runtime_reconcile_total of the tenant controller:\n%.2000s", body)
+			return fmt.Errorf("metrics endpoint serves no controller_runtime_reconcile_total of the tenant controller:\n%.2000s", body)
 		}
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("manager stopped with %v", err)
