@@ -67,6 +67,8 @@ type options struct {
 	webhooks     webhookOptions
 	vk           virtualKubeletOptions
 	podSecurity  podsecurity.Policy
+	// fabricRulePriority is the priority of the nodes' policy rules to the gateways.
+	fabricRulePriority int
 }
 
 func parse(args []string, out io.Writer) (*options, error) {
@@ -82,6 +84,11 @@ func parse(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.identity.ExternalCIDR, "external-cidr", "", "the CIDR peers use to reach this cluster's external addresses "+
 		"(default "+clusternet.DefaultExternalCIDR+", upstream Liqo's; as in upstream's chart, only a CIDR set here is labelled "+
 		consts.NetworkNotRemappedLabel+"; peers remap it where it overlaps their networks)")
+	fs.StringVar(&o.identity.InternalCIDR, "internal-cidr", "", "the network fabric's internal CIDR, from which each node and "+
+		"gateway gets its tunnel address (default "+consts.DefaultInternalCIDR+", upstream Liqo's; it must not overlap the pod, "+
+		"service or external CIDRs)")
+	fs.IntVar(&o.fabricRulePriority, "route-configuration-rule-priority", 0, "priority of the policy rules of the nodes' routes "+
+		"to the gateways (0: the fabric agent's own; upstream's flag)")
 	fs.StringVar(&o.apiServerURL, "api-server-url", "", "the API server URL peers should use (default: the one this manager connects to)")
 	fs.StringVar(&o.apiServerURL, "api-server-address-override", "", "upstream Liqo's name of --api-server-url (an address without scheme means https)")
 	fs.StringVar(&o.identity.Namespace, "liqo-namespace", consts.LiqoNamespace, "the namespace Liqo is installed in: the cluster ID, "+
@@ -120,6 +127,9 @@ func parse(args []string, out io.Writer) (*options, error) {
 	if o.identity.ExternalCIDR == "" {
 		// Upstream's chart's default; not the user's choice, so not marked not-remapped.
 		o.identity.ExternalCIDR, o.identity.ExternalCIDRDefault = clusternet.DefaultExternalCIDR, true
+	}
+	if o.identity.InternalCIDR == "" {
+		o.identity.InternalCIDR, o.identity.InternalCIDRDefault = consts.DefaultInternalCIDR, true
 	}
 	if o.qps <= 0 || o.burst < 1 {
 		return nil, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", o.qps, o.burst)
@@ -299,7 +309,8 @@ func setup(mgr ctrl.Manager, o *options) error {
 		return err
 	}
 	var local []string
-	for _, c := range append(slices.Clone(o.identity.PodCIDRs), o.identity.ServiceCIDR, o.identity.ExternalCIDR) {
+	// The internal CIDR too: a peer's CIDR inside it is remapped, or the fabric would route it.
+	for _, c := range append(slices.Clone(o.identity.PodCIDRs), o.identity.ServiceCIDR, o.identity.ExternalCIDR, o.identity.InternalCIDR) {
 		if c != "" {
 			local = append(local, c)
 		}
@@ -312,6 +323,9 @@ func setup(mgr ctrl.Manager, o *options) error {
 	}
 	if err := (&ipmapping.ProxyReconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace(),
 		ServiceNamespace: o.proxyNS}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := setupFabric(mgr, o); err != nil {
 		return err
 	}
 	return setupWebhooks(mgr, o.webhooks, o.identity.LiqoNamespace(), o.podSecurity)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -56,21 +57,30 @@ func TestRun(t *testing.T) {
 		cm.Data[consts.ClusterIDKey] != "cl-a" {
 		t.Errorf("cluster ID ConfigMap: %v %v", cm.Data, err)
 	}
-	resp, err := http.Get("http://" + metrics + "/metrics") //nolint:noctx // a test's one-off request
-	if err != nil {
-		t.Errorf("metrics endpoint: %v", err)
-	} else {
+	internal := &ipamv1alpha1.Network{}
+	if err := env.Cluster("a").Client.Get(t.Context(), client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.InternalCIDRNetwork}, internal); err != nil ||
+		internal.Spec.CIDR != consts.DefaultInternalCIDR || internal.Labels[consts.NetworkTypeLabel] != consts.InternalCIDRNetwork {
+		t.Errorf("internal-cidr Network (upstream's, default 10.80.0.0/16): %+v %v", internal.ObjectMeta, err)
+	}
+	// The controllers start after the caches sync (when readiness answers) and the leader
+	// election: their metrics may come a little after readiness.
+	testenv.EventuallyOK(t, "the tenant controller's metrics", 30*time.Second, func() error {
+		resp, err := http.Get("http://" + metrics + "/metrics") //nolint:noctx // a test's one-off request
+		if err != nil {
+			return fmt.Errorf("metrics endpoint: %w", err)
+		}
 		body, err := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		switch {
 		case err != nil:
-			t.Errorf("reading the metrics: %v", err)
+			return fmt.Errorf("reading the metrics: %w", err)
 		case resp.StatusCode != http.StatusOK:
-			t.Errorf("metrics endpoint answered %s", resp.Status)
+			return fmt.Errorf("metrics endpoint answered %s", resp.Status)
 		case !strings.Contains(string(body), `controller_runtime_reconcile_total{controller="tenant"`):
-			t.Errorf("metrics endpoint serves no controller_runtime_reconcile_total of the tenant controller:\n%.2000s", body)
+			return fmt.Errorf("metrics endpoint serves no controller_runtime_reconcile_total of the tenant controller:\n%.2000s", body)
 		}
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("manager stopped with %v", err)
@@ -97,6 +107,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--share", "cpu"}, `"cpu" is not name=quantity`},
 		{[]string{"--kube-api-qps", "0"}, "--kube-api-qps 0"},
 		{[]string{"--kube-api-burst", "-1"}, "must be positive"},
+		{[]string{"--pod-cidr", "10.80.0.0/24"}, "--internal-cidr 10.80.0.0/16 overlaps --pod-cidr 10.80.0.0/24"},
+		{[]string{"--internal-cidr", "10.96.0.0/16", "--service-cidr", "10.96.0.0/12"}, "--internal-cidr 10.96.0.0/16 overlaps --service-cidr 10.96.0.0/12"},
+		{[]string{"--internal-cidr", "10.70.128.0/17"}, "--internal-cidr 10.70.128.0/17 overlaps --external-cidr 10.70.0.0/16"},
+		{[]string{"--internal-cidr", "10.80.0.1/16"}, `--internal-cidr "10.80.0.1/16" is not a network CIDR`},
 		{[]string{"--remote-namespace-pod-security", "priviledged"}, `--remote-namespace-pod-security: "priviledged" is not a Pod Security level: use one of privileged, baseline, restricted`},
 	} {
 		_, err := parse(tc.args, io.Discard)
@@ -126,6 +140,19 @@ func TestExternalCIDRDefault(t *testing.T) {
 			t.Errorf("parse(%v): external CIDR %q (default %v), want %q (default %v)", tc.args,
 				o.identity.ExternalCIDR, o.identity.ExternalCIDRDefault, tc.cidr, tc.defaulted)
 		}
+	}
+}
+
+// TestInternalCIDRDefault: without --internal-cidr the fabric's internal CIDR is upstream's
+// default 10.80.0.0/16, recorded as a default; one set that overlaps nothing is the user's.
+func TestInternalCIDRDefault(t *testing.T) {
+	o, err := parse(nil, io.Discard)
+	if err != nil || o.identity.InternalCIDR != "10.80.0.0/16" || !o.identity.InternalCIDRDefault {
+		t.Errorf("parse(): internal CIDR %+v, %v; want 10.80.0.0/16, defaulted", o, err)
+	}
+	o, err = parse([]string{"--internal-cidr", "10.81.0.0/16", "--pod-cidr", "10.80.0.0/16"}, io.Discard)
+	if err != nil || o.identity.InternalCIDR != "10.81.0.0/16" || o.identity.InternalCIDRDefault {
+		t.Errorf("parse(--internal-cidr 10.81.0.0/16): %v", err)
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/webhookserver"
@@ -236,7 +237,7 @@ func (u *uninstaller) userObjects(ctx context.Context, kinds []schema.GroupVersi
 			switch {
 			case gvk.Kind == "ForeignCluster":
 				peerings = append(peerings, o.GetName())
-			case !ownObject(o, consts.LiqoNamespaceOr(u.o.liqoNS)):
+			case !ownObject(o, consts.LiqoNamespaceOr(u.o.liqoNS)) && gvk.Kind != netv1beta1.InternalNodeKind: // one per node, the manager's
 				others = append(others, gvk.Kind+" "+client.ObjectKeyFromObject(o).String())
 			}
 		}
@@ -460,7 +461,7 @@ func (u *uninstaller) deleteNamespaceObjects(ctx context.Context, kinds []schema
 			return err
 		}
 		for i := range items {
-			if o := &items[i]; ownObject(o, consts.LiqoNamespaceOr(u.o.liqoNS)) {
+			if o := &items[i]; ownObject(o, consts.LiqoNamespaceOr(u.o.liqoNS)) || gvk.Kind == netv1beta1.InternalNodeKind {
 				if err := u.delete(ctx, o); err != nil {
 					return err
 				}
@@ -471,9 +472,9 @@ func (u *uninstaller) deleteNamespaceObjects(ctx context.Context, kinds []schema
 }
 
 // ownKind says whether the manager makes objects of kind for itself: Networks, IPs (the
-// API-server proxy's) and the default gateway templates.
+// API-server proxy's), the default gateway templates and the fabric's InternalNodes.
 func ownKind(gvk schema.GroupVersionKind) bool {
-	return gvk.Kind == "Network" || gvk.Kind == "IP" || gvk.Kind == workload.ServerTemplateKind || gvk.Kind == workload.ClientTemplateKind
+	return gvk.Kind == "Network" || gvk.Kind == netv1beta1.InternalNodeKind || gvk.Kind == "IP" || gvk.Kind == workload.ServerTemplateKind || gvk.Kind == workload.ClientTemplateKind
 }
 
 // waitGone waits until every deleted object is gone (a namespace no longer Terminating, a CRD

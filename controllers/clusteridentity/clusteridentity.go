@@ -57,6 +57,11 @@ type Config struct {
 	// ExternalCIDRDefault says ExternalCIDR is the default (clusternet.DefaultExternalCIDR), the
 	// user having set none: its Network is then not labelled not-remapped (upstream's chart).
 	ExternalCIDRDefault bool
+	// InternalCIDR is the network fabric's internal network (the manager's --internal-cidr;
+	// empty: no Network), which must not overlap the other CIDRs; InternalCIDRDefault says it
+	// is the default, the user having set none (its Network is then not labelled not-remapped).
+	InternalCIDR        string
+	InternalCIDRDefault bool
 	// CRDsInstalledElsewhere says someone else installs and upgrades our CRDs (the manager's
 	// --manage-crds=false): Ensure only checks that they are there.
 	CRDsInstalledElsewhere bool
@@ -77,11 +82,12 @@ func (c Config) Validate() error {
 		}
 	}
 	type flagValue struct{ flag, value string }
-	values := []flagValue{{"--service-cidr", c.ServiceCIDR}, {"--external-cidr", c.ExternalCIDR}}
+	values := []flagValue{{"--service-cidr", c.ServiceCIDR}, {"--external-cidr", c.ExternalCIDR}, {"--internal-cidr", c.InternalCIDR}}
 	for _, v := range c.PodCIDRs {
 		values = append(values, flagValue{"--pod-cidr", v})
 	}
 	var pods []netip.Prefix
+	others := map[string][]netip.Prefix{}
 	for _, v := range values {
 		if v.value == "" && v.flag != "--pod-cidr" {
 			continue
@@ -94,8 +100,10 @@ func (c Config) Validate() error {
 		if v.flag == "--pod-cidr" {
 			pods = append(pods, p)
 		}
+		others[v.flag] = append(others[v.flag], p)
 	}
 	errs = append(errs, overlappingPodCIDRs(pods)...)
+	errs = append(errs, internalOverlaps(others)...)
 	return errors.Join(errs...)
 }
 
@@ -111,6 +119,25 @@ func overlappingPodCIDRs(pods []netip.Prefix) []error {
 			case pods[i].Overlaps(pods[j]):
 				errs = append(errs, fmt.Errorf("--pod-cidr %s and %s overlap: each pod CIDR is a network of its own; "+
 					"give the larger one only, or CIDRs that do not overlap", pods[j], pods[i]))
+			}
+		}
+	}
+	return errs
+}
+
+// internalOverlaps refuses an internal CIDR that overlaps the pod, service or external CIDRs
+// (cidrs by flag): the fabric routes the internal CIDR between nodes and gateways, so a pod,
+// Service or remapped peer address inside it would be routed into a tunnel.
+func internalOverlaps(cidrs map[string][]netip.Prefix) []error {
+	var errs []error
+	for _, internal := range cidrs["--internal-cidr"] {
+		for _, flag := range []string{"--pod-cidr", "--service-cidr", "--external-cidr"} {
+			for _, other := range cidrs[flag] {
+				if internal.Overlaps(other) {
+					errs = append(errs, fmt.Errorf("--internal-cidr %s overlaps %s %s: the network fabric's internal CIDR must be "+
+						"a network of its own; choose another --internal-cidr (chart value ipam.internalCIDR, default %s) "+
+						"outside %s", internal, flag, other, consts.DefaultInternalCIDR, other))
+				}
 			}
 		}
 	}
@@ -280,6 +307,7 @@ const legacyPodCIDRNetwork = "pod-cidr"
 // cidrFlags name the controller manager's flag of each Network type, for error messages.
 var cidrFlags = map[string]string{
 	consts.PodCIDRNetwork: "--pod-cidr", consts.ServiceCIDRNetwork: "--service-cidr", consts.ExternalCIDRNetwork: "--external-cidr",
+	consts.InternalCIDRNetwork: "--internal-cidr",
 }
 
 // ensureNetworks writes the Networks of the cluster's CIDRs as package clusternet builds them
@@ -291,7 +319,8 @@ var cidrFlags = map[string]string{
 // recorded ones gets its Network.
 func ensureNetworks(ctx context.Context, c client.Client, cfg Config) error {
 	spec := clusternet.Spec{PodCIDRs: cfg.PodCIDRs, ServiceCIDR: cfg.ServiceCIDR, ExternalCIDR: cfg.ExternalCIDR,
-		ExternalCIDRDefaulted: cfg.ExternalCIDRDefault, Namespace: cfg.LiqoNamespace()}
+		ExternalCIDRDefaulted: cfg.ExternalCIDRDefault, InternalCIDR: cfg.InternalCIDR, InternalCIDRDefaulted: cfg.InternalCIDRDefault,
+		Namespace: cfg.LiqoNamespace()}
 	if len(cfg.PodCIDRs) > 0 {
 		if err := checkPodCIDRs(ctx, c, cfg.LiqoNamespace(), cfg.PodCIDRs); err != nil {
 			return err

@@ -39,6 +39,10 @@ type Spec struct {
 	// ExternalCIDRDefaulted says that ExternalCIDR is a default (DefaultExternalCIDR), not a CIDR
 	// the user set: as in upstream's chart, its Network is then not marked not-remapped.
 	ExternalCIDRDefaulted bool
+	// InternalCIDR is the network fabric's internal CIDR (upstream's internal-cidr Network);
+	// InternalCIDRDefaulted says it is the default, not labelled not-remapped (upstream's chart).
+	InternalCIDR          string
+	InternalCIDRDefaulted bool
 	// Namespace is where the Networks are: the namespace Liqo is installed in ("":
 	// consts.LiqoNamespace).
 	Namespace string
@@ -83,6 +87,7 @@ func (s Spec) Networks() []*ipamv1alpha1.Network {
 	}
 	add(consts.ServiceCIDRNetwork, consts.ServiceCIDRNetwork, s.ServiceCIDR, true, true)
 	add(consts.ExternalCIDRNetwork, consts.ExternalCIDRNetwork, s.ExternalCIDR, !s.ExternalCIDRDefaulted, false)
+	add(consts.InternalCIDRNetwork, consts.InternalCIDRNetwork, s.InternalCIDR, !s.InternalCIDRDefaulted, false)
 	return out
 }
 

@@ -14,9 +14,14 @@ uninstall hook may delete. */}}
 - networks.ipam.liqo.io
 - configurations.networking.liqo.io
 - connections.networking.liqo.io
+- firewallconfigurations.networking.liqo.io
 - gatewayclients.networking.liqo.io
 - gatewayservers.networking.liqo.io
+- genevetunnels.networking.liqo.io
+- internalfabrics.networking.liqo.io
+- internalnodes.networking.liqo.io
 - publickeies.networking.liqo.io
+- routeconfigurations.networking.liqo.io
 - wggatewayclienttemplates.networking.liqo.io
 - wggatewayservertemplates.networking.liqo.io
 - namespacemaps.offloading.liqo.io
