@@ -115,7 +115,7 @@ func matchIP(off uint32, p netip.Prefix, op expr.CmpOp) []expr.Any {
 	m := make([]byte, 4)
 	for i := range m {
 		covered := max(0, min(8, p.Bits()-8*i)) // bits of byte i in the prefix
-		m[i] = byte(uint16(0xff00) >> covered)
+		m[i] = ^(byte(0xff) >> covered)
 	}
 	return []expr.Any{
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: 4},
