@@ -68,9 +68,9 @@ func prefix(n *net.IPNet) netip.Prefix {
 // syncRules makes the fabric's rules exactly those of tables: it adds the missing ones and
 // deletes the others. A rule without a priority matches an existing one of any priority.
 func syncRules(tables []Table) (added, removed int, err error) {
-	existing, err := netlink.RuleListFiltered(netlink.FAMILY_V4, &netlink.Rule{Protocol: Protocol}, netlink.RT_FILTER_PROTOCOL)
+	existing, err := ownRules()
 	if err != nil {
-		return 0, 0, fmt.Errorf("listing policy-routing rules: %w", err)
+		return 0, 0, err
 	}
 	// Keys with the priority, and without it (priority 0) for rules that leave it to the kernel.
 	have, want := map[string]bool{}, map[string]bool{}
@@ -104,6 +104,21 @@ func syncRules(tables []Table) (added, removed int, err error) {
 		removed++
 	}
 	return added, removed, nil
+}
+
+// ownRules lists the fabric's rules (netlink's rule filter ignores the protocol).
+func ownRules() ([]netlink.Rule, error) {
+	all, err := netlink.RuleList(netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("listing policy-routing rules: %w", err)
+	}
+	var own []netlink.Rule
+	for _, r := range all {
+		if r.Protocol == Protocol {
+			own = append(own, r)
+		}
+	}
+	return own, nil
 }
 
 // describeRule is r as `ip rule` would show its matches.
