@@ -70,7 +70,7 @@ func TestAgentAppliesAndCleansUp(t *testing.T) {
 	if len(links) != 10 {
 		t.Fatalf("the agent made %d links, want 10; its log:\n%s", len(links), logs.String())
 	}
-	time.Sleep(2 * time.Second) // a few re-applies
+	time.Sleep(2 * time.Second)       // a few re-applies
 	rss := rssKiB(t, cmd.Process.Pid) // ip netns exec execs the agent: same pid
 	t.Logf("agent RSS with 10 nodes of 20 pods: %d KiB", rss)
 	if rss > 40<<10 {
