@@ -68,6 +68,8 @@ func TestAgentAppliesAndCleansUp(t *testing.T) {
 		in(t, ns, func() (err error) { links, err = ownLinks(); return err })
 	}
 	if len(links) != 10 {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait() // the log is read once the agent is gone
 		t.Fatalf("the agent made %d links, want 10; its log:\n%s", len(links), logs.String())
 	}
 	time.Sleep(2 * time.Second)       // a few re-applies
