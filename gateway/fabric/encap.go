@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -74,9 +75,10 @@ func probeLink(e Encap) error {
 }
 
 // LinkSpec is the netlink link of tunnel t with encapsulation e on UDP port port: a Geneve or
-// VXLAN link with network identifier t.ID towards t.Remote, marked with LinkAlias.
+// VXLAN link with network identifier t.ID towards t.Remote, with alias LinkAlias (which the
+// kernel takes only once the link exists: netlink.LinkSetAlias).
 func LinkSpec(e Encap, t Tunnel, port uint16) netlink.Link {
-	attrs := netlink.LinkAttrs{Name: t.Name, MTU: t.MTU, TxQLen: 1000, Alias: LinkAlias}
+	attrs := netlink.LinkAttrs{Name: t.Name, MTU: t.MTU, TxQLen: 1000, Alias: LinkAlias, HardwareAddr: MAC(t.Address)}
 	remote := net.IP(t.Remote.AsSlice())
 	if e == EncapVXLAN {
 		return &netlink.Vxlan{LinkAttrs: attrs, VxlanId: int(t.ID), Group: remote, Port: int(port)}
@@ -84,9 +86,22 @@ func LinkSpec(e Encap, t Tunnel, port uint16) netlink.Link {
 	return &netlink.Geneve{LinkAttrs: attrs, ID: t.ID, Remote: remote, Dport: port}
 }
 
+// MAC is the Ethernet address of a tunnel link whose internal address is a: 02:00 (a locally
+// administered unicast prefix) and a's four bytes. It does not change when the link is made
+// again (a gateway restarted or rescheduled), so the other end's neighbour entry for a stays
+// right and traffic resumes at once instead of after the entry goes stale.
+// For anything but an IPv4 address it is nil (the kernel picks one).
+func MAC(a netip.Addr) net.HardwareAddr {
+	if !a.Is4() {
+		return nil
+	}
+	b := a.As4()
+	return net.HardwareAddr{0x02, 0x00, b[0], b[1], b[2], b[3]}
+}
+
 // sameLink says whether existing is tunnel t's link with encapsulation e on port port.
 func sameLink(existing netlink.Link, e Encap, t Tunnel, port uint16) bool {
-	if existing.Attrs().MTU != t.MTU || existing.Attrs().Alias != LinkAlias {
+	if existing.Attrs().MTU != t.MTU || existing.Attrs().Alias != LinkAlias || !bytes.Equal(existing.Attrs().HardwareAddr, MAC(t.Address)) {
 		return false
 	}
 	remote := net.IP(t.Remote.AsSlice())
@@ -126,10 +141,15 @@ func (d *Dataplane) ensureTunnel(t Tunnel) (bool, error) {
 		existing = nil
 	}
 	if existing == nil {
-		if err := netlink.LinkAdd(LinkSpec(d.Encap, t, d.port())); err != nil {
+		l := LinkSpec(d.Encap, t, d.port())
+		if err := netlink.LinkAdd(l); err != nil {
 			return false, fmt.Errorf("tunnel %s: creating its %s link (id %d, remote %s): %w", t.Name, d.Encap, t.ID, t.Remote, err)
 		}
 		created = true
+		// The kernel ignores the alias of a link being created.
+		if err := netlink.LinkSetAlias(l, LinkAlias); err != nil {
+			return created, fmt.Errorf("tunnel %s: marking its link: %w", t.Name, err)
+		}
 	}
 	addr := &net.IPNet{IP: net.IP(t.Address.AsSlice()), Mask: net.CIDRMask(32, 32)}
 	if err := netcfg.SetUp(t.Name, addr, t.MTU); err != nil {

@@ -216,12 +216,17 @@ func syncRoutes(tables []Table) (added, removed int, err error) {
 	return added, removed, nil
 }
 
-// netlinkRoute is dr as a netlink route marked with Protocol.
+// netlinkRoute is dr as a netlink route marked with Protocol; a next hop on a given link is
+// taken as on-link.
 func netlinkRoute(dr desiredRoute) *netlink.Route {
 	r := &netlink.Route{Dst: ipNet(dr.route.Dst), LinkIndex: dr.link, Table: dr.table, Protocol: Protocol}
-	if dr.route.Gw.IsValid() {
+	switch {
+	case dr.route.Gw.IsValid() && dr.link != 0:
+		// The next hop is the tunnel's other end: on the link, whichever table holds its route.
+		r.Gw, r.Flags = net.IP(dr.route.Gw.AsSlice()), int(netlink.FLAG_ONLINK)
+	case dr.route.Gw.IsValid():
 		r.Gw = net.IP(dr.route.Gw.AsSlice())
-	} else {
+	default:
 		r.Scope = netlink.SCOPE_LINK
 	}
 	return r
