@@ -16,8 +16,8 @@ import (
 func benchGateway(nodes, pods int) Desired {
 	g := Gateway{Address: addr("10.80.0.1"), TunnelInterface: "lo", LocalExternalCIDR: pfx("10.70.0.0/16"), MTU: 1450}
 	for n := range nodes {
-		gn := GatewayNode{Name: fmt.Sprintf("node-%d", n), Interface: fmt.Sprintf("liqo.n%d", n), ID: uint32(n + 1), //nolint:gosec // small
-			NodeAddress: netip.AddrFrom4([4]byte{192, 168, 242, byte(n + 1)}), NodeIP: netip.AddrFrom4([4]byte{10, 80, 1, byte(n + 1)}), Mark: uint32(n + 1)} //nolint:gosec // small
+		gn := GatewayNode{Name: fmt.Sprintf("node-%d", n), Interface: fmt.Sprintf("liqo.n%d", n), ID: uint32(n + 1),
+			NodeAddress: netip.AddrFrom4([4]byte{192, 168, 242, byte(n + 1)}), NodeIP: netip.AddrFrom4([4]byte{10, 80, 1, byte(n + 1)}), Mark: uint32(n + 1)}
 		for p := range pods {
 			gn.PodIPs = append(gn.PodIPs, netip.AddrFrom4([4]byte{10, 244, byte(n), byte(p + 2)}))
 		}
