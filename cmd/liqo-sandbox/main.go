@@ -4,8 +4,8 @@
 // `request <cluster> <address>` pings and sends an HTTP GET to a pod address from the named
 // cluster's pod network (with the sandbox's networking, as root). With -nodes real (or auto,
 // which `make sandbox` and `make demo` use, as root on Linux), each cluster has one real node
-// (a kubelet with containerd) and our chart installed by helm instead of KWOK nodes and the
-// components as processes.
+// (a kubelet with containerd; -real-nodes N gives each cluster N, joined by flannel) and our
+// chart installed by helm instead of KWOK nodes and the components as processes.
 package main
 
 import (
@@ -33,6 +33,7 @@ func run(ctx context.Context, args []string) error {
 	managerBin := fs.String("manager-bin", filepath.Join(root, "bin", "liqo-controller-manager"), "the liqo-controller-manager binary run for each cluster")
 	gatewayBin := fs.String("gateway-bin", filepath.Join(root, "bin", "liqo-gateway"), "the liqo-gateway binary run for each gateway (as root; otherwise networking is disabled)")
 	nodes := fs.String("nodes", sandbox.NodesKWOK, "the clusters' nodes: kwok (the components as processes), real (a kubelet with containerd per cluster, the chart installed by helm; root on Linux) or auto (real where possible)")
+	realNodes := fs.Int(sandbox.RealNodesFlag, 1, fmt.Sprintf("real nodes per cluster with real nodes: 1 to %d; more than one are joined by flannel (make flannel, $%s)", sandbox.MaxRealNodes, testenv.FlannelBinDirEnv))
 	imagesDir := fs.String("images", filepath.Join(root, "bin", "images"), "the component image archives (make images), for real nodes")
 	helm := fs.String("helm", filepath.Join(root, "bin", "helm-v3.22.0"), "the helm binary (make helm), for real nodes")
 	chartDir := fs.String("chart", filepath.Join(root, "deploy", "liqo"), "the chart, for real nodes")
@@ -59,12 +60,15 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("resolving -state: %w", err)
 	}
 	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, GatewayBin: *gatewayBin, Clusters: *count,
-		Nodes: *nodes, Images: *imagesDir, Helm: *helm, Chart: *chartDir, ExtraPodCIDRs: extraPodCIDRs, Isolate: isolate, Out: os.Stdout}
+		Nodes: *nodes, RealNodes: *realNodes, Images: *imagesDir, Helm: *helm, Chart: *chartDir, ExtraPodCIDRs: extraPodCIDRs, Isolate: isolate, Out: os.Stdout}
 	switch fs.Arg(0) {
 	case "up":
 		self, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("finding own executable: %w", err)
+		}
+		if err := sb.ValidateRealNodes(*nodes); err != nil {
+			return err
 		}
 		mode, line, err := sb.ResolveNodes(*nodes)
 		if err != nil {
@@ -78,7 +82,7 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		args := append([]string{"-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "-gateway-bin", *gatewayBin,
-			"-clusters", fmt.Sprint(*count), "-nodes", mode, "-images", *imagesDir, "-helm", *helm, "-chart", *chartDir}, sb.ExtraPodCIDRArgs()...)
+			"-clusters", fmt.Sprint(*count), "-nodes", mode, "-" + sandbox.RealNodesFlag, fmt.Sprint(*realNodes), "-images", *imagesDir, "-helm", *helm, "-chart", *chartDir}, sb.ExtraPodCIDRArgs()...)
 		args = append(args, sb.IsolateArgs()...)
 		return sb.Up(ctx, self, append(args, "serve")...)
 	case "down":

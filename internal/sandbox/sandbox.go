@@ -90,6 +90,9 @@ type Sandbox struct {
 	// Nodes is what the clusters' nodes are: NodesKWOK (also when empty) or NodesReal (see
 	// ResolveNodes, realnodes.go).
 	Nodes string
+	// RealNodes is how many real nodes each cluster has with NodesReal (0 means 1): more than
+	// one run flannel as the clusters' pod network (`make flannel`, testenv.FlannelBinDir).
+	RealNodes int
 	// Images holds the component image archives (`make images`), for real nodes.
 	Images string
 	// Helm is the helm binary, and Chart the chart's folder, for real nodes.
@@ -335,6 +338,11 @@ func (s *Sandbox) Down(ctx context.Context) error {
 	}
 	if err := sweepNetwork(s.Out); err != nil {
 		return err
+	}
+	// The real nodes of a supervisor that was killed (its pods, containerd's shims, flanneld,
+	// the nodes' network namespaces with their VXLAN and bridge links, mounts): on every node.
+	if err := testenv.ReapStaleRealNodes(ctx); err != nil {
+		return fmt.Errorf("removing the real nodes a stopped sandbox left: %w", err)
 	}
 	if dir := strings.TrimSpace(string(envDir)); dir != "" {
 		if left := testenv.ProcessesUsing(dir); len(left) > 0 {
