@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,28 +19,44 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
-// realNodeReport is what TestRealNodeChildProcess tells its parent.
+// realNodeReport is what TestRealNodeChildProcess tells its parent about one real node.
 type realNodeReport struct {
 	Dir, Netns, HostLink, Cgroup string
 	PodNetns                     []string
+	// NetnsInode is the node's network namespace's inode: a process still in it keeps it, and
+	// the links in it (flannel.1, cni0, the pods' veths), alive after its file is gone.
+	NetnsInode uint64
 }
 
-const realNodeReportEnv = "LIQO_TESTENV_REALNODE_REPORT"
+const (
+	realNodeReportEnv = "LIQO_TESTENV_REALNODE_REPORT"
+	// realNodeCountEnv is how many real nodes the child starts: 1 (the bridge) by default, more
+	// with flannel.
+	realNodeCountEnv = "LIQO_TESTENV_REALNODE_COUNT"
+)
 
-// TestRealNodeChildProcess is not a test of its own: TestRealNodeReapAfterKill runs it in a
-// child process, where it starts a cluster with a real node and a Running pod, reports where
-// they are, and hangs until it is killed.
+// TestRealNodeChildProcess is not a test of its own: TestRealNodeReapAfterKill and
+// TestRealNodesFlannelReapAfterKill run it in a child process, where it starts a cluster with
+// real nodes and a Running pod on each, reports where they are, and hangs until it is killed.
 func TestRealNodeChildProcess(t *testing.T) {
 	report := os.Getenv(realNodeReportEnv)
 	if report == "" {
 		t.Skip("helper for TestRealNodeReapAfterKill")
 	}
-	env := testenv.New(t, testenv.ClusterOptions{Name: "killed", RealNode: &testenv.RealNodeOptions{}})
+	count, _ := strconv.Atoi(os.Getenv(realNodeCountEnv))
+	env := testenv.New(t, testenv.ClusterOptions{Name: "killed", RealNode: &testenv.RealNodeOptions{}, RealNodes: count})
 	c := env.Cluster("killed")
-	waitRunning(t, c, createDeployment(t, c))
-	n := c.RealNode
-	data, err := json.Marshal(realNodeReport{Dir: env.Dir, Netns: n.Netns, HostLink: strings.Split(n.Netns, "-")[0] + "h",
-		Cgroup: "/sys/fs/cgroup/pids/" + strings.Split(n.Netns, "-")[0], PodNetns: n.PodNetns(t.Context())})
+	var reports []realNodeReport
+	for i, n := range c.RealNodes {
+		waitRunning(t, c, createOn(t, c, "web"+strconv.Itoa(i), n.Name))
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join("/run/netns", n.Netns), &st); err != nil {
+			t.Fatal(err)
+		}
+		reports = append(reports, realNodeReport{Dir: env.Dir, Netns: n.Netns, HostLink: strings.Split(n.Netns, "-")[0] + "h",
+			Cgroup: "/sys/fs/cgroup/pids/" + strings.Split(n.Netns, "-")[0], PodNetns: n.PodNetns(t.Context()), NetnsInode: st.Ino})
+	}
+	data, err := json.Marshal(reports)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +71,25 @@ func TestRealNodeChildProcess(t *testing.T) {
 // node's start runs first) removes all of it.
 func TestRealNodeReapAfterKill(t *testing.T) {
 	needRealNode(t)
+	reapAfterKill(t, 1)
+}
+
+// TestRealNodesFlannelReapAfterKill: the same with two real nodes and flannel: after the kill
+// each node's pods, network namespace (holding flannel.1 and cni0) and host link are left;
+// ReapStaleRealNodes removes them on every node, flanneld included.
+func TestRealNodesFlannelReapAfterKill(t *testing.T) {
+	needRealNode(t)
+	if _, err := testenv.FlannelBinDir(); err != nil {
+		t.Skipf("skipping the flannel test: %v", err)
+	}
+	reapAfterKill(t, 2)
+}
+
+// reapAfterKill starts a cluster of count real nodes in a child process, kills it, checks that
+// each node is left on the machine, reaps, and checks that nothing of any node is.
+func reapAfterKill(t *testing.T, count int) {
+	t.Helper()
+	start := time.Now()
 	reportPath := filepath.Join(t.TempDir(), "report")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRealNodeChildProcess$", "-test.v")
 	// A short temp folder: the node's sockets live in it (t.TempDir's paths are too long).
@@ -61,7 +98,7 @@ func TestRealNodeReapAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
-	cmd.Env = append(os.Environ(), realNodeReportEnv+"="+reportPath, "TMPDIR="+tmp)
+	cmd.Env = append(os.Environ(), realNodeReportEnv+"="+reportPath, realNodeCountEnv+"="+strconv.Itoa(count), "TMPDIR="+tmp)
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -69,7 +106,7 @@ func TestRealNodeReapAfterKill(t *testing.T) {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	var r realNodeReport
+	var rs []realNodeReport
 	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
 		select {
 		case <-exited:
@@ -77,7 +114,7 @@ func TestRealNodeReapAfterKill(t *testing.T) {
 		default:
 		}
 		data, err := os.ReadFile(reportPath)
-		return err == nil && json.Unmarshal(data, &r) == nil, nil
+		return err == nil && json.Unmarshal(data, &rs) == nil, nil
 	})
 	if err != nil {
 		_ = cmd.Process.Kill()
@@ -89,16 +126,25 @@ func TestRealNodeReapAfterKill(t *testing.T) {
 	}
 	<-exited
 	time.Sleep(time.Second) // the parent-death signal reaches kubelet, kube-proxy, containerd
-	left := machineLeftovers(t, r)
-	if !strings.Contains(strings.Join(left, "\n"), "cgroup") || !strings.Contains(strings.Join(left, "\n"), "network namespace") {
-		t.Errorf("after the kill, want the pods and the network left; found %q", left)
+	if len(rs) != count {
+		t.Fatalf("the child reported %d real nodes, want %d", len(rs), count)
+	}
+	for _, r := range rs {
+		left := strings.Join(machineLeftovers(t, r), "\n")
+		if !strings.Contains(left, "cgroup") || !strings.Contains(left, "network namespace") || !strings.Contains(left, "process in the network namespace") {
+			t.Errorf("after the kill, want node %s's pods and network left; found %q", r.Netns, left)
+		}
 	}
 
+	reap := time.Now()
 	if err := testenv.ReapStaleRealNodes(t.Context()); err != nil {
 		t.Fatalf("reaping: %v", err)
 	}
-	if left := machineLeftovers(t, r); len(left) > 0 {
-		t.Errorf("after reaping, left: %q", left)
+	t.Logf("%d real nodes started, killed and reaped in %s (reaping %s)", count, time.Since(start).Round(time.Millisecond), time.Since(reap).Round(time.Millisecond))
+	for _, r := range rs {
+		if left := machineLeftovers(t, r); len(left) > 0 {
+			t.Errorf("after reaping, node %s left: %q", r.Netns, left)
+		}
 	}
 }
 
@@ -116,6 +162,9 @@ func machineLeftovers(t *testing.T, r realNodeReport) []string {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			left = append(left, "network namespace "+p)
 		}
+	}
+	if pids := processesInNetns(r.NetnsInode); len(pids) > 0 {
+		left = append(left, fmt.Sprintf("process in the network namespace (keeping its links): %v", pids))
 	}
 	if _, err := os.Stat("/sys/class/net/" + r.HostLink); err == nil {
 		left = append(left, "link "+r.HostLink)
@@ -136,4 +185,17 @@ func machineLeftovers(t *testing.T, r realNodeReport) []string {
 		}
 	}
 	return left
+}
+
+// processesInNetns returns the processes whose network namespace has the given inode.
+func processesInNetns(inode uint64) []string {
+	var pids []string
+	links, _ := filepath.Glob("/proc/[0-9]*/ns/net")
+	for _, l := range links {
+		var st syscall.Stat_t
+		if syscall.Stat(l, &st) == nil && st.Ino == inode {
+			pids = append(pids, filepath.Base(filepath.Dir(filepath.Dir(l))))
+		}
+	}
+	return pids
 }
