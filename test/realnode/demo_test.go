@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,11 +24,12 @@ func TestDemoOnRealNodes(t *testing.T) {
 	helm := chart.Helm(t)
 	images := os.Getenv(ImagesEnv)
 	componentArchives(t) // skips without them
+	realNodes := demoRealNodes(t)
 	root, bins := buildBinaries(t, "./cmd/liqo-sandbox")
 	state := filepath.Join(t.TempDir(), "sandbox")
 	sb := func(args ...string) (string, error) {
 		out, err := exec.Command(filepath.Join(bins, "liqo-sandbox"), append([]string{"-state", state, "-provider-bin", bins,
-			"-nodes", "auto", "-images", images, "-helm", helm, "-chart", chart.Dir(t)}, args...)...).CombinedOutput()
+			"-nodes", "auto", "-real-nodes", strconv.Itoa(realNodes), "-images", images, "-helm", helm, "-chart", chart.Dir(t)}, args...)...).CombinedOutput()
 		return string(out), err
 	}
 	out, err := sb("up")
@@ -78,4 +80,29 @@ func TestDemoOnRealNodes(t *testing.T) {
 	if m == nil || m[1] != m[3] {
 		t.Errorf("the demo shows no answer from the offloaded pod through the tunnel (%q)", m)
 	}
+	if realNodes > 1 {
+		// The cross-node step: answers through the fabric agent, or a line saying it needs one.
+		cross := regexp.MustCompile(`(?s)==> cross-node traffic: from the consumer's node (\S+), which has no gateway\n(.*?)(\n\n|$)`).FindStringSubmatch(text)
+		switch {
+		case cross == nil:
+			t.Errorf("the demo with %d nodes per cluster has no cross-node step", realNodes)
+		case !strings.Contains(cross[2], "answers:") && !strings.Contains(cross[2], "skipped: a pod on "+cross[1]+" reaches offloaded pods only through the fabric agent"):
+			t.Errorf("the demo's cross-node step neither shows answers nor says why not:\n%s", cross[2])
+		}
+	}
+}
+
+// demoRealNodes is how many real nodes per cluster TestDemoOnRealNodes runs: $LIQO_SANDBOX_REAL_NODES
+// (sandboxRealNodesEnv), else 1 (make demo runs 2 where the machine allows it; see the README).
+func demoRealNodes(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv(sandboxRealNodesEnv)
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", sandboxRealNodesEnv, v, err)
+	}
+	return n
 }

@@ -83,8 +83,8 @@ func TestSandboxRealNodes(t *testing.T) {
 	for _, cluster := range []string{"consumer", "provider"} {
 		nodes[cluster] = checkSandboxNodes(t, filepath.Join(state, cluster+".kubeconfig"), cluster, count)
 	}
-	t.Logf("memory: %d MiB more in use than before up (MemAvailable); processes naming the sandbox and the pods: RSS %d MiB",
-		(memBefore-memAvailable(t))>>20, sandboxRSS(strings.TrimSpace(string(envDir)))>>20)
+	t.Logf("memory: %d MiB more in use than before up (MemAvailable); processes naming the sandbox and the nodes' pods: PSS %d MiB",
+		(memBefore-memAvailable(t))>>20, sandboxPSS(strings.TrimSpace(string(envDir)))>>20)
 
 	downed = true
 	start = time.Now()
@@ -271,9 +271,10 @@ func memAvailable(t *testing.T) int64 {
 	return 0
 }
 
-// sandboxRSS sums the resident memory of the processes naming envDir (API servers, etcd, the
-// nodes' containerd, kubelet, kube-proxy, flanneld) and of the nodes' pods (in their cgroups).
-func sandboxRSS(envDir string) int64 {
+// sandboxPSS sums the proportional resident memory (shared pages divided among their users) of
+// the processes naming envDir (API servers, etcd, the nodes' containerd, kubelet, kube-proxy,
+// flanneld) and of the nodes' pods (in their cgroups).
+func sandboxPSS(envDir string) int64 {
 	pids := testenv.ProcessesUsing(envDir)
 	roots, _ := filepath.Glob("/sys/fs/cgroup/pids/lqrn*")
 	for _, r := range roots {
@@ -292,9 +293,9 @@ func sandboxRSS(envDir string) int64 {
 	}
 	var total int64
 	for _, pid := range pids {
-		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 		for _, line := range strings.Split(string(data), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
 				kib, _ := strconv.ParseInt(f[1], 10, 64)
 				total += kib << 10
 			}
