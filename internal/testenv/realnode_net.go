@@ -194,7 +194,9 @@ func (n *nodeNetwork) remove(ctx context.Context) error {
 		}
 	}
 	if _, err := net.InterfaceByName(n.hostLink); err == nil {
-		if out, err := run(ctx, "ip", "link", "del", n.hostLink); err != nil && !strings.Contains(out, "Cannot find device") {
+		// The namespace's deletion takes the veth pair with it, asynchronously: the host side
+		// may go between the look-up and the deletion ("No such device").
+		if out, err := run(ctx, "ip", "link", "del", n.hostLink); err != nil && !strings.Contains(out, "Cannot find device") && !strings.Contains(out, "No such device") {
 			errs = append(errs, err)
 		}
 	}
