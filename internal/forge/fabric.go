@@ -113,8 +113,9 @@ type NodePod struct {
 // for traffic coming in from the peer (input interface consts.GatewayTunnelInterface), one /32
 // per pod of the node via the node's internal address, as upstream does.
 func MutateGatewayNodeRouteConfiguration(rc *netv1beta1.RouteConfiguration, in *netv1beta1.InternalNode, pods []NodePod) {
+	// One per node, with or without peerings: the manager's own, which uninstall removes.
 	setLabels(rc, map[string]string{consts.RouteCategoryLabel: consts.RouteCategoryGateway,
-		consts.RouteSubCategoryLabel: consts.RouteSubCategoryFabric})
+		consts.RouteSubCategoryLabel: consts.RouteSubCategoryFabric, consts.ManagedByLabel: consts.ManagedByControllerManager})
 	nodeIP := in.Spec.Interface.Node.IP
 	host := netv1beta1.CIDR(string(nodeIP) + "/32")
 	rules := []netv1beta1.Rule{{Dst: ptr.To(host), Routes: []netv1beta1.Route{

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
 
@@ -49,6 +50,10 @@ func TestGatewayNodeRoutes(t *testing.T) {
 		*r[1].Iif != "liqo-tunnel" || len(r[1].Routes) != 2 || string(*r[1].Routes[0].Dst) != "10.244.1.5/32" || *r[1].Routes[0].Gw != "10.80.0.2" {
 		data, _ := json.Marshal(rc.Spec)
 		t.Errorf("routes %s", data)
+	}
+	// One per node even without a peering: uninstall must find it the manager's own.
+	if rc.Labels[consts.ManagedByLabel] != consts.ManagedByControllerManager {
+		t.Errorf("labels %v: want %s=%s", rc.Labels, consts.ManagedByLabel, consts.ManagedByControllerManager)
 	}
 	if !strings.HasSuffix(forge.GatewayNodeRouteConfigurationName("worker-1"), "-gw-node") {
 		t.Error("name")
