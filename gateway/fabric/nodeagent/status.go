@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,15 +43,34 @@ func sourceTo(dst string) string {
 	return routes[0].Src.String()
 }
 
+// Kernel constants of a link's IPv4 settings (include/uapi/linux/if_link.h and ip.h).
+const (
+	iflaInetConf    = 1 // IFLA_INET_CONF, in IFLA_AF_SPEC/AF_INET
+	devconfRPFilter = 8 // IPV4_DEVCONF_RP_FILTER
+	rpFilterLoose   = 2
+)
+
 // looseRPFilter sets reverse-path filtering to loose on the gateway side's links: the answers of
 // another node's pods come in on its tunnel link while the main table routes their source
 // through the CNI, which the strict check refuses (the kernel takes the larger of "all" and the
-// link's value, so loose holds whatever "all" is).
+// link's value, so loose holds whatever "all" is). It goes through netlink (RTM_SETLINK with the
+// link's IPv4 settings), which NET_ADMIN allows, rather than /proc/sys, which a container that
+// is not privileged sees read-only.
 func looseRPFilter(links []string) error {
-	for _, l := range links {
-		p := filepath.Join("/proc/sys/net/ipv4/conf", filepath.Base(l), "rp_filter")
-		if err := os.WriteFile(p, []byte("2\n"), 0o644); err != nil {
-			return fmt.Errorf("setting loose reverse-path filtering on %s: %w", l, err)
+	for _, name := range links {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("finding link %s for its reverse-path filtering: %w", name, err)
+		}
+		req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+		msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+		msg.Index = int32(l.Attrs().Index)
+		req.AddData(msg)
+		spec := nl.NewRtAttr(unix.IFLA_AF_SPEC, nil)
+		spec.AddRtAttr(unix.AF_INET, nil).AddRtAttr(iflaInetConf, nil).AddRtAttr(devconfRPFilter, nl.Uint32Attr(rpFilterLoose))
+		req.AddData(spec)
+		if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+			return fmt.Errorf("setting loose reverse-path filtering on %s: %w", name, err)
 		}
 	}
 	return nil
