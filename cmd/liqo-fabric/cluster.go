@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -44,7 +45,7 @@ func runCluster(ctx context.Context, log logr.Logger, dp *fabric.Dataplane, f fl
 	runErr := mgr.Start(ctx)
 	if f.cleanup {
 		if err := r.Cleanup(context.Background()); err != nil {
-			return fmt.Errorf("%w (after the manager: %v)", err, runErr)
+			return errors.Join(err, runErr)
 		}
 	}
 	if runErr != nil {

@@ -101,6 +101,7 @@ func readConfig(path string) (fabric.Desired, error) {
 type flags struct {
 	configPath, encap, nodeName, kubeconfig, liqoNamespace string
 	port                                                   uint
+	port16                                                 uint16
 	interval, resync                                       time.Duration
 	cleanup                                                bool
 	verbosity                                              int
@@ -123,6 +124,7 @@ func parseFlags() (flags, error) {
 	if f.port == 0 || f.port > 65535 {
 		return f, fmt.Errorf("--geneve-port %d: out of range (1-65535)", f.port)
 	}
+	f.port16 = uint16(f.port)
 	if f.configPath == "" && f.nodeName == "" {
 		return f, fmt.Errorf("--node-name (or NODE_NAME) is required in a cluster; or give --config for file mode")
 	}
@@ -139,7 +141,7 @@ func run() error {
 	}
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{LogTimestamp: true, Verbosity: f.verbosity}).
 		WithValues("node", f.nodeName)
-	dp := &fabric.Dataplane{Encap: fabric.Encap(f.encap), Port: uint16(f.port), Log: log}
+	dp := &fabric.Dataplane{Encap: fabric.Encap(f.encap), Port: f.port16, Log: log}
 	if f.encap == "auto" {
 		if dp.Encap, err = fabric.DetectEncap(log); err != nil {
 			return fmt.Errorf("detecting the tunnel encapsulation: %w", err)

@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 
 	"github.com/vishvananda/netlink"
@@ -63,8 +64,12 @@ func looseRPFilter(links []string) error {
 			return fmt.Errorf("finding link %s for its reverse-path filtering: %w", name, err)
 		}
 		req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+		idx := l.Attrs().Index
+		if idx <= 0 || idx > math.MaxInt32 {
+			return fmt.Errorf("link %s has index %d", name, idx)
+		}
 		msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
-		msg.Index = int32(l.Attrs().Index)
+		msg.Index = int32(idx)
 		req.AddData(msg)
 		spec := nl.NewRtAttr(unix.IFLA_AF_SPEC, nil)
 		spec.AddRtAttr(unix.AF_INET, nil).AddRtAttr(iflaInetConf, nil).AddRtAttr(devconfRPFilter, nl.Uint32Attr(rpFilterLoose))
