@@ -17,6 +17,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/fabric/nodeagent"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
+	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 )
 
 // runCluster runs the node agent's reconciler in a manager until ctx ends, then removes the
@@ -25,6 +26,11 @@ func runCluster(ctx context.Context, log logr.Logger, dp *fabric.Dataplane, f fl
 	cfg, err := cli.RESTConfig(f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading cluster credentials: %w", err)
+	}
+	if f.apiNetns != "" {
+		if cfg.Dial, err = netns.Dialer(f.apiNetns); err != nil {
+			return fmt.Errorf("--api-netns: %w", err)
+		}
 	}
 	scheme, err := api.NewScheme()
 	if err != nil {

@@ -99,7 +99,7 @@ func readConfig(path string) (fabric.Desired, error) {
 
 // flags are the command's options.
 type flags struct {
-	configPath, encap, nodeName, kubeconfig, liqoNamespace string
+	configPath, encap, nodeName, kubeconfig, liqoNamespace, apiNetns string
 	port                                                   uint
 	port16                                                 uint16
 	interval, resync                                       time.Duration
@@ -115,6 +115,7 @@ func parseFlags() (flags, error) {
 	flag.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of the node the agent runs on (required in a cluster; default: $NODE_NAME)")
 	flag.StringVar(&f.nodeName, "nodename", os.Getenv("NODE_NAME"), "same as --node-name (deprecated)")
 	flag.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; empty: in-cluster credentials")
+	flag.StringVar(&f.apiNetns, "api-netns", "", "process mode: network namespace (a path such as /proc/<pid>/ns/net) to reach the API server from, when the node's own cannot")
 	flag.StringVar(&f.liqoNamespace, "namespace", consts.LiqoNamespace, "namespace Liqo is installed in (the gateways' RouteConfigurations)")
 	flag.DurationVar(&f.interval, "interval", 10*time.Second, "file mode: how often to re-read the configuration and re-apply it")
 	flag.DurationVar(&f.resync, "resync", nodeagent.DefaultResync, "cluster mode: how often to re-apply without a change of the objects")
