@@ -100,11 +100,11 @@ func readConfig(path string) (fabric.Desired, error) {
 // flags are the command's options.
 type flags struct {
 	configPath, encap, nodeName, kubeconfig, liqoNamespace, apiNetns string
-	port                                                   uint
-	port16                                                 uint16
-	interval, resync                                       time.Duration
-	cleanup                                                bool
-	verbosity                                              int
+	port                                                             uint
+	port16                                                           uint16
+	interval, resync                                                 time.Duration
+	cleanup                                                          bool
+	verbosity                                                        int
 }
 
 func parseFlags() (flags, error) {
