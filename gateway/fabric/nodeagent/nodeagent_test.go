@@ -3,9 +3,13 @@ package nodeagent_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -169,7 +173,7 @@ func TestAgentOnTwoNodes(t *testing.T) {
 	}
 	startManager(t, cl)
 	stop1 := startAgent(t, cl, "node-1", b.n1, encap)
-	stop2 := startAgent(t, cl, "node-2", b.n2, encap)
+	agent2 := startProcessAgent(t, cl, "node-2", b.n2)
 	start := time.Now()
 	gw := createObjects(t, c)
 
@@ -195,6 +199,8 @@ func TestAgentOnTwoNodes(t *testing.T) {
 		t.Errorf("the peer sees the pod on node-2 (the node without the gateway) as %s; want its own address 10.246.2.10", got)
 	}
 	t.Logf("from the objects' creation to traffic from the pod on node-2: %v", time.Since(start))
+	time.Sleep(3 * time.Second) // a resync or more
+	t.Logf("RSS of node-2's liqo-fabric process: %d KiB", rssKiB(t, agent2.Process.Pid))
 	for ns, want := range map[string]string{b.p1: "10.246.1.10", b.n1: "10.76.0.0"} {
 		if got := eventuallySource(t, ns); got != want {
 			t.Errorf("the peer sees %s as %s; want %s", ns, got, want)
@@ -226,7 +232,12 @@ func TestAgentOnTwoNodes(t *testing.T) {
 		return nil
 	})
 	stop1()
-	stop2()
+	if err := agent2.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := agent2.Wait(); err != nil {
+		t.Errorf("node-2's liqo-fabric failed on SIGTERM: %v", err)
+	}
 	for _, ns := range []string{b.n1, b.n2} {
 		if now := state(t, ns); now != base[ns] {
 			t.Errorf("after the agents' exit %s differs from before:\nbefore:\n%s\nafter:\n%s", ns, base[ns], now)
@@ -317,4 +328,47 @@ func checkStatus(t *testing.T, c client.Client) {
 		}
 		return nil
 	})
+}
+
+// startProcessAgent runs cmd/liqo-fabric for node in network namespace ns, reaching the API
+// server of cl from the test's namespace (--api-netns); its log goes to the test's.
+func startProcessAgent(t *testing.T, cl *testenv.Cluster, node, ns string) *exec.Cmd {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "liqo-fabric")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/peerkit/terraform-provider-liqo/cmd/liqo-fabric").CombinedOutput(); err != nil {
+		t.Fatalf("building liqo-fabric: %v\n%s", err, out)
+	}
+	cmd := exec.Command("ip", "netns", "exec", ns, bin, "--kubeconfig", cl.KubeconfigPath, "--node-name", node, "--resync", "2s",
+		"--api-netns", fmt.Sprintf("/proc/%d/ns/net", os.Getpid()))
+	cmd.Stdout, cmd.Stderr = t.Output(), t.Output()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+// rssKiB is the resident set of process pid, from /proc.
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			n, err := strconv.Atoi(f[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no VmRSS for process %d", pid)
+	return 0
 }
