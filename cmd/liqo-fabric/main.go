@@ -109,19 +109,23 @@ type flags struct {
 
 func parseFlags() (flags, error) {
 	var f flags
-	flag.StringVar(&f.configPath, "config", "", "file mode: JSON file of what to apply ({\"node\": ..., \"gateway\": ..., \"extra\": ...}) instead of the cluster's objects")
-	flag.StringVar(&f.encap, "encap", "auto", "tunnel encapsulation: auto (Geneve if the kernel has it, else VXLAN), geneve or vxlan")
-	flag.UintVar(&f.port, "geneve-port", fabric.DefaultPort, "UDP port of the tunnels")
-	flag.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of the node the agent runs on (required in a cluster; default: $NODE_NAME)")
-	flag.StringVar(&f.nodeName, "nodename", os.Getenv("NODE_NAME"), "same as --node-name (deprecated)")
-	flag.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; empty: in-cluster credentials")
-	flag.StringVar(&f.apiNetns, "api-netns", "", "process mode: network namespace (a path such as /proc/<pid>/ns/net) to reach the API server from, when the node's own cannot")
-	flag.StringVar(&f.liqoNamespace, "namespace", consts.LiqoNamespace, "namespace Liqo is installed in (the gateways' RouteConfigurations)")
-	flag.DurationVar(&f.interval, "interval", 10*time.Second, "file mode: how often to re-read the configuration and re-apply it")
-	flag.DurationVar(&f.resync, "resync", nodeagent.DefaultResync, "cluster mode: how often to re-apply without a change of the objects")
-	flag.BoolVar(&f.cleanup, "cleanup-on-exit", true, "remove every link, route, rule and nftables table of the fabric on SIGTERM or SIGINT")
-	flag.IntVar(&f.verbosity, "v", 0, "log verbosity")
-	flag.Parse()
+	// A flag set of its own: controller-runtime registers --kubeconfig on the global one.
+	fs := flag.NewFlagSet("liqo-fabric", flag.ExitOnError)
+	fs.StringVar(&f.configPath, "config", "", "file mode: JSON file of what to apply ({\"node\": ..., \"gateway\": ..., \"extra\": ...}) instead of the cluster's objects")
+	fs.StringVar(&f.encap, "encap", "auto", "tunnel encapsulation: auto (Geneve if the kernel has it, else VXLAN), geneve or vxlan")
+	fs.UintVar(&f.port, "geneve-port", fabric.DefaultPort, "UDP port of the tunnels")
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of the node the agent runs on (required in a cluster; default: $NODE_NAME)")
+	fs.StringVar(&f.nodeName, "nodename", os.Getenv("NODE_NAME"), "same as --node-name (deprecated)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; empty: in-cluster credentials")
+	fs.StringVar(&f.apiNetns, "api-netns", "", "process mode: network namespace (a path such as /proc/<pid>/ns/net) to reach the API server from, when the node's own cannot")
+	fs.StringVar(&f.liqoNamespace, "namespace", consts.LiqoNamespace, "namespace Liqo is installed in (the gateways' RouteConfigurations)")
+	fs.DurationVar(&f.interval, "interval", 10*time.Second, "file mode: how often to re-read the configuration and re-apply it")
+	fs.DurationVar(&f.resync, "resync", nodeagent.DefaultResync, "cluster mode: how often to re-apply without a change of the objects")
+	fs.BoolVar(&f.cleanup, "cleanup-on-exit", true, "remove every link, route, rule and nftables table of the fabric on SIGTERM or SIGINT")
+	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return f, fmt.Errorf("parsing the flags: %w", err)
+	}
 	if f.port == 0 || f.port > 65535 {
 		return f, fmt.Errorf("--geneve-port %d: out of range (1-65535)", f.port)
 	}
