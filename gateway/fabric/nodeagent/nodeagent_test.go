@@ -269,7 +269,7 @@ func checkKernel(t *testing.T, b *bed, f *netv1beta1.InternalFabric) {
 		rules1 := ipOut(t, b.n1, "-4", "rule", "show")
 		routes1 := ipOut(t, b.n1, "-4", "route", "show", "table", "all")
 		if strings.Contains(rules1, "to 10.74.0.0/16") || !strings.Contains(rules1, "iif "+tunnelIf(f)) ||
-			!strings.Contains(routes1, "10.246.2.0/24 via ") {
+			!strings.Contains(routes1, "10.246.2.0/24 via 10.80.") {
 			errs = append(errs, fmt.Sprintf("node-1 has not the gateway's side only (a rule on %s, the route back to node-2's pod CIDR):\n%s\n%s",
 				tunnelIf(f), rules1, routes1))
 		}
