@@ -31,7 +31,10 @@ func (v *view) desired(log logr.Logger, local map[string]bool) fabric.Desired {
 		case local[gw.String()]:
 			hosted = append(hosted, f)
 		case v.me != nil && n.Address.IsValid():
-			if id := v.tunnelID(f, v.node); id != 0 {
+			id := v.tunnelID(f, v.node)
+			if id == 0 {
+				log.V(1).Info("no GeneveTunnel for this node and gateway yet", "internalFabric", f.Namespace+"/"+f.Name, "tunnels", len(v.tunnels))
+			} else {
 				n.Fabrics = append(n.Fabrics, fabric.NodeFabric{Name: f.Name, Interface: f.Spec.Interface.Node.Name, ID: id,
 					GatewayAddress: gw, GatewayIP: addr(f.Spec.Interface.Gateway.IP), MTU: tunnelMTU(f.Spec.MTU),
 					RemoteCIDRs: prefixes(log, "InternalFabric "+f.Namespace+"/"+f.Name, f.Spec.RemoteCIDRs)})

@@ -82,7 +82,7 @@ func startManager(t *testing.T, cl *testenv.Cluster) {
 // stops it and removes what it made, as on SIGTERM.
 func startAgent(t *testing.T, cl *testenv.Cluster, node, ns string, encap fabric.Encap) (stop func()) {
 	t.Helper()
-	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0}).WithValues("agent", node)
+	log := testr.NewWithOptions(t, testr.Options{Verbosity: 1}).WithValues("agent", node)
 	var r *nodeagent.Reconciler
 	stopMgr := testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
 		r = &nodeagent.Reconciler{Client: mgr.GetClient(), NodeName: node, Dataplane: &fabric.Dataplane{Encap: encap, Log: log},
@@ -338,7 +338,7 @@ func startProcessAgent(t *testing.T, cl *testenv.Cluster, node, ns string) *exec
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/peerkit/terraform-provider-liqo/cmd/liqo-fabric").CombinedOutput(); err != nil {
 		t.Fatalf("building liqo-fabric: %v\n%s", err, out)
 	}
-	cmd := exec.Command("ip", "netns", "exec", ns, bin, "--kubeconfig", cl.KubeconfigPath, "--node-name", node, "--resync", "2s",
+	cmd := exec.Command("ip", "netns", "exec", ns, bin, "--kubeconfig", cl.KubeconfigPath, "--node-name", node, "--resync", "2s", "-v", "1",
 		"--api-netns", fmt.Sprintf("/proc/%d/ns/net", os.Getpid()))
 	cmd.Stdout, cmd.Stderr = t.Output(), t.Output()
 	if err := cmd.Start(); err != nil {
