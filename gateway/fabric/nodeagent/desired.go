@@ -31,8 +31,8 @@ func (v *view) desired(log logr.Logger, local map[string]bool) fabric.Desired {
 		case local[gw.String()]:
 			hosted = append(hosted, f)
 		case v.me != nil && n.Address.IsValid():
-			id := v.tunnelID(f, v.node)
-			if id == 0 {
+			id, ok := v.tunnelID(f, v.node)
+			if !ok {
 				log.V(1).Info("no GeneveTunnel for this node and gateway yet", "internalFabric", f.Namespace+"/"+f.Name, "tunnels", len(v.tunnels))
 			} else {
 				n.Fabrics = append(n.Fabrics, fabric.NodeFabric{Name: f.Name, Interface: f.Spec.Interface.Node.Name, ID: id,
@@ -86,10 +86,10 @@ func (v *view) gateway(log logr.Logger, f *netv1beta1.InternalFabric) fabric.Gat
 		if in.Name == v.node {
 			continue
 		}
-		id := v.tunnelID(f, in.Name)
+		id, ok := v.tunnelID(f, in.Name)
 		nodeIP := addr(in.Spec.Interface.Node.IP)
 		remote := addr(ptr.Deref(in.Status.NodeIP.Remote, ""))
-		if id == 0 || !nodeIP.IsValid() || !remote.IsValid() || in.Spec.Interface.Gateway.Name == "" {
+		if !ok || !nodeIP.IsValid() || !remote.IsValid() || in.Spec.Interface.Gateway.Name == "" {
 			log.V(1).Info("node not ready for the gateway's side yet", "node", in.Name, "id", id, "nodeIP", nodeIP.String(), "remote", remote.String())
 			continue
 		}

@@ -19,7 +19,7 @@ import (
 
 // testView is a cluster of nodes n1 (which hosts the gateway, 192.0.2.1) and n2, with a
 // peering's FirewallConfiguration as the controller manager forges it; n2 has no pod CIDR when
-// n2CIDR is false, and one pod on it.
+// n2CIDR is false, and one pod on it. n2's tunnel has ID 0, the first upstream's manager hands out.
 func testView(t *testing.T, node string, n2CIDR bool) *view {
 	t.Helper()
 	f := netv1beta1.InternalFabric{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "peer",
@@ -43,7 +43,7 @@ func testView(t *testing.T, node string, n2CIDR bool) *view {
 		RemotePodCIDRs: []string{"10.71.0.0/16"}, RemoteExternalCIDR: "10.72.0.0/16"})
 	v := &view{node: node, fabrics: []netv1beta1.InternalFabric{f},
 		nodes:     []netv1beta1.InternalNode{in("n1", "10.80.0.2", "liqo.node000001", "192.0.2.1"), in("n2", "10.80.0.3", "liqo.node000002", "192.0.2.2")},
-		tunnels:   []netv1beta1.GeneveTunnel{tun("n1", 11), tun("n2", 12)},
+		tunnels:   []netv1beta1.GeneveTunnel{tun("n1", 11), tun("n2", 0)},
 		firewalls: []netv1beta1.FirewallConfiguration{fw},
 		k8sNodes: map[string]*corev1.Node{"n1": {Spec: corev1.NodeSpec{PodCIDRs: []string{"10.244.1.0/24"}}},
 			"n2": {Spec: corev1.NodeSpec{}}},
@@ -71,7 +71,7 @@ func TestDesiredNode(t *testing.T) {
 	v := testView(t, "n2", true)
 	got := v.desired(testr.New(t), map[string]bool{"192.0.2.2": true})
 	want := fabric.NodeDesired(fabric.Node{Address: netip.MustParseAddr("10.80.0.3"), Peerings: []fabric.Peering{peering},
-		Fabrics: []fabric.NodeFabric{{Name: "peer", Interface: "liqo.fabric0001", ID: 12, GatewayAddress: netip.MustParseAddr("192.0.2.1"),
+		Fabrics: []fabric.NodeFabric{{Name: "peer", Interface: "liqo.fabric0001", ID: 0, GatewayAddress: netip.MustParseAddr("192.0.2.1"),
 			GatewayIP: netip.MustParseAddr("10.80.0.1"), RemoteCIDRs: []netip.Prefix{netip.MustParsePrefix("10.71.0.0/16")}, MTU: 1340}}})
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("n2's Desired\n got %+v\nwant %+v", got, want)
@@ -88,7 +88,7 @@ func TestDesiredGatewayNode(t *testing.T) {
 	for _, cidr := range []bool{true, false} {
 		v := testView(t, "n1", cidr)
 		got := v.desired(testr.New(t), map[string]bool{"192.0.2.1": true})
-		gn := fabric.GatewayNode{Name: "n2", Interface: "liqo.node000002", ID: 12, NodeAddress: netip.MustParseAddr("192.0.2.2"),
+		gn := fabric.GatewayNode{Name: "n2", Interface: "liqo.node000002", ID: 0, NodeAddress: netip.MustParseAddr("192.0.2.2"),
 			NodeIP: netip.MustParseAddr("10.80.0.3"), PodIPs: []netip.Addr{netip.MustParseAddr("10.244.2.7")}}
 		if cidr {
 			gn.PodCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.2.0/24")}

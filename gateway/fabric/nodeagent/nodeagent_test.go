@@ -207,16 +207,19 @@ func TestAgentOnTwoNodes(t *testing.T) {
 		}
 	}
 	checkStatus(t, c)
+	testGatewayMoved(t, c, b, gw, f)
 
 	if err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}}); err != nil {
 		t.Fatal(err)
 	}
+	start = time.Now()
 	testenv.EventuallyOK(t, "node-2's links gone on both nodes", time.Minute, func() error {
 		if l1, l2 := links(t, b.n1), links(t, b.n2); len(l1)+len(l2) != 0 {
 			return fmt.Errorf("links left: node-1 %v, node-2 %v", l1, l2)
 		}
 		return nil
 	})
+	t.Logf("from node-2's Node deleted to its links gone on both nodes: %v", time.Since(start))
 	if err := c.Delete(ctx, gw); err != nil {
 		t.Fatal(err)
 	}
@@ -371,4 +374,43 @@ func rssKiB(t *testing.T, pid int) int {
 	}
 	t.Fatalf("no VmRSS for process %d", pid)
 	return 0
+}
+
+// testGatewayMoved moves the gateway to node-2 (its internal endpoint, hence the InternalFabric's
+// gatewayIP, becomes node-2's address): node-2 drops its tunnel to the gateway and takes the
+// gateway's side towards node-1, node-1 drops the gateway's side and takes a tunnel to node-2;
+// then it moves the gateway back and checks that the pod on node-2 reaches the peer again.
+func testGatewayMoved(t *testing.T, c client.Client, b *bed, gw *netv1beta1.GatewayServer, f *netv1beta1.InternalFabric) {
+	t.Helper()
+	ctx := t.Context()
+	move := func(addr, node string) {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			t.Fatal(err)
+		}
+		gw.Status.InternalEndpoint = &netv1beta1.InternalGatewayEndpoint{IP: ptr.To(netv1beta1.IP(addr)), Node: ptr.To(node)}
+		if err := c.Status().Update(ctx, gw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in1 := &netv1beta1.InternalNode{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "node-1"}, in1); err != nil {
+		t.Fatal(err)
+	}
+	move(node2Addr, "node-2")
+	start := time.Now()
+	testenv.EventuallyOK(t, "the gateway's side on node-2, a tunnel to it on node-1", 30*time.Second, func() error {
+		l1, l2 := links(t, b.n1), links(t, b.n2)
+		if !slices.Equal(l1, []string{f.Spec.Interface.Node.Name}) || !slices.Equal(l2, []string{in1.Spec.Interface.Gateway.Name}) {
+			return fmt.Errorf("links: node-1 %v, node-2 %v; want node-1 [%s], node-2 [%s]", l1, l2, f.Spec.Interface.Node.Name, in1.Spec.Interface.Gateway.Name)
+		}
+		return nil
+	})
+	t.Logf("from the gateway moved to node-2 to both nodes converged: %v", time.Since(start))
+	move(node1Addr, "node-1")
+	start = time.Now()
+	if got := eventuallySource(t, b.p2); got != "10.246.2.10" {
+		t.Errorf("after the gateway came back to node-1, the peer sees the pod on node-2 as %s", got)
+	}
+	t.Logf("from the gateway back on node-1 to traffic from the pod on node-2: %v", time.Since(start))
 }

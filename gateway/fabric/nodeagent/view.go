@@ -111,14 +111,15 @@ func podIPs(rc *netv1beta1.RouteConfiguration) []netip.Addr {
 	return out
 }
 
-// tunnelID is the ID of the GeneveTunnel of fabric f and node node; 0: none.
-func (v *view) tunnelID(f *netv1beta1.InternalFabric, node string) uint32 {
+// tunnelID is the ID of the GeneveTunnel of fabric f and node node (0 is an ID: upstream's
+// manager hands them out from 0); ok false when there is none.
+func (v *view) tunnelID(f *netv1beta1.InternalFabric, node string) (id uint32, ok bool) {
 	for _, t := range v.tunnels {
 		if t.Namespace == f.Namespace && t.Labels[consts.InternalFabricNameLabel] == f.Name && t.Labels[consts.InternalNodeNameLabel] == node {
-			return t.Spec.ID
+			return t.Spec.ID, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // tunnelInterface is the name of the tunnel interface to the peer of the gateway that controls
