@@ -533,6 +533,9 @@ func checkFabric(t *testing.T, objs []*unstructured.Unstructured, encap string) 
 	if spec["hostNetwork"] != true || spec["serviceAccountName"] != "liqo-fabric" {
 		t.Errorf("the fabric agent's pod: hostNetwork %v, serviceAccountName %v", spec["hostNetwork"], spec["serviceAccountName"])
 	}
+	if aff := fmt.Sprint(spec["affinity"]); !strings.Contains(aff, consts.TypeLabel) || !strings.Contains(aff, consts.VirtualNodeType) {
+		t.Errorf("the fabric agent may run on virtual nodes: affinity %v", aff)
+	}
 	if tol, _, _ := unstructured.NestedSlice(spec, "tolerations"); len(tol) != 1 || fmt.Sprint(tol[0]) != "map[operator:Exists]" {
 		t.Errorf("the fabric agent's tolerations %v, want every taint tolerated", tol)
 	}
