@@ -2,11 +2,17 @@
 // DaemonSet, hostNetwork with NET_ADMIN): it makes the node (or a gateway) hold the tunnel
 // links, policy routes and nftables rules of gateway/fabric.
 //
-// Until the fabric's objects are reconciled it reads what to apply from a JSON file (--config):
-// {"node": fabric.Node, "gateway": fabric.Gateway, "extra": fabric.Desired}, any of them. It
-// re-reads and re-applies the file every --interval (repairing what someone else changed), and
-// on SIGTERM or SIGINT removes everything it made (--cleanup-on-exit, as upstream's agent
-// removes its Geneve links on shutdown).
+// In a cluster (the default) it runs gateway/fabric/nodeagent's reconciler for the node
+// --node-name (NODE_NAME from the downward API): it follows the cluster's fabric objects
+// (InternalNode, InternalFabric, GeneveTunnel, FirewallConfiguration, RouteConfiguration, Node),
+// applies the node's side (and the gateway's side on the node that hosts a host-network
+// gateway), writes the node's source address into its InternalNode's status, and on SIGTERM or
+// SIGINT removes everything it made (--cleanup-on-exit, as upstream's agent removes its Geneve
+// links on shutdown). Credentials: in-cluster, or --kubeconfig.
+//
+// With --config it reads what to apply from a JSON file instead (tests and hand-made set-ups):
+// {"node": fabric.Node, "gateway": fabric.Gateway, "extra": fabric.Desired}, any of them,
+// re-read and re-applied every --interval.
 //
 // At start it detects the encapsulation the kernel takes (Geneve as upstream, VXLAN on kernels
 // without Geneve) and logs it; --encap forces one.
@@ -27,7 +33,9 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/fabric"
+	"github.com/peerkit/terraform-provider-liqo/gateway/fabric/nodeagent"
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 func main() {
@@ -89,39 +97,71 @@ func readConfig(path string) (fabric.Desired, error) {
 	return c.desired(), nil
 }
 
+// flags are the command's options.
+type flags struct {
+	configPath, encap, nodeName, kubeconfig, liqoNamespace, apiNetns string
+	port                                                             uint
+	port16                                                           uint16
+	interval, resync                                                 time.Duration
+	cleanup                                                          bool
+	verbosity                                                        int
+}
+
+func parseFlags() (flags, error) {
+	var f flags
+	// A flag set of its own: controller-runtime registers --kubeconfig on the global one.
+	fs := flag.NewFlagSet("liqo-fabric", flag.ExitOnError)
+	fs.StringVar(&f.configPath, "config", "", "file mode: JSON file of what to apply ({\"node\": ..., \"gateway\": ..., \"extra\": ...}) instead of the cluster's objects")
+	fs.StringVar(&f.encap, "encap", "auto", "tunnel encapsulation: auto (Geneve if the kernel has it, else VXLAN), geneve or vxlan")
+	fs.UintVar(&f.port, "geneve-port", fabric.DefaultPort, "UDP port of the tunnels")
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of the node the agent runs on (required in a cluster; default: $NODE_NAME)")
+	fs.StringVar(&f.nodeName, "nodename", os.Getenv("NODE_NAME"), "same as --node-name (deprecated)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; empty: in-cluster credentials")
+	fs.StringVar(&f.apiNetns, "api-netns", "", "process mode: network namespace (a path such as /proc/<pid>/ns/net) to reach the API server from, when the node's own cannot")
+	fs.StringVar(&f.liqoNamespace, "namespace", consts.LiqoNamespace, "namespace Liqo is installed in (the gateways' RouteConfigurations)")
+	fs.DurationVar(&f.interval, "interval", 10*time.Second, "file mode: how often to re-read the configuration and re-apply it")
+	fs.DurationVar(&f.resync, "resync", nodeagent.DefaultResync, "cluster mode: how often to re-apply without a change of the objects")
+	fs.BoolVar(&f.cleanup, "cleanup-on-exit", true, "remove every link, route, rule and nftables table of the fabric on SIGTERM or SIGINT")
+	fs.IntVar(&f.verbosity, "v", 0, "log verbosity")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return f, fmt.Errorf("parsing the flags: %w", err)
+	}
+	if f.port == 0 || f.port > 65535 {
+		return f, fmt.Errorf("--geneve-port %d: out of range (1-65535)", f.port)
+	}
+	f.port16 = uint16(f.port)
+	if f.configPath == "" && f.nodeName == "" {
+		return f, fmt.Errorf("--node-name (or NODE_NAME) is required in a cluster; or give --config for file mode")
+	}
+	if f.interval <= 0 || f.resync <= 0 {
+		return f, fmt.Errorf("--interval %v and --resync %v must be positive", f.interval, f.resync)
+	}
+	return f, nil
+}
+
 func run() error {
-	var configPath, encap, nodeName string
-	var port uint
-	var interval time.Duration
-	var cleanup bool
-	var verbosity int
-	flag.StringVar(&configPath, "config", "", "JSON file of what to apply: {\"node\": ..., \"gateway\": ..., \"extra\": ...} (required)")
-	flag.StringVar(&encap, "encap", "auto", "tunnel encapsulation: auto (Geneve if the kernel has it, else VXLAN), geneve or vxlan")
-	flag.UintVar(&port, "geneve-port", fabric.DefaultPort, "UDP port of the tunnels")
-	flag.StringVar(&nodeName, "nodename", os.Getenv("NODE_NAME"), "name of the node, for the logs")
-	flag.DurationVar(&interval, "interval", 10*time.Second, "how often to re-read the configuration and re-apply it")
-	flag.BoolVar(&cleanup, "cleanup-on-exit", true, "remove every link, route, rule and nftables table of the fabric on SIGTERM or SIGINT")
-	flag.IntVar(&verbosity, "v", 0, "log verbosity")
-	flag.Parse()
-	if configPath == "" {
-		return fmt.Errorf("--config is required")
+	f, err := parseFlags()
+	if err != nil {
+		return err
 	}
-	if port == 0 || port > 65535 {
-		return fmt.Errorf("--geneve-port %d: out of range (1-65535)", port)
-	}
-	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{LogTimestamp: true, Verbosity: verbosity}).
-		WithValues("node", nodeName)
-	dp := &fabric.Dataplane{Encap: fabric.Encap(encap), Port: uint16(port), Log: log}
-	if encap == "auto" {
-		var err error
+	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{LogTimestamp: true, Verbosity: f.verbosity}).
+		WithValues("node", f.nodeName)
+	dp := &fabric.Dataplane{Encap: fabric.Encap(f.encap), Port: f.port16, Log: log}
+	if f.encap == "auto" {
 		if dp.Encap, err = fabric.DetectEncap(log); err != nil {
 			return fmt.Errorf("detecting the tunnel encapsulation: %w", err)
 		}
+	} else if dp.Encap != fabric.EncapGeneve && dp.Encap != fabric.EncapVXLAN {
+		return fmt.Errorf("--encap %q: must be auto, %s or %s", f.encap, fabric.EncapGeneve, fabric.EncapVXLAN)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log.Info("starting", "encap", dp.Encap, "port", dp.Port, "config", configPath, "interval", interval.String())
-	return loop(ctx, log, dp, configPath, interval, cleanup)
+	if f.configPath == "" {
+		log.Info("starting", "encap", dp.Encap, "port", dp.Port, "mode", "cluster", "resync", f.resync.String())
+		return runCluster(ctx, log, dp, f)
+	}
+	log.Info("starting", "encap", dp.Encap, "port", dp.Port, "config", f.configPath, "interval", f.interval.String())
+	return loop(ctx, log, dp, f.configPath, f.interval, f.cleanup)
 }
 
 // loop applies the configuration every interval until ctx ends, then removes everything when

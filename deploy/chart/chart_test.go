@@ -37,6 +37,8 @@ func TestLint(t *testing.T) {
 			"resources.requests.cpu=100m"},
 		{"lint", "--strict", chart.Dir(t), "--set", "uninstall.enabled=false"},
 		{"lint", "--strict", chart.Dir(t), "--set", "proxy.enabled=false"},
+		{"lint", "--strict", chart.Dir(t), "--set", "fabric.enabled=false"},
+		{"lint", "--strict", chart.Dir(t), "--set", "fabric.encap=vxlan,fabric.nodeSelector.role=worker,fabric.resources.requests.cpu=10m"},
 		{"lint", "--strict", chart.Dir(t), "--set", "apiServerURL=https://api.example.com:6443,proxy.allow[0]=x.example.com:443,proxy.resources.requests.cpu=10m"},
 	} {
 		if out, err := h.Run(t.Context(), args...); err != nil {
@@ -55,6 +57,7 @@ func TestBadValues(t *testing.T) {
 	}{
 		{"remoteNamespaces.podSecurity=Privileged", `remoteNamespaces.podSecurity "Privileged" is not a Pod Security level: give privileged, baseline or restricted`},
 		{"remoteNamespaces.podSecurity=", `remoteNamespaces.podSecurity "" is not a Pod Security level`},
+		{"fabric.encap=ipip", `fabric.encap "ipip" is not an encapsulation: give auto, geneve or vxlan`},
 	} {
 		out, err := h.Run(t.Context(), "template", chart.Release, chart.Dir(t), "--set", "clusterID=cl-a,podCIDR=10.244.0.0/16,"+tc.set)
 		if err == nil || !strings.Contains(out, tc.want) {
@@ -106,6 +109,7 @@ var valueSets = []struct {
 				t.Errorf("the uninstall hook's %s is not a hook: %v", kind, o)
 			}
 		}
+		checkFabric(t, objs, "auto")
 		checkProxy(t, objs)
 		// Only the in-cluster API server, which the proxy allows by itself.
 		wantArgs(t, proxyArgs(t, objs), []string{"--listen=:8118", "--health-probe-bind-address=:8081"}, []string{"--allow"})
@@ -116,6 +120,18 @@ var valueSets = []struct {
 				t.Errorf("with proxy.enabled=false the chart renders %s %s", kind, o.GetName())
 			}
 		}
+	}},
+	{"no fabric agent", map[string]any{"fabric": map[string]any{"enabled": false}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+		for _, kind := range []string{"DaemonSet", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"} {
+			if o := chart.Find(objs, kind, "liqo-fabric"); o != nil {
+				t.Errorf("with fabric.enabled=false the chart renders %s %s", kind, o.GetName())
+			}
+		}
+	}},
+	{"fabric agent on VXLAN", map[string]any{"fabric": map[string]any{"encap": "vxlan", "port": 6092}}, func(t *testing.T, objs []*unstructured.Unstructured) {
+		checkFabric(t, objs, "vxlan")
+		args, _, _ := unstructured.NestedStringSlice(firstContainer(t, chart.Find(objs, "DaemonSet", "liqo-fabric")), "args")
+		wantArgs(t, args, []string{"--geneve-port=6092"}, nil)
 	}},
 	{"API server URL and extra proxy targets", map[string]any{"apiServerURL": "https://192.0.2.10:6443",
 		"proxy": map[string]any{"allow": []any{"api.example.com:443"}, "image": "registry.example.com/liqo/liqo-proxy:1", "replicas": 2}},
@@ -501,4 +517,44 @@ func resourceNames(t *testing.T, objs []*unstructured.Unstructured, role, resour
 		names = append(names, n...)
 	}
 	return names
+}
+
+// checkFabric checks the fabric agent's DaemonSet: host network, the node's name from the
+// downward API, NET_ADMIN and NET_RAW but not privileged, the encapsulation encap, on every node
+// (tolerating every taint); its ClusterRole reads the fabric's objects and writes only
+// InternalNodes' status.
+func checkFabric(t *testing.T, objs []*unstructured.Unstructured, encap string) {
+	t.Helper()
+	ds := chart.Find(objs, "DaemonSet", "liqo-fabric")
+	if ds == nil {
+		t.Fatal("no DaemonSet liqo-fabric rendered")
+	}
+	spec, _, _ := unstructured.NestedMap(ds.Object, "spec", "template", "spec")
+	if spec["hostNetwork"] != true || spec["serviceAccountName"] != "liqo-fabric" {
+		t.Errorf("the fabric agent's pod: hostNetwork %v, serviceAccountName %v", spec["hostNetwork"], spec["serviceAccountName"])
+	}
+	if aff := fmt.Sprint(spec["affinity"]); !strings.Contains(aff, consts.TypeLabel) || !strings.Contains(aff, consts.VirtualNodeType) {
+		t.Errorf("the fabric agent may run on virtual nodes: affinity %v", aff)
+	}
+	if tol, _, _ := unstructured.NestedSlice(spec, "tolerations"); len(tol) != 1 || fmt.Sprint(tol[0]) != "map[operator:Exists]" {
+		t.Errorf("the fabric agent's tolerations %v, want every taint tolerated", tol)
+	}
+	c := firstContainer(t, ds)
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	wantArgs(t, args, []string{"--node-name=$(NODE_NAME)", "--namespace=liqo", "--encap=" + encap}, []string{"--config"})
+	if env, _, _ := unstructured.NestedSlice(c, "env"); !strings.Contains(fmt.Sprint(env), "fieldPath:spec.nodeName") {
+		t.Errorf("the fabric agent's NODE_NAME does not come from spec.nodeName: %v", env)
+	}
+	sc, _, _ := unstructured.NestedMap(c, "securityContext")
+	caps, _, _ := unstructured.NestedStringSlice(sc, "capabilities", "add")
+	if sc["privileged"] == true || !slices.Equal(caps, []string{"NET_ADMIN", "NET_RAW"}) {
+		t.Errorf("the fabric agent's securityContext %v, want NET_ADMIN and NET_RAW, not privileged", sc)
+	}
+	wantVerbs(t, objs, "liqo-fabric", "internalfabrics", "get", "list", "watch")
+	wantVerbs(t, objs, "liqo-fabric", "internalnodes/status", "patch")
+	for _, res := range []string{"internalnodes", "internalfabrics", "genevetunnels", "firewallconfigurations", "routeconfigurations", "nodes"} {
+		if verbs := verbsOn(t, objs, "liqo-fabric", res); slices.ContainsFunc(verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+			t.Errorf("the fabric agent may %v %s; want read only", verbs, res)
+		}
+	}
 }

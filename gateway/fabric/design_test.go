@@ -50,7 +50,7 @@ func TestLinkSpecVXLAN(t *testing.T) {
 
 func TestValidateNamesTheField(t *testing.T) {
 	d := Desired{
-		Tunnels: []Tunnel{{Name: "liqo.waytoolongname", ID: 0, Remote: addr("192.168.1.1"), Address: addr("10.80.0.1")}},
+		Tunnels: []Tunnel{{Name: "liqo.waytoolongname", ID: maxVNI + 1, Remote: addr("192.168.1.1"), Address: addr("10.80.0.1")}},
 		Tables:  []Table{{Name: "t", Rules: []Rule{{Routes: []Route{{Dst: pfx("10.0.0.0/8")}}}}}},
 		Firewalls: []Firewall{{Name: "f", SNAT: []SNAT{{Dst: pfx("10.0.0.0/8"), Src: pfx("10.1.0.0/16"), To: pfx("10.2.0.0/24")}},
 			CtMarks: []CtMark{{Src: pfx("10.70.0.0/32"), Iif: "x"}}}},
@@ -59,7 +59,7 @@ func TestValidateNamesTheField(t *testing.T) {
 	if err == nil {
 		t.Fatal("Validate accepted a bad Desired")
 	}
-	for _, want := range []string{"tunnels[0].name", "tunnels[0].id: 0 is out of range", "tables[0].rules[0].routes[0]: a route needs gw, dev",
+	for _, want := range []string{"tunnels[0].name", "tunnels[0].id: 16777216 is out of range", "tables[0].rules[0].routes[0]: a route needs gw, dev",
 		"firewalls[0].snat[0].to", "firewalls[0].ctMarks[0]"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)

@@ -23,7 +23,7 @@ type Tunnel struct {
 	// InternalNode.spec.interface.gateway.name on a gateway; "liqo." and 10 characters).
 	Name string `json:"name"`
 	// ID is the tunnel's identifier (GeneveTunnel.spec.id): the Geneve or VXLAN network
-	// identifier, 1 to 16777215.
+	// identifier, 0 to 16777215 (upstream's manager hands them out from 0).
 	ID uint32 `json:"id"`
 	// Remote is the other end's address on the node network (a gateway's node or pod address
 	// seen from a node, a node's address seen from a gateway).
@@ -150,8 +150,8 @@ func (t Tunnel) validate(at string) error {
 	if t.Name == "" || len(t.Name) > maxIfName {
 		errs = append(errs, fmt.Errorf("%s.name: %q must have 1 to %d characters", at, t.Name, maxIfName))
 	}
-	if t.ID == 0 || t.ID > maxVNI {
-		errs = append(errs, fmt.Errorf("%s.id: %d is out of range (1-%d)", at, t.ID, maxVNI))
+	if t.ID > maxVNI {
+		errs = append(errs, fmt.Errorf("%s.id: %d is out of range (0-%d)", at, t.ID, maxVNI))
 	}
 	if !t.Remote.Is4() {
 		errs = append(errs, fmt.Errorf("%s.remote: %q must be an IPv4 address", at, t.Remote))

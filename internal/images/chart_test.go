@@ -31,6 +31,9 @@ func TestChartImages(t *testing.T) {
 		Proxy struct {
 			Image string `json:"image"`
 		} `json:"proxy"`
+		Fabric struct {
+			Image string `json:"image"`
+		} `json:"fabric"`
 	}
 	if err := yaml.Unmarshal(raw, &values); err != nil {
 		t.Fatal(err)
@@ -40,12 +43,14 @@ func TestChartImages(t *testing.T) {
 		"gatewayImage":         values.GatewayImage,
 		"virtualKubelet.image": values.VirtualKubelet.Image,
 		"proxy.image":          values.Proxy.Image,
+		"fabric.image":         values.Fabric.Image,
 	}
 	want := map[string]string{
 		"image":                version.ControllerManagerImage,
 		"gatewayImage":         version.GatewayImage,
 		"virtualKubelet.image": version.VirtualKubeletImage,
 		"proxy.image":          version.ProxyImage,
+		"fabric.image":         version.FabricImage,
 	}
 	for k, v := range want {
 		if chart[k] != v {

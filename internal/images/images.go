@@ -57,7 +57,9 @@ type Component struct {
 // Components are the project's images, in the order they are built.
 //
 // The gateway runs as root: it creates the WireGuard interface (/dev/net/tun), routes and
-// nftables rules (through netlink: the image needs no other binary), and its Deployment grants it NET_ADMIN (gateway/workload). The controller
+// nftables rules (through netlink: the image needs no other binary), and its Deployment grants it NET_ADMIN (gateway/workload). So
+// does the fabric agent (links, routes, rules and nftables rules of the node, through netlink;
+// the chart's DaemonSet grants it NET_ADMIN and NET_RAW). The controller
 // manager, the virtual kubelet and the API-server proxy run as NonRootUser (the chart and the
 // virtual kubelet's Deployment set runAsNonRoot).
 var Components = []Component{
@@ -65,6 +67,7 @@ var Components = []Component{
 	{Name: "liqo-gateway", NonRoot: false},
 	{Name: "liqo-virtual-kubelet", NonRoot: true},
 	{Name: "liqo-proxy", NonRoot: true},
+	{Name: "liqo-fabric", NonRoot: false},
 }
 
 // Reference is c's image in repository repo (such as version.Registry, or a registry and path

@@ -23,3 +23,7 @@ const VirtualKubeletImage = Registry + "/liqo-virtual-kubelet:" + Version
 // ProxyImage is the API-server proxy's image at this version (the chart's proxy.image: the
 // in-band control plane's HTTP CONNECT proxy).
 const ProxyImage = Registry + "/liqo-proxy:" + Version
+
+// FabricImage is the network fabric's node agent's image at this version (the chart's
+// fabric.image: the liqo-fabric DaemonSet).
+const FabricImage = Registry + "/liqo-fabric:" + Version

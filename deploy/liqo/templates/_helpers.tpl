@@ -78,3 +78,17 @@ apiServerURL's host:port (443 or 80 when the URL has no port) and proxy.allow, a
 {{- if not (has $level (list "privileged" "baseline" "restricted")) }}{{ fail (printf "remoteNamespaces.podSecurity %q is not a Pod Security level: give privileged, baseline or restricted" (toString $level)) }}{{ end }}
 {{- $level }}
 {{- end -}}
+
+{{/* The fabric agent's labels (upstream Liqo v1.2's name and component), its selector too. */}}
+{{- define "liqo.fabricLabels" -}}
+app.kubernetes.io/name: fabric
+app.kubernetes.io/component: networking
+app.kubernetes.io/part-of: liqo
+{{- end -}}
+
+{{/* fabric.encap, refused at install unless auto, geneve or vxlan. */}}
+{{- define "liqo.fabricEncap" -}}
+{{- $e := .Values.fabric.encap }}
+{{- if not (has $e (list "auto" "geneve" "vxlan")) }}{{ fail (printf "fabric.encap %q is not an encapsulation: give auto, geneve or vxlan" (toString $e)) }}{{ end }}
+{{- $e }}
+{{- end -}}
