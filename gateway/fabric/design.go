@@ -150,7 +150,17 @@ type Gateway struct {
 	MTU int `json:"mtu,omitempty"`
 	// Nodes are the cluster's nodes.
 	Nodes []GatewayNode `json:"nodes"`
+	// RemoteCIDRs are the peer's networks as this cluster sees them (InternalFabric
+	// spec.remoteCIDRs). A gateway in its node's network namespace (ours: host network) keeps
+	// the source of what comes from them: the node's CNI would otherwise masquerade it on its
+	// way to another node's pods (flannel does, for any source outside the cluster's network).
+	RemoteCIDRs []netip.Prefix `json:"remoteCIDRs,omitempty"`
 }
+
+// GatewayMasqueradeBypassTable is the nftables table of a gateway that keeps the source of what
+// comes from the peer's networks (Gateway.RemoteCIDRs); upstream's gateway runs in the pod
+// network and needs none.
+const GatewayMasqueradeBypassTable = "gateway-masquerade-bypass"
 
 // ServiceNodePortTable is upstream's name for the gateway's nftables table (and the suffix of
 // its routing tables) that route the answers to host-network and NodePort traffic back to
@@ -202,6 +212,13 @@ func GatewayDesired(g Gateway) Desired {
 	if len(nodePort.CtMarks) > 0 {
 		nodePort.MarkRestores = []MarkRestore{{Dst: unknown, Iif: g.TunnelInterface}}
 		d.Firewalls = append(d.Firewalls, nodePort)
+	}
+	if len(g.RemoteCIDRs) > 0 {
+		bypass := Firewall{Name: GatewayMasqueradeBypassTable}
+		for _, r := range sortedPrefixes(g.RemoteCIDRs) {
+			bypass.SNAT = append(bypass.SNAT, SNAT{Src: r, To: r})
+		}
+		d.Firewalls = append(d.Firewalls, bypass)
 	}
 	return d
 }

@@ -2,7 +2,9 @@ package fabric
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,5 +193,32 @@ func TestSNATPrefixKeepsTheSource(t *testing.T) {
 	}
 	if m := single[4].(*expr.Bitwise).Mask; string(m) != "\xff\xff\x00\x00" {
 		t.Errorf("/16 mask = %x", m)
+	}
+}
+
+// TestGatewayDesiredKeepsRemoteSources: a gateway with the peer's CIDRs keeps the source of what
+// comes from them (a prefix SNAT onto itself, with no destination match), so that a CNI that
+// masquerades sources outside the cluster (flannel, towards another node's pods) does not.
+func TestGatewayDesiredKeepsRemoteSources(t *testing.T) {
+	g := gatewayFor(true)
+	g.RemoteCIDRs = []netip.Prefix{pfx("10.71.0.0/16"), pfx("10.64.0.0/16")}
+	d := GatewayDesired(g)
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(d.Firewalls, func(f Firewall) bool { return f.Name == GatewayMasqueradeBypassTable })
+	if i < 0 {
+		t.Fatalf("firewalls = %+v; want %s", d.Firewalls, GatewayMasqueradeBypassTable)
+	}
+	want := []SNAT{{Src: pfx("10.64.0.0/16"), To: pfx("10.64.0.0/16")}, {Src: pfx("10.71.0.0/16"), To: pfx("10.71.0.0/16")}}
+	if got := d.Firewalls[i].SNAT; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("bypass = %+v; want %+v", got, want)
+	}
+	e := want[0].exprs()
+	if p, ok := e[0].(*expr.Payload); !ok || p.Offset != srcOff {
+		t.Errorf("first match = %#v; want the source only", e[0])
+	}
+	if d := GatewayDesired(gatewayFor(true)); slices.ContainsFunc(d.Firewalls, func(f Firewall) bool { return f.Name == GatewayMasqueradeBypassTable }) {
+		t.Error("a gateway without remote CIDRs got a bypass table")
 	}
 }

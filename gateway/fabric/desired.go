@@ -90,8 +90,8 @@ type Firewall struct {
 // with To equal to Src it keeps the source as it is, and the connection's source NAT is taken,
 // so no later masquerading (a CNI's) applies to it.
 type SNAT struct {
-	// Dst matches the destination.
-	Dst netip.Prefix `json:"dst"`
+	// Dst matches the destination (zero: any).
+	Dst netip.Prefix `json:"dst,omitzero"`
 	// Src matches the source (zero: any).
 	Src netip.Prefix `json:"src,omitzero"`
 	// NotSrc are sources the rule does not apply to.
@@ -189,8 +189,8 @@ func (f Firewall) validate(at string) error {
 		errs = append(errs, fmt.Errorf("%s.name: a firewall table needs a name", at))
 	}
 	for i, s := range f.SNAT {
-		if !s.Dst.Addr().Is4() || !s.To.Addr().Is4() {
-			errs = append(errs, fmt.Errorf("%s.snat[%d]: dst and to must be IPv4 networks", at, i))
+		if s.Dst.IsValid() && !s.Dst.Addr().Is4() || !s.To.Addr().Is4() {
+			errs = append(errs, fmt.Errorf("%s.snat[%d]: dst (when set) and to must be IPv4 networks", at, i))
 		}
 		if s.To.Bits() != 32 && s.Src.IsValid() && s.To.Bits() != s.Src.Bits() {
 			errs = append(errs, fmt.Errorf("%s.snat[%d].to: %s must be a single address or the size of src %s", at, i, s.To, s.Src))

@@ -71,7 +71,10 @@ func (f Firewall) chainRules() ([]string, map[string][][]expr.Any) {
 
 // exprs are the expressions of s.
 func (s SNAT) exprs() []expr.Any {
-	e := matchIP(dstOff, s.Dst, expr.CmpOpEq)
+	var e []expr.Any
+	if s.Dst.IsValid() {
+		e = matchIP(dstOff, s.Dst, expr.CmpOpEq)
+	}
 	if s.Src.IsValid() {
 		e = join(e, matchIP(srcOff, s.Src, expr.CmpOpEq))
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
@@ -112,30 +110,6 @@ type peeringCase struct {
 	virtualKubelet string
 }
 
-// TestPeeringOnRealNodes peers two clusters whose nodes are real kubelets, with our chart
-// installed by helm, through terraform apply of examples/peering with its gateway exposed on a
-// NodePort. Once with distinct pod CIDRs (the virtual kubelet in the controller manager), once
-// with the same pod CIDR declared by both clusters (each node has its own range in it, so that
-// the test host's API servers reach their own pods), which the gateways remap, with the
-// virtual kubelet as a Deployment. Each time: the WireGuard gateways run as pods on the real
-// nodes; a Deployment in an offloaded namespace runs real containers on the provider's kubelet;
-// kubectl logs and exec through the virtual node reach them; a consumer pod reaches an
-// offloaded pod over HTTP through the tunnel (at the address the consumer sees it under, and
-// the provider's pod sees the consumer's under its remapped address); a Service on the
-// consumer backed by the offloaded pods answers (kube-proxy's DNAT to a remapped endpoint
-// and the gateway's rewrite on one node); destroy and helm uninstall
-// leave no pod, namespace, interface, nftables table or CR of ours.
-func TestPeeringOnRealNodes(t *testing.T) {
-	requireRealNodes(t)
-	for _, tc := range []peeringCase{
-		{name: "distinct pod CIDRs", consumerNode: "10.232.0.0/16", providerNode: "10.233.0.0/16", virtualKubelet: "inprocess"},
-		{name: "same pod CIDR, remapped", consumerNode: "10.232.0.0/24", providerNode: "10.232.1.0/24",
-			clusterPodCIDR: "10.232.0.0/16", virtualKubelet: "deployment"},
-	} {
-		t.Run(tc.name, func(t *testing.T) { peerRealNodes(t, tc) })
-	}
-}
-
 // realNodePair starts tc's consumer and provider clusters, each with a real node, and installs
 // the chart into both; it returns them, the helm helper, and what each node's network has
 // before any peering (nodeNetwork).
@@ -186,110 +160,6 @@ func uninstallLeavingNothing(t *testing.T, h *chart.Helper, before map[*testenv.
 			t.Errorf("%s's node: left after destroy and helm uninstall: %v", c.Name, left)
 		}
 	}
-}
-
-func peerRealNodes(t *testing.T, tc peeringCase) {
-	h, consumer, provider, before := realNodePair(t, tc)
-	tf := newTerraformRun(t)
-	ctx := t.Context()
-
-	vars := []string{"consumer_kubeconfig=" + consumer.KubeconfigPath, "provider_kubeconfig=" + provider.KubeconfigPath,
-		"gateway_service_type=NodePort",
-		// The real node has 2 CPUs, and the provider shares half of it.
-		"cpu=1", "memory=1Gi", "pods=20"}
-	_, applied := tf.mustRun(t, "peering", "apply", vars...)
-	t.Logf("terraform apply examples/peering: %s to a connected tunnel and a Ready virtual node", applied.Round(100*time.Millisecond))
-	gateways := map[*testenv.Cluster]string{consumer: "gateway-client", provider: "gateway-server"}
-	for c, component := range gateways {
-		if pods := gatewayPods(ctx, t, c, component); len(pods) != 1 {
-			t.Fatalf("%s: %d %s pods running as containers on the real node, want 1:\n%s", c.Name, len(pods), component, describePods(ctx, c, ""))
-		}
-		if added := slices.DeleteFunc(nodeNetwork(t, c.RealNode), func(s string) bool { return slices.Contains(before[c], s) }); len(added) == 0 {
-			t.Errorf("%s: the gateway added no interface or nftables table to its node", c.Name)
-		} else {
-			t.Logf("%s's node: the gateway added %v", c.Name, added)
-		}
-	}
-
-	ns, start := offloadNamespace(ctx, t, consumer, "demo"), time.Now()
-	labels := map[string]string{"app": "hello"}
-	if err := consumer.Client.Create(ctx, httpDeployment(ns, "hello", labels, 2, nil)); err != nil {
-		t.Fatal(err)
-	}
-	var remote []corev1.Pod
-	testenv.Eventually(t, "the Deployment's pods running as containers on the provider's kubelet", 3*time.Minute, func(ctx context.Context) bool {
-		remote = runningContainers(ctx, provider, provider.RealNode.Name)
-		return len(remote) == 2
-	})
-	t.Logf("offloaded Deployment: 2 containers Running on the provider's kubelet %s after its creation", time.Since(start).Round(100*time.Millisecond))
-	var offloaded []corev1.Pod
-	testenv.Eventually(t, "the consumer's view: 2 pods Running on the virtual node, at their addresses", time.Minute, func(ctx context.Context) bool {
-		offloaded = podsOn(ctx, consumer, ns, labels, "provider")
-		return len(offloaded) == 2
-	})
-	name := offloaded[0].Name
-	expectLogsAndExec(t, consumer, ns, name)
-
-	// A consumer pod (on the consumer's real node) reaches the offloaded pod through the tunnel,
-	// at the address the consumer's view of the pod carries.
-	local := createNamespace(ctx, t, consumer, "client")
-	if err := consumer.Client.Create(ctx, httpDeployment(local, "local", map[string]string{"app": "local"}, 2,
-		map[string]string{"kubernetes.io/hostname": consumer.RealNode.Name})); err != nil {
-		t.Fatal(err)
-	}
-	var locals []corev1.Pod
-	testenv.Eventually(t, "2 consumer pods Running on the consumer's node", 2*time.Minute, func(ctx context.Context) bool {
-		locals = podsOn(ctx, consumer, local, map[string]string{"app": "local"}, consumer.RealNode.Name)
-		return len(locals) == 2
-	})
-	client, target := locals[0], offloaded[0]
-	remoteIP := remotePodIP(t, remote, name)
-	if tc.clusterPodCIDR != "" && target.Status.PodIP == remoteIP {
-		t.Errorf("consumer's view of %s: IP %s is the provider's own, want it under the remapped CIDR", name, remoteIP)
-	}
-	url := "http://" + net.JoinHostPort(target.Status.PodIP, "8080") + "/"
-	var body string
-	testenv.Eventually(t, "consumer pod "+client.Name+" GET "+url+" through the tunnel", time.Minute, func(context.Context) bool {
-		var err error
-		body, err = kubectl(consumer, "-n", local, "exec", client.Name, "--", "/test-http", "get", url)
-		return err == nil
-	})
-	if strings.TrimSpace(body) != name {
-		t.Errorf("GET %s from the consumer pod: %q, want the offloaded pod's hostname %s", url, body, name)
-	}
-	seen := requestSource(t, provider, remote, name)
-	if tc.clusterPodCIDR == "" && seen != client.Status.PodIP {
-		t.Errorf("the offloaded pod saw the request from %s, want the consumer pod's own address %s", seen, client.Status.PodIP)
-	}
-	if tc.clusterPodCIDR != "" && (seen == client.Status.PodIP || hostPart(seen, 16) != hostPart(client.Status.PodIP, 16)) {
-		t.Errorf("the offloaded pod saw the request from %s; want the consumer pod %s under the provider's remapped CIDR (same host part)", seen, client.Status.PodIP)
-	}
-	t.Logf("consumer pod %s -> offloaded pod at %s (provider's %s): answered; the provider's pod saw it from %s", client.Status.PodIP, target.Status.PodIP, remoteIP, seen)
-
-	expectService(ctx, t, consumer, ns, labels, local, client.Name, offloaded)
-
-	// Latency: through the tunnel, and to the other consumer pod on the same node.
-	tunnel := benchHTTP(t, consumer, local, client.Name, url)
-	inCluster := benchHTTP(t, consumer, local, client.Name, "http://"+net.JoinHostPort(locals[1].Status.PodIP, "8080")+"/")
-	t.Logf("HTTP latency, 200 requests each on a new connection: through the tunnel %s; inside the consumer cluster %s", tunnel, inCluster)
-	logPodRSS(t, tc)
-
-	for _, n := range []string{ns, local} {
-		if err := consumer.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testenv.Eventually(t, "the offloaded containers gone from the provider", 2*time.Minute, func(ctx context.Context) bool {
-		return len(runningContainers(ctx, provider, provider.RealNode.Name)) == 0
-	})
-	_, destroyed := tf.mustRun(t, "peering", "destroy", vars...)
-	t.Logf("terraform destroy: %s", destroyed.Round(100*time.Millisecond))
-	for c, component := range gateways {
-		testenv.Eventually(t, c.Name+": the gateway pod gone and its interface and table with it", time.Minute, func(ctx context.Context) bool {
-			return len(gatewayPods(ctx, t, c, component)) == 0 && slices.Equal(nodeNetwork(t, c.RealNode), before[c])
-		})
-	}
-	uninstallLeavingNothing(t, h, before)
 }
 
 // runningContainers lists the pods on node with every container running (real containers: a

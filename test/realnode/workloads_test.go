@@ -3,7 +3,6 @@ package realnode
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -110,16 +109,6 @@ func expectLogsAndExec(t *testing.T, consumer *testenv.Cluster, ns, name string)
 	}
 }
 
-// remotePodIP is the provider's own address of its pod name (the local pod's name).
-func remotePodIP(t *testing.T, remote []corev1.Pod, name string) string {
-	t.Helper()
-	i := slices.IndexFunc(remote, func(p corev1.Pod) bool { return p.Name == name })
-	if i < 0 {
-		t.Fatalf("no pod %s among the provider's %d", name, len(remote))
-	}
-	return remote[i].Status.PodIP
-}
-
 var requestLine = regexp.MustCompile(`GET / from (\S+):\d+`)
 
 // requestSource reads, from the provider's own log of pod name, the source address of the
@@ -144,16 +133,6 @@ func requestSource(t *testing.T, provider *testenv.Cluster, remote []corev1.Pod,
 		t.Fatalf("no request from outside in the provider's log of %s:\n%s", name, logs)
 	}
 	return src
-}
-
-// hostPart is the host part of IPv4 address ip in a network of bits bits, as text ("" when ip is no IPv4).
-func hostPart(ip string, bits int) string {
-	a := net.ParseIP(ip).To4()
-	if a == nil {
-		return ""
-	}
-	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
-	return strconv.FormatUint(uint64(v&(1<<(32-bits)-1)), 10)
 }
 
 // expectService creates a ClusterIP Service on the consumer selecting the offloaded pods, and
@@ -211,19 +190,25 @@ func benchHTTP(t *testing.T, c *testenv.Cluster, ns, pod, url string) string {
 
 // logPodRSS logs the resident memory of our pods' processes on the host: the controller
 // managers, the gateways and, when it runs as a Deployment, the virtual kubelet.
-func logPodRSS(t *testing.T, tc peeringCase) {
+func logPodRSS(t *testing.T, virtualKubelet string) {
 	t.Helper()
 	names := []string{"liqo-controller-manager", "liqo-gateway"}
-	if tc.virtualKubelet == "deployment" {
+	if virtualKubelet == "deployment" {
 		names = append(names, "liqo-virtual-kubelet")
 	}
 	for _, name := range names {
-		var mib []string
-		for _, rss := range processRSSAll(name) {
-			mib = append(mib, fmt.Sprintf("%.1f MiB", float64(rss)/(1<<20)))
-		}
-		t.Logf("RSS of %s processes: %v", name, mib)
+		logProcessRSS(t, name)
 	}
+}
+
+// logProcessRSS logs the resident memory of every host process named name.
+func logProcessRSS(t *testing.T, name string) {
+	t.Helper()
+	var mib []string
+	for _, rss := range processRSSAll(name) {
+		mib = append(mib, fmt.Sprintf("%.1f MiB", float64(rss)/(1<<20)))
+	}
+	t.Logf("RSS of %s processes: %v", name, mib)
 }
 
 // processRSSAll is the resident memory of every host process named name.
@@ -253,7 +238,8 @@ func gatewayPods(ctx context.Context, t *testing.T, c *testenv.Cluster, componen
 		t.Fatal(err)
 	}
 	return slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
-		return !p.Spec.HostNetwork || p.Spec.NodeName != c.RealNode.Name || len(p.Status.ContainerStatuses) == 0 ||
+		onRealNode := slices.ContainsFunc(c.RealNodes, func(n *testenv.RealNode) bool { return n.Name == p.Spec.NodeName })
+		return !p.Spec.HostNetwork || !onRealNode || len(p.Status.ContainerStatuses) == 0 ||
 			p.Status.ContainerStatuses[0].State.Running == nil || !strings.HasPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
 	})
 }

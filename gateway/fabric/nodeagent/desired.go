@@ -79,7 +79,8 @@ func tunnelMTU(mtu int) int {
 // gateway is the side of the gateway of f, hosted in this namespace, towards every other node
 // that has an address, a tunnel and a source address.
 func (v *view) gateway(log logr.Logger, f *netv1beta1.InternalFabric) fabric.Gateway {
-	g := fabric.Gateway{Address: addr(f.Spec.Interface.Gateway.IP), TunnelInterface: tunnelInterface(f), MTU: tunnelMTU(f.Spec.MTU)}
+	g := fabric.Gateway{Address: addr(f.Spec.Interface.Gateway.IP), TunnelInterface: tunnelInterface(f), MTU: tunnelMTU(f.Spec.MTU),
+		RemoteCIDRs: prefixes(log, "InternalFabric "+f.Namespace+"/"+f.Name, f.Spec.RemoteCIDRs)}
 	perCIDR := true
 	for i := range v.nodes {
 		in := &v.nodes[i]

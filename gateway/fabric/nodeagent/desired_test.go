@@ -95,8 +95,9 @@ func TestDesiredGatewayNode(t *testing.T) {
 		}
 		want := fabric.NodeDesired(fabric.Node{Address: netip.MustParseAddr("10.80.0.2"), Peerings: []fabric.Peering{peering}})
 		gd := fabric.GatewayDesired(fabric.Gateway{Address: netip.MustParseAddr("10.80.0.1"), TunnelInterface: gwagent.InterfaceName(gwagent.ModeServer, "tenant", "server"),
-			MTU: 1340, Nodes: []fabric.GatewayNode{gn}})
+			MTU: 1340, Nodes: []fabric.GatewayNode{gn}, RemoteCIDRs: []netip.Prefix{netip.MustParsePrefix("10.71.0.0/16")}})
 		want.Tunnels, want.Tables = gd.Tunnels, gd.Tables
+		want.Firewalls = append(want.Firewalls, gd.Firewalls...) // the gateway's: the peer's sources kept
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("n1's Desired (n2 with a pod CIDR: %v)\n got %+v\nwant %+v", cidr, got, want)
 		}

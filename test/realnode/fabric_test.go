@@ -1,0 +1,337 @@
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+)
+
+// fabricCase is one pair of two-node clusters to peer.
+type fabricCase struct {
+	name string
+	// consumerPods and providerPods are where kube-controller-manager takes each node's pod
+	// CIDR from (flannel's leases); declared is the pod CIDR both clusters declare to Liqo
+	// (empty: each its own), which the gateways remap when it is the same.
+	consumerPods, providerPods, declared string
+	// virtualKubelet is the consumer's virtual-kubelet mode (chart value virtualKubelet.mode).
+	virtualKubelet string
+}
+
+// TestPeeringAcrossNodes peers two clusters of two real nodes each, with flannel (VXLAN) as
+// their CNI, through terraform apply of examples/peering: the gateways run on one node of each
+// cluster, and the fabric agents (the liqo-fabric DaemonSet) route the other node's pods into
+// them. From a pod on each consumer node, HTTP reaches an offloaded pod on each provider node
+// (so the provider's answer from its node without the gateway finds its way back), and a
+// consumer Service backed by the offloaded pods answers; an offloaded pod reaches a consumer pod
+// on the consumer's node without the gateway. Once with distinct pod CIDRs, once with the same
+// one (remapped). Destroy and helm uninstall leave nothing on any node.
+func TestPeeringAcrossNodes(t *testing.T) {
+	requireRealNodes(t)
+	if _, err := testenv.FlannelBinDir(); err != nil {
+		t.Skip(err)
+	}
+	for _, tc := range []fabricCase{
+		{name: "distinct pod CIDRs", consumerPods: "10.232.0.0/16", providerPods: "10.233.0.0/16", virtualKubelet: "inprocess"},
+		{name: "same pod CIDR, remapped", consumerPods: "10.232.0.0/17", providerPods: "10.232.128.0/17", declared: "10.232.0.0/16",
+			virtualKubelet: "deployment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { peerAcrossNodes(t, tc) })
+	}
+}
+
+// twoNodePair starts tc's clusters with two real nodes each and installs the chart into both;
+// it returns what each node's network holds before the peering.
+func twoNodePair(t *testing.T, tc fabricCase) (h *chart.Helper, consumer, provider *testenv.Cluster, before map[*testenv.RealNode][]string) {
+	t.Helper()
+	h = chart.New(t)
+	archives := componentArchives(t)
+	env := testenv.New(t,
+		testenv.ClusterOptions{Name: "consumer", PodCIDR: tc.consumerPods, RealNodes: 2, RealNode: &testenv.RealNodeOptions{Images: archives}},
+		testenv.ClusterOptions{Name: "provider", PodCIDR: tc.providerPods, RealNodes: 2, RealNode: &testenv.RealNodeOptions{Images: archives}})
+	consumer, provider = env.Cluster("consumer"), env.Cluster("provider")
+	dumpOnFailure(t, consumer, provider)
+	before = map[*testenv.RealNode][]string{}
+	for c, pods := range map[*testenv.Cluster]string{consumer: tc.consumerPods, provider: tc.providerPods} {
+		for _, n := range c.RealNodes {
+			before[n] = nodeNetwork(t, n)
+		}
+		values := installValues(c, c.Name)
+		values["podCIDR"] = pods
+		if tc.declared != "" {
+			values["podCIDR"] = tc.declared
+		}
+		if c == consumer {
+			values["virtualKubelet"] = map[string]any{"mode": tc.virtualKubelet}
+		}
+		installChart(t.Context(), t, h, c, values)
+	}
+	return h, consumer, provider, before
+}
+
+func peerAcrossNodes(t *testing.T, tc fabricCase) {
+	h, consumer, provider, before := twoNodePair(t, tc)
+	ctx := t.Context()
+	tf := newTerraformRun(t)
+	vars := []string{"consumer_kubeconfig=" + consumer.KubeconfigPath, "provider_kubeconfig=" + provider.KubeconfigPath,
+		"gateway_service_type=NodePort", "cpu=2", "memory=2Gi", "pods=40"}
+	start := time.Now()
+	_, applied := tf.mustRun(t, "peering", "apply", vars...)
+	t.Logf("terraform apply examples/peering: %s to a connected tunnel and a Ready virtual node", applied.Round(100*time.Millisecond))
+	consumerGW, providerGW := gatewayNode(ctx, t, consumer, "gateway-client"), gatewayNode(ctx, t, provider, "gateway-server")
+	t.Logf("gateways: the consumer's on %s, the provider's on %s", consumerGW.Name, providerGW.Name)
+	for _, c := range []*testenv.Cluster{consumer, provider} {
+		expectInternalNodes(ctx, t, c)
+	}
+
+	// An offloaded pod on each provider node: the other node cordoned while each is placed.
+	ns := offloadNamespace(ctx, t, consumer, "demo")
+	labels := map[string]string{"app": "hello"}
+	remote := map[string]corev1.Pod{} // provider node → its offloaded pod, as the provider sees it
+	var offloaded []corev1.Pod        // the consumer's view of them
+	for i, n := range provider.RealNodes {
+		other := provider.RealNodes[1-i]
+		setUnschedulable(ctx, t, provider, other.Name, true)
+		name := "hello-" + n.Name
+		if err := consumer.Client.Create(ctx, httpDeployment(ns, name, map[string]string{"app": "hello", "on": n.Name}, 1, nil)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "an offloaded pod of "+name+" running on provider node "+n.Name, 3*time.Minute, func(ctx context.Context) bool {
+			for _, p := range runningContainers(ctx, provider, n.Name) {
+				if strings.HasPrefix(p.Name, name) {
+					remote[n.Name] = p
+					return true
+				}
+			}
+			return false
+		})
+		setUnschedulable(ctx, t, provider, other.Name, false)
+	}
+	testenv.Eventually(t, "the consumer's view: 2 offloaded pods Running on the virtual node", time.Minute, func(ctx context.Context) bool {
+		offloaded = podsOn(ctx, consumer, ns, labels, "provider")
+		return len(offloaded) == 2
+	})
+	for _, p := range offloaded {
+		if i := slices.IndexFunc(slices.Collect(maps.Values(remote)), func(r corev1.Pod) bool { return r.Name == p.Name && r.Status.PodIP == p.Status.PodIP }); tc.declared != "" && i >= 0 {
+			t.Errorf("consumer's view of %s: IP %s is the provider's own, want it under the remapped CIDR", p.Name, p.Status.PodIP)
+		}
+	}
+	expectLogsAndExec(t, consumer, ns, offloaded[0].Name)
+
+	// A client pod on each consumer node.
+	local := createNamespace(ctx, t, consumer, "client")
+	clients := map[string]corev1.Pod{}
+	for _, n := range consumer.RealNodes {
+		l := map[string]string{"app": "local", "on": n.Name}
+		if err := consumer.Client.Create(ctx, httpDeployment(local, "local-"+n.Name, l, 1, map[string]string{"kubernetes.io/hostname": n.Name})); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "a client pod Running on consumer node "+n.Name, 2*time.Minute, func(ctx context.Context) bool {
+			pods := podsOn(ctx, consumer, local, l, n.Name)
+			if len(pods) == 1 {
+				clients[n.Name] = pods[0]
+			}
+			return len(pods) == 1
+		})
+	}
+	// From each consumer node, to the offloaded pod on each provider node.
+	for _, n := range consumer.RealNodes {
+		from := clients[n.Name]
+		for _, target := range offloaded {
+			url := "http://" + net.JoinHostPort(target.Status.PodIP, "8080") + "/"
+			expectGet(t, consumer, local, from.Name, url, target.Name, "consumer node "+n.Name+" to offloaded pod "+target.Name)
+		}
+	}
+	t.Logf("every consumer node reached every offloaded pod %s after the apply began", time.Since(start).Round(100*time.Millisecond))
+	// The last request to each offloaded pod came from the client on the consumer's last node:
+	// each saw it from that pod's own address (remapped: under the provider's CIDR for the
+	// consumer's pods), not from a node's or a gateway's.
+	last := clients[consumer.RealNodes[len(consumer.RealNodes)-1].Name].Status.PodIP
+	if tc.declared != "" {
+		last = remappedAddress(ctx, t, provider, last)
+	}
+	for pn, p := range remote {
+		if seen := requestSource(t, provider, []corev1.Pod{p}, p.Name); seen != last {
+			t.Errorf("offloaded pod on provider node %s saw the request from %s, want the consumer pod's %s", pn, seen, last)
+		}
+	}
+	// A consumer Service backed by the offloaded pods, from the node without the gateway.
+	otherConsumer := otherNode(consumer, consumerGW)
+	expectService(ctx, t, consumer, ns, labels, local, clients[otherConsumer.Name].Name, offloaded)
+
+	// Back: from the offloaded pod on the provider's node without the gateway to the consumer
+	// pod on the consumer's node without the gateway, at the address the provider sees it under.
+	back := remote[otherNode(provider, providerGW).Name]
+	target := clients[otherConsumer.Name]
+	addr := target.Status.PodIP
+	if tc.declared != "" {
+		addr = remappedAddress(ctx, t, provider, addr)
+	}
+	expectGet(t, provider, back.Namespace, back.Name, "http://"+net.JoinHostPort(addr, "8080")+"/", target.Name,
+		"offloaded pod "+back.Name+" to consumer pod "+target.Name)
+
+	// Latency through the tunnel from the gateway's node and from the other one.
+	for _, n := range []*testenv.RealNode{consumerGW, otherConsumer} {
+		url := "http://" + net.JoinHostPort(offloaded[0].Status.PodIP, "8080") + "/"
+		t.Logf("HTTP latency from consumer node %s to %s, 200 requests on new connections: %s", n.Name, offloaded[0].Name,
+			benchHTTP(t, consumer, local, clients[n.Name].Name, url))
+	}
+	logPodRSS(t, tc.virtualKubelet)
+	logProcessRSS(t, "liqo-fabric")
+
+	for _, n := range []string{ns, local} {
+		if err := consumer.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, "the offloaded containers gone from the provider", 2*time.Minute, func(ctx context.Context) bool {
+		return len(runningContainers(ctx, provider, provider.RealNodes[0].Name))+len(runningContainers(ctx, provider, provider.RealNodes[1].Name)) == 0
+	})
+	tf.mustRun(t, "peering", "destroy", vars...)
+	uninstallLeavingNothingOnNodes(t, h, []*testenv.Cluster{consumer, provider}, before)
+}
+
+// expectInternalNodes waits for an InternalNode per real node of c, with the node's address in
+// its status (the fabric agent's, once there is a gateway: local on the gateway's node, remote
+// on the others).
+func expectInternalNodes(ctx context.Context, t *testing.T, c *testenv.Cluster) {
+	t.Helper()
+	testenv.Eventually(t, c.Name+": an InternalNode per real node, with its address in status", 2*time.Minute, func(ctx context.Context) bool {
+		for _, n := range c.RealNodes {
+			in := &netv1beta1.InternalNode{}
+			if c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, in) != nil {
+				return false
+			}
+			if ip := in.Status.NodeIP; ptr.Deref(ip.Local, "") != netv1beta1.IP(n.IP) && ptr.Deref(ip.Remote, "") != netv1beta1.IP(n.IP) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// gatewayNode is the real node of c that runs its gateway pod of component.
+func gatewayNode(ctx context.Context, t *testing.T, c *testenv.Cluster, component string) *testenv.RealNode {
+	t.Helper()
+	pods := gatewayPods(ctx, t, c, component)
+	if len(pods) != 1 {
+		t.Fatalf("%s: %d %s pods running on its real nodes, want 1:\n%s", c.Name, len(pods), component, describePods(ctx, c, ""))
+	}
+	i := slices.IndexFunc(c.RealNodes, func(n *testenv.RealNode) bool { return n.Name == pods[0].Spec.NodeName })
+	return c.RealNodes[i]
+}
+
+// otherNode is c's real node that is not n (the clusters here have two).
+func otherNode(c *testenv.Cluster, n *testenv.RealNode) *testenv.RealNode {
+	if c.RealNodes[0] == n {
+		return c.RealNodes[1]
+	}
+	return c.RealNodes[0]
+}
+
+// setUnschedulable cordons or uncordons node of c.
+func setUnschedulable(ctx context.Context, t *testing.T, c *testenv.Cluster, node string, unschedulable bool) {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Spec.Unschedulable = unschedulable
+	if err := c.Client.Patch(ctx, n, patch); err != nil {
+		t.Fatalf("cordon %s of %s (%t): %v", node, c.Name, unschedulable, err)
+	}
+}
+
+// expectGet waits until pod of c gets want (a pod's hostname) from url.
+func expectGet(t *testing.T, c *testenv.Cluster, ns, pod, url, want, what string) {
+	t.Helper()
+	var body string
+	testenv.Eventually(t, what+": GET "+url, time.Minute, func(context.Context) bool {
+		var err error
+		body, err = kubectl(c, "-n", ns, "exec", pod, "--", "/test-http", "get", url)
+		return err == nil
+	})
+	if strings.TrimSpace(body) != want {
+		t.Errorf("%s: GET %s answered %q, want %s", what, url, body, want)
+	}
+}
+
+// remappedAddress is addr (a consumer pod's) as provider sees it: the same host part in the
+// pod CIDR the provider's Configuration remaps the consumer's to.
+func remappedAddress(ctx context.Context, t *testing.T, provider *testenv.Cluster, addr string) string {
+	t.Helper()
+	list := &netv1beta1.ConfigurationList{}
+	if err := provider.Client.List(ctx, list); err != nil || len(list.Items) != 1 {
+		t.Fatalf("the provider's Configuration: %d, %v", len(list.Items), err)
+	}
+	remote := list.Items[0].Status.Remote
+	if remote == nil || len(remote.CIDR.Pod) == 0 {
+		t.Fatalf("the provider's Configuration has no remapped pod CIDR: %+v", list.Items[0].Status)
+	}
+	_, cidr, err := net.ParseCIDR(string(remote.CIDR.Pod[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := net.ParseIP(addr).To4()
+	ones, _ := cidr.Mask.Size()
+	mask := net.CIDRMask(ones, 32)
+	out := make(net.IP, 4)
+	for i := range out {
+		out[i] = cidr.IP[i]&mask[i] | ip[i]&^mask[i]
+	}
+	return out.String()
+}
+
+// uninstallLeavingNothingOnNodes runs `helm uninstall` in each cluster and checks that nothing
+// of ours is left in the cluster or on any of its nodes.
+func uninstallLeavingNothingOnNodes(t *testing.T, h *chart.Helper, clusters []*testenv.Cluster, before map[*testenv.RealNode][]string) {
+	t.Helper()
+	ctx := t.Context()
+	for _, c := range clusters {
+		if out, err := h.Run(ctx, helmArgs(c, "uninstall", chart.Release, "--wait", "--timeout", "3m")...); err != nil {
+			t.Fatalf("helm uninstall from %s: %v\n%s\n%s", c.Name, err, out, describePods(ctx, c, releaseNamespace))
+		}
+		if left := leftovers(ctx, t, c); len(left) > 0 {
+			t.Errorf("%s: left after destroy and helm uninstall: %v", c.Name, left)
+		}
+		for _, n := range c.RealNodes {
+			testenv.EventuallyOK(t, c.Name+"'s node "+n.Name+": its network as before the chart", time.Minute, func() error {
+				if added, removed := networkChange(before[n], nodeNetwork(t, n)); len(added)+len(removed) > 0 {
+					return fmt.Errorf("added %v, removed %v", added, removed)
+				}
+				return nil
+			})
+		}
+	}
+}
+
+// networkChange is what a node's network (nodeNetwork) gained and lost between was and is, but
+// for the CNI's own links, which flannel makes with the node's first pod.
+func networkChange(was, is []string) (added, removed []string) {
+	cni := func(s string) bool { return s == "link cni0" || s == "link flannel.1" }
+	for _, s := range is {
+		if !slices.Contains(was, s) && !cni(s) {
+			added = append(added, s)
+		}
+	}
+	for _, s := range was {
+		if !slices.Contains(is, s) && !cni(s) {
+			removed = append(removed, s)
+		}
+	}
+	return added, removed
+}
