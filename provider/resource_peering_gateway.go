@@ -116,10 +116,12 @@ func (r *peeringResource) planSides(ctx context.Context, serverKey, peerKey stri
 // (st.Tunnel), so that an import, or a gateway changed outside Terraform, shows as it is. What
 // the tunnel does not tell keeps prior's value (on import: the default): the Service type or MTU
 // where the GatewayServer leaves them to its template, the client's address and port while the
-// server reports no endpoint, and, in a bidirectional peering (a tunnel both directions share,
-// which the first of them made where its own server_location said), server_location, except on
-// import where it is read as the direction that made the tunnel declared it. A client address
-// or port configured equal to the server's endpoint is kept as configured.
+// server reports no endpoint, and server_location, except on import where it is read as the
+// direction that made the tunnel declared it: in a bidirectional peering both directions share
+// one tunnel, made by the first of them where its own server_location said, and it stays where
+// it is when that direction is destroyed (the other keeps using it), so reading it back on
+// refresh would plan to replace the remaining direction for a change nobody made. A client
+// address or port configured equal to the server's endpoint is kept as configured.
 func peeringGatewayRead(prior types.Object, st *peering.State) (types.Object, error) {
 	imported := prior.IsNull() || prior.IsUnknown()
 	var attrs map[string]attr.Value
@@ -134,7 +136,7 @@ func peeringGatewayRead(prior types.Object, st *peering.State) (types.Object, er
 		}
 	}
 	if t := st.Tunnel; t != nil {
-		if imported || !t.Shared {
+		if imported {
 			attrs["server_location"] = types.StringValue(t.ServerLocation())
 		}
 		if t.ServiceType != "" {

@@ -185,3 +185,24 @@ func TestPeeringOptions(t *testing.T) {
 		t.Errorf("options without a slice: %+v, want NoResourceSlice and nothing asked", opts)
 	}
 }
+
+// TestPeeringGatewayReadKeepsServerLocation: on refresh the state's server_location stays, even
+// when the tunnel's server is on the other side (a bidirectional peering's tunnel, made by the
+// direction since destroyed, is the remaining one's now); on import it is read from the tunnel.
+func TestPeeringGatewayReadKeepsServerLocation(t *testing.T) {
+	st := &peering.State{Tunnel: &peering.Tunnel{Gateway: peering.Gateway{ServerOnConsumer: true, Port: 51840, MTU: 1340}}}
+	prior := peeringGatewayOn("Provider")
+	got, err := peeringGatewayRead(prior, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := got.Attributes()["server_location"]; !loc.Equal(types.StringValue("Provider")) {
+		t.Errorf("refresh: server_location %v, want the state's Provider", loc)
+	}
+	if got, err = peeringGatewayRead(types.ObjectNull(peeringGatewayAttrTypes), st); err != nil {
+		t.Fatal(err)
+	}
+	if loc := got.Attributes()["server_location"]; !loc.Equal(types.StringValue("Consumer")) {
+		t.Errorf("import: server_location %v, want the tunnel's Consumer", loc)
+	}
+}
