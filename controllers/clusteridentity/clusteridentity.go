@@ -135,7 +135,7 @@ func internalOverlaps(cidrs map[string][]netip.Prefix) []error {
 			for _, other := range cidrs[flag] {
 				if internal.Overlaps(other) {
 					errs = append(errs, fmt.Errorf("--internal-cidr %s overlaps %s %s: the network fabric's internal CIDR must be "+
-						"a network of its own; choose another --internal-cidr (chart value ipam.internalCIDR, default %s) "+
+						"a network of its own; choose another --internal-cidr (chart value internalCIDR, upstream's ipam.internalCIDR; default %s) "+
 						"outside %s", internal, flag, other, consts.DefaultInternalCIDR, other))
 				}
 			}

@@ -113,11 +113,18 @@ func (h *Helper) ValuesFile(values map[string]any) string {
 // (merged as helm merges them), hooks included, as `helm template` does.
 func (h *Helper) Template(namespace string, values map[string]any) []*unstructured.Unstructured {
 	h.tb.Helper()
-	out, err := h.Run(h.tb.Context(), "template", Release, Dir(h.tb), "--namespace", namespace, "--values", h.ValuesFile(values))
+	out, err := h.TryTemplate(namespace, values)
 	if err != nil {
 		h.tb.Fatal(err)
 	}
 	return Decode(h.tb, []byte(out))
+}
+
+// TryTemplate renders the chart as Template does, for values the chart may refuse: it returns
+// helm's output and its error.
+func (h *Helper) TryTemplate(namespace string, values map[string]any) (string, error) {
+	h.tb.Helper()
+	return h.Run(h.tb.Context(), "template", Release, Dir(h.tb), "--namespace", namespace, "--values", h.ValuesFile(values))
 }
 
 // Decode reads a multi-document YAML stream of objects.

@@ -66,6 +66,25 @@ func TestBadValues(t *testing.T) {
 	}
 }
 
+// TestInternalCIDROverlap: an internal CIDR overlapping a pod, the service or the external
+// CIDR fails `helm template` (so `helm install` too), naming both values, both CIDRs and the
+// fix; so does text that is no IPv4 network CIDR, naming the value; the defaults and CIDRs
+// that only touch are accepted, and the manager gets the values as given.
+func TestInternalCIDROverlap(t *testing.T) {
+	h := chart.New(t)
+	for _, tc := range chart.CIDRCases {
+		out, err := h.TryTemplate("liqo", tc.Values())
+		switch {
+		case tc.Refuses() && (err == nil || !strings.Contains(out, tc.Refused)):
+			t.Errorf("%s: helm template %v: %v, want it refused saying %q:\n%s", tc.Name, tc.Values(), err, tc.Refused, out)
+		case !tc.Refuses() && err != nil:
+			t.Errorf("%s: helm template %v refused: %v", tc.Name, tc.Values(), err)
+		case !tc.Refuses():
+			wantArgs(t, managerArgs(t, chart.Decode(t, []byte(out))), tc.ManagerArgs(), nil)
+		}
+	}
+}
+
 // valueSets are the value sets the chart is rendered with, and what each must render.
 var valueSets = []struct {
 	name   string
