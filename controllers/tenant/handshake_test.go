@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
@@ -230,6 +231,10 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 		t.Errorf("consumer identity cannot read a ConfigMap in its remote namespace: %v", err)
 	}
 
+	// Nothing of the network fabric, nor Nodes: in its tenant namespace, its remote namespace,
+	// the liqo namespace or cluster-wide.
+	wantNoFabricAccess(t, peer, provNS, remoteNS, consts.LiqoNamespace)
+
 	// A wrong signature is refused, with the reason in an Event.
 	bad := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "other-tenant", Name: "cl-other"}, Spec: authv1beta1.TenantSpec{
 		ClusterID: "cl-other", AuthzPolicy: "KeysExchange", PublicKey: answer.Data[consts.PublicKeySecretKey],
@@ -271,6 +276,56 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 	}
 	if err := getConfigMap(); !apierrors.IsForbidden(err) {
 		t.Errorf("reading a ConfigMap in the remote namespace after revocation: %v, want Forbidden", err)
+	}
+}
+
+// fabricKinds are the network fabric's kinds (networking.liqo.io, issue 32) and Nodes, which
+// the fabric reads: a consumer's identity on a provider may do nothing with any of them.
+var fabricKinds = []struct {
+	kind       string
+	namespaced bool
+}{{"InternalNode", false}, {"InternalFabric", true}, {"GeneveTunnel", true}, {"RouteConfiguration", true},
+	{"FirewallConfiguration", true}, {"Node", false}}
+
+// wantNoFabricAccess checks that peer, a consumer's identity on the provider, is Forbidden to
+// list, get, create and delete each of fabricKinds: cluster-wide, and in each of namespaces for
+// the namespaced ones.
+func wantNoFabricAccess(t *testing.T, peer client.Client, namespaces ...string) {
+	t.Helper()
+	ctx := t.Context()
+	for _, k := range fabricKinds {
+		gv := "networking.liqo.io/v1beta1"
+		if k.kind == "Node" {
+			gv = "v1"
+		}
+		obj := func(ns string) *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion(gv)
+			u.SetKind(k.kind)
+			u.SetNamespace(ns)
+			u.SetName("probe")
+			return u
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(gv)
+		list.SetKind(k.kind + "List")
+		scopes := []string{""}
+		if k.namespaced {
+			scopes = append(scopes, namespaces...)
+		}
+		for _, ns := range scopes {
+			verbs := map[string]func() error{"list": func() error { return peer.List(ctx, list, client.InNamespace(ns)) }}
+			if ns != "" || !k.namespaced { // a namespaced object has a namespace: cluster-wide, only list
+				verbs["get"] = func() error { return peer.Get(ctx, client.ObjectKeyFromObject(obj(ns)), obj(ns)) }
+				verbs["create"] = func() error { return peer.Create(ctx, obj(ns)) }
+				verbs["delete"] = func() error { return peer.Delete(ctx, obj(ns)) }
+			}
+			for verb, do := range verbs {
+				if err := do(); !apierrors.IsForbidden(err) {
+					t.Errorf("consumer identity: %s %s in namespace %q: %v, want Forbidden", verb, k.kind, ns, err)
+				}
+			}
+		}
 	}
 }
 
