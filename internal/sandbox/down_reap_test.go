@@ -1,18 +1,13 @@
 package sandbox_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -52,40 +47,11 @@ func TestDownReapsKilledRealNodes(t *testing.T) {
 	if _, err := testenv.RealNodeBinDir(); err != nil {
 		t.Skip(err)
 	}
-	report := filepath.Join(t.TempDir(), "report")
-	tmp, err := os.MkdirTemp("", "dr") // short: the nodes' sockets live in it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDownReapsChild$", "-test.v")
-	cmd.Env = append(os.Environ(), downReapEnv+"="+report, "TMPDIR="+tmp)
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	var netns []string
-	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case <-exited:
-			return false, errors.New("the child exited")
-		default:
-		}
-		data, err := os.ReadFile(report)
-		netns = strings.Fields(string(data))
-		return err == nil && len(netns) > 0, nil
+	tmp := testenv.KillChildAfterReport(t, "TestDownReapsChild", downReapEnv, func(report []byte) bool {
+		netns = strings.Fields(string(report))
+		return len(netns) > 0
 	})
-	if err != nil {
-		_ = cmd.Process.Kill()
-		<-exited
-		t.Fatalf("child did not report its real nodes: %v\n%s", err, out)
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
-	time.Sleep(time.Second) // the parent-death signal reaches kubelet, kube-proxy, containerd
 	for _, ns := range netns {
 		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err != nil {
 			t.Fatalf("after the kill, want node namespace %s left: %v", ns, err)

@@ -1,7 +1,6 @@
 package testenv_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -90,42 +87,10 @@ func TestRealNodesFlannelReapAfterKill(t *testing.T) {
 func reapAfterKill(t *testing.T, count int) {
 	t.Helper()
 	start := time.Now()
-	reportPath := filepath.Join(t.TempDir(), "report")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRealNodeChildProcess$", "-test.v")
-	// A short temp folder: the node's sockets live in it (t.TempDir's paths are too long).
-	tmp, err := os.MkdirTemp("", "rk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
-	cmd.Env = append(os.Environ(), realNodeReportEnv+"="+reportPath, realNodeCountEnv+"="+strconv.Itoa(count), "TMPDIR="+tmp)
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	var rs []realNodeReport
-	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case <-exited:
-			return false, errors.New("the child exited")
-		default:
-		}
-		data, err := os.ReadFile(reportPath)
-		return err == nil && json.Unmarshal(data, &rs) == nil, nil
-	})
-	if err != nil {
-		_ = cmd.Process.Kill()
-		<-exited
-		t.Fatalf("child did not report its real node: %v\n%s", err, out)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
-	time.Sleep(time.Second) // the parent-death signal reaches kubelet, kube-proxy, containerd
+	testenv.KillChildAfterReport(t, "TestRealNodeChildProcess", realNodeReportEnv, func(report []byte) bool {
+		return json.Unmarshal(report, &rs) == nil
+	}, realNodeCountEnv+"="+strconv.Itoa(count))
 	if len(rs) != count {
 		t.Fatalf("the child reported %d real nodes, want %d", len(rs), count)
 	}
