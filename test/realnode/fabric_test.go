@@ -10,13 +10,16 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -29,6 +32,9 @@ type fabricCase struct {
 	consumerPods, providerPods, declared string
 	// virtualKubelet is the consumer's virtual-kubelet mode (chart value virtualKubelet.mode).
 	virtualKubelet string
+	// churn: once traffic flows, a consumer node is added, then removed, then the consumer's
+	// gateway moved to its other node (fabricChurn).
+	churn bool
 }
 
 // TestPeeringAcrossNodes peers two clusters of two real nodes each, with flannel (VXLAN) as
@@ -38,14 +44,16 @@ type fabricCase struct {
 // (so the provider's answer from its node without the gateway finds its way back), and a
 // consumer Service backed by the offloaded pods answers; an offloaded pod reaches a consumer pod
 // on the consumer's node without the gateway. Once with distinct pod CIDRs, once with the same
-// one (remapped). Destroy and helm uninstall leave nothing on any node.
+// one (remapped). With distinct CIDRs, the fabric then follows churn (fabricChurn): a consumer
+// node added at runtime, then removed as a failed machine, then the consumer's gateway moved to
+// its other node. Destroy and helm uninstall leave nothing on any node.
 func TestPeeringAcrossNodes(t *testing.T) {
 	requireRealNodes(t)
 	if _, err := testenv.FlannelBinDir(); err != nil {
 		t.Skip(err)
 	}
 	for _, tc := range []fabricCase{
-		{name: "distinct pod CIDRs", consumerPods: "10.232.0.0/16", providerPods: "10.233.0.0/16", virtualKubelet: "inprocess"},
+		{name: "distinct pod CIDRs", consumerPods: "10.232.0.0/16", providerPods: "10.233.0.0/16", virtualKubelet: "inprocess", churn: true},
 		{name: "same pod CIDR, remapped", consumerPods: "10.232.0.0/17", providerPods: "10.232.128.0/17", declared: "10.232.0.0/16",
 			virtualKubelet: "deployment"},
 	} {
@@ -191,6 +199,9 @@ func peerAcrossNodes(t *testing.T, tc fabricCase) {
 	}
 	logPodRSS(t, tc.virtualKubelet)
 	logProcessRSS(t, "liqo-fabric")
+	if tc.churn {
+		fabricChurn(t, &peeredConsumer{consumer: consumer, local: local, clients: clients, target: offloaded[0]})
+	}
 
 	for _, n := range []string{ns, local} {
 		if err := consumer.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
@@ -259,15 +270,7 @@ func setUnschedulable(ctx context.Context, t *testing.T, c *testenv.Cluster, nod
 // expectGet waits until pod of c gets want (a pod's hostname) from url.
 func expectGet(t *testing.T, c *testenv.Cluster, ns, pod, url, want, what string) {
 	t.Helper()
-	var body string
-	testenv.Eventually(t, what+": GET "+url, time.Minute, func(context.Context) bool {
-		var err error
-		body, err = kubectl(c, "-n", ns, "exec", pod, "--", "/test-http", "get", url)
-		return err == nil
-	})
-	if strings.TrimSpace(body) != want {
-		t.Errorf("%s: GET %s answered %q, want %s", what, url, body, want)
-	}
+	getWithin(t, time.Minute, c, ns, pod, url, want, what)
 }
 
 // remappedAddress is addr (a consumer pod's) as provider sees it: the same host part in the
@@ -334,4 +337,200 @@ func networkChange(was, is []string) (added, removed []string) {
 		}
 	}
 	return added, removed
+}
+
+// churnTimeout bounds each churn step: generous, for a loaded machine; the team's goal is 10 s,
+// which the test logs rather than asserts.
+const churnTimeout = 90 * time.Second
+
+// peeredConsumer is what the churn steps act on: the consumer of a working peering, its client
+// pods (by node, in namespace local) and the offloaded pod they reach.
+type peeredConsumer struct {
+	consumer *testenv.Cluster
+	local    string
+	clients  map[string]corev1.Pod
+	target   corev1.Pod
+}
+
+// url is the offloaded pod's HTTP address.
+func (p *peeredConsumer) url() string {
+	return "http://" + net.JoinHostPort(p.target.Status.PodIP, "8080") + "/"
+}
+
+// fabricChurn adds a real node to the consumer, then removes it, then moves the consumer's
+// gateway to its other node, and logs how long the fabric took to follow each.
+func fabricChurn(t *testing.T, p *peeredConsumer) {
+	start := time.Now()
+	added := churnAddNode(t, p)
+	churnRemoveNode(t, p, added)
+	churnMoveGateway(t, p)
+	t.Logf("the churn steps took %s", time.Since(start).Round(100*time.Millisecond))
+}
+
+// churnAddNode starts a third real node in the consumer and waits for its InternalNode, its
+// fabric agent and HTTP from a pod pinned on it to the offloaded pod.
+func churnAddNode(t *testing.T, p *peeredConsumer) *testenv.RealNode {
+	t.Helper()
+	ctx, c := t.Context(), p.consumer
+	name := fmt.Sprintf("%s-node%d", c.Name, len(c.RealNodes)+1) // AddRealNode's next name
+	l := map[string]string{"app": "local", "on": name}
+	// Created first: its pod is scheduled as soon as the node is.
+	if err := c.Client.Create(ctx, httpDeployment(p.local, "local-"+name, l, 1, map[string]string{"kubernetes.io/hostname": name})); err != nil {
+		t.Fatal(err)
+	}
+	registered := make(chan time.Time, 1)
+	go func() {
+		_ = pollUntil(ctx, func(ctx context.Context) bool {
+			return c.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}) == nil
+		})
+		registered <- time.Now()
+	}()
+	n, err := c.AddRealNode(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Name != name {
+		t.Fatalf("added node %s, want %s", n.Name, name)
+	}
+	t0 := <-registered
+	t.Logf("node added: %s registered, Ready %s later (containerd to Ready: %s)", n.Name, time.Since(t0).Round(100*time.Millisecond), n.ReadyIn.Round(100*time.Millisecond))
+	testenv.Eventually(t, "the added node's InternalNode", churnTimeout, func(ctx context.Context) bool {
+		return c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, &netv1beta1.InternalNode{}) == nil
+	})
+	inode := time.Since(t0)
+	testenv.Eventually(t, "a fabric agent running on the added node", churnTimeout, func(ctx context.Context) bool {
+		return len(fabricAgents(ctx, c, n.Name)) == 1
+	})
+	agent := time.Since(t0)
+	var from corev1.Pod
+	testenv.Eventually(t, "a client pod Running on the added node", churnTimeout, func(ctx context.Context) bool {
+		pods := podsOn(ctx, c, p.local, l, n.Name)
+		if len(pods) == 1 {
+			from = pods[0]
+		}
+		return len(pods) == 1
+	})
+	podUp := time.Since(t0)
+	expectGetWithin(t, c, p.local, from.Name, p.url(), p.target.Name, "added node "+n.Name+" to offloaded pod "+p.target.Name)
+	t.Logf("node added: from its Node's registration, InternalNode after %s, fabric agent running after %s, client pod Running after %s, HTTP to the offloaded pod after %s",
+		inode.Round(100*time.Millisecond), agent.Round(100*time.Millisecond), podUp.Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
+	return n
+}
+
+// churnRemoveNode ends node n as a failed machine (its processes killed, its Node deleted as an
+// admin or an autoscaler would) and waits until its InternalNode and GeneveTunnels are gone and
+// the gateway's node has no link to it; nothing of n is left on the host.
+func churnRemoveNode(t *testing.T, p *peeredConsumer, n *testenv.RealNode) {
+	t.Helper()
+	ctx, c := t.Context(), p.consumer
+	in := &netv1beta1.InternalNode{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, in); err != nil {
+		t.Fatal(err)
+	}
+	link := in.Spec.Interface.Gateway.Name
+	gw := gatewayNode(ctx, t, c, "gateway-client")
+	if !slices.Contains(nodeNetwork(t, gw), "link "+link) {
+		t.Fatalf("the gateway's node %s has no link %s to node %s before its removal: %v", gw.Name, link, n.Name, nodeNetwork(t, gw))
+	}
+	if err := c.RemoveRealNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if left := n.Leftovers(ctx); len(left) > 0 {
+		t.Errorf("removed node %s left on the host: %v", n.Name, left)
+	}
+	t0 := time.Now()
+	if err := c.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the removed node's InternalNode gone", churnTimeout, func(ctx context.Context) bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, &netv1beta1.InternalNode{}))
+	})
+	inode := time.Since(t0)
+	testenv.Eventually(t, "the removed node's GeneveTunnels gone", churnTimeout, func(ctx context.Context) bool {
+		list := &netv1beta1.GeneveTunnelList{}
+		return c.Client.List(ctx, list, client.MatchingLabels{consts.InternalNodeNameLabel: n.Name}) == nil && len(list.Items) == 0
+	})
+	tunnels := time.Since(t0)
+	testenv.Eventually(t, "no link "+link+" to the removed node on the gateway's node "+gw.Name, churnTimeout, func(context.Context) bool {
+		return !slices.Contains(nodeNetwork(t, gw), "link "+link)
+	})
+	t.Logf("node removed: from its Node's deletion, InternalNode gone after %s, GeneveTunnels after %s, the gateway's link to it after %s",
+		inode.Round(100*time.Millisecond), tunnels.Round(100*time.Millisecond), time.Since(t0).Round(100*time.Millisecond))
+	if err := c.Client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: p.local, Name: "local-" + n.Name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// churnMoveGateway cordons the node of the consumer's gateway and deletes its pod, and waits
+// until the gateway runs on the other node and the client on each node reaches the offloaded
+// pod again.
+func churnMoveGateway(t *testing.T, p *peeredConsumer) {
+	t.Helper()
+	ctx, c := t.Context(), p.consumer
+	old := gatewayNode(ctx, t, c, "gateway-client")
+	setUnschedulable(ctx, t, c, old.Name, true)
+	defer setUnschedulable(context.WithoutCancel(ctx), t, c, old.Name, false)
+	t0 := time.Now()
+	for _, pod := range gatewayPods(ctx, t, c, "gateway-client") {
+		if err := c.Client.Delete(ctx, &pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, "the consumer's gateway running on the other node", churnTimeout, func(ctx context.Context) bool {
+		pods := gatewayPods(ctx, t, c, "gateway-client")
+		return len(pods) == 1 && pods[0].Spec.NodeName != old.Name
+	})
+	moved := time.Since(t0)
+	var reached []string
+	for _, n := range c.RealNodes {
+		expectGetWithin(t, c, p.local, p.clients[n.Name].Name, p.url(), p.target.Name, "consumer node "+n.Name+" to offloaded pod "+p.target.Name+" after the gateway moved")
+		reached = append(reached, fmt.Sprintf("from %s after %s", n.Name, time.Since(t0).Round(100*time.Millisecond)))
+	}
+	t.Logf("gateway moved off %s: from its pod's deletion, running on the other node after %s, HTTP to the offloaded pod %s",
+		old.Name, moved.Round(100*time.Millisecond), strings.Join(reached, ", "))
+}
+
+// expectGetWithin is expectGet with churnTimeout.
+func expectGetWithin(t *testing.T, c *testenv.Cluster, ns, pod, url, want, what string) {
+	t.Helper()
+	getWithin(t, churnTimeout, c, ns, pod, url, want, what)
+}
+
+// getWithin waits up to timeout until pod of c gets want (a pod's hostname) from url.
+func getWithin(t *testing.T, timeout time.Duration, c *testenv.Cluster, ns, pod, url, want, what string) {
+	t.Helper()
+	var body string
+	testenv.Eventually(t, what+": GET "+url, timeout, func(context.Context) bool {
+		var err error
+		body, err = kubectl(c, "-n", ns, "exec", pod, "--", "/test-http", "get", url)
+		return err == nil
+	})
+	if strings.TrimSpace(body) != want {
+		t.Errorf("%s: GET %s answered %q, want %s", what, url, body, want)
+	}
+}
+
+// fabricAgents are the running fabric agent pods on node of c.
+func fabricAgents(ctx context.Context, c *testenv.Cluster, node string) []corev1.Pod {
+	pods := &corev1.PodList{}
+	if err := c.Client.List(ctx, pods, client.InNamespace(releaseNamespace), client.MatchingLabels{"app.kubernetes.io/name": "fabric"}); err != nil {
+		return nil
+	}
+	return slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
+		return p.Spec.NodeName != node || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil
+	})
+}
+
+// pollUntil polls cond every 100 ms until it holds or ctx ends.
+func pollUntil(ctx context.Context, cond func(context.Context) bool) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond(ctx) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
 }
