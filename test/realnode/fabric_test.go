@@ -63,7 +63,7 @@ func TestPeeringAcrossNodes(t *testing.T) {
 
 // twoNodePair starts tc's clusters with two real nodes each and installs the chart into both;
 // it returns what each node's network holds before the peering.
-func twoNodePair(t *testing.T, tc fabricCase) (h *chart.Helper, consumer, provider *testenv.Cluster, before map[*testenv.RealNode][]string) {
+func twoNodePair(t testing.TB, tc fabricCase) (h *chart.Helper, consumer, provider *testenv.Cluster, before map[*testenv.RealNode][]string) {
 	t.Helper()
 	h = chart.New(t)
 	archives := componentArchives(t)
@@ -90,8 +90,38 @@ func twoNodePair(t *testing.T, tc fabricCase) (h *chart.Helper, consumer, provid
 	return h, consumer, provider, before
 }
 
-func peerAcrossNodes(t *testing.T, tc fabricCase) {
+// acrossNodes is a peering of two multi-node clusters (peerUpAcrossNodes) with an offloaded
+// pod on each provider node and a client pod on each consumer node.
+type acrossNodes struct {
+	consumer, provider     *testenv.Cluster
+	tf                     *terraformRun
+	vars                   []string
+	consumerGW, providerGW *testenv.RealNode
+	ns, local              string                // the offloaded pods' namespace, the clients'
+	remote                 map[string]corev1.Pod // provider node → its offloaded pod, as the provider sees it
+	offloaded              []corev1.Pod          // the consumer's view of them
+	clients                map[string]corev1.Pod // consumer node → its client pod
+	// trafficIn is the time from terraform apply to HTTP from every consumer node to every
+	// offloaded pod.
+	trafficIn time.Duration
+}
+
+// peerAcrossNodes is TestPeeringAcrossNodes for tc.
+func peerAcrossNodes(t testing.TB, tc fabricCase) {
 	h, consumer, provider, before := twoNodePair(t, tc)
+	p := peerUpAcrossNodes(t, consumer, provider)
+	checkAcrossNodes(t, tc, p)
+	if tc.churn {
+		fabricChurn(t, &peeredConsumer{consumer: consumer, local: p.local, clients: p.clients, target: p.offloaded[0]})
+	}
+	peerDownAcrossNodes(t, h, p, before)
+}
+
+// peerUpAcrossNodes applies examples/peering between consumer and provider, places an
+// offloaded pod on each provider node and a client pod on each consumer node, and waits until
+// every client reaches every offloaded pod over HTTP.
+func peerUpAcrossNodes(t testing.TB, consumer, provider *testenv.Cluster) *acrossNodes {
+	t.Helper()
 	ctx := t.Context()
 	tf := newTerraformRun(t)
 	vars := []string{"consumer_kubeconfig=" + consumer.KubeconfigPath, "provider_kubeconfig=" + provider.KubeconfigPath,
@@ -132,11 +162,6 @@ func peerAcrossNodes(t *testing.T, tc fabricCase) {
 		offloaded = podsOn(ctx, consumer, ns, labels, "provider")
 		return len(offloaded) == 2
 	})
-	for _, p := range offloaded {
-		if i := slices.IndexFunc(slices.Collect(maps.Values(remote)), func(r corev1.Pod) bool { return r.Name == p.Name && r.Status.PodIP == p.Status.PodIP }); tc.declared != "" && i >= 0 {
-			t.Errorf("consumer's view of %s: IP %s is the provider's own, want it under the remapped CIDR", p.Name, p.Status.PodIP)
-		}
-	}
 	expectLogsAndExec(t, consumer, ns, offloaded[0].Name)
 
 	// A client pod on each consumer node.
@@ -163,7 +188,24 @@ func peerAcrossNodes(t *testing.T, tc fabricCase) {
 			expectGet(t, consumer, local, from.Name, url, target.Name, "consumer node "+n.Name+" to offloaded pod "+target.Name)
 		}
 	}
-	t.Logf("every consumer node reached every offloaded pod %s after the apply began", time.Since(start).Round(100*time.Millisecond))
+	trafficIn := time.Since(start)
+	t.Logf("every consumer node reached every offloaded pod %s after the apply began", trafficIn.Round(100*time.Millisecond))
+	return &acrossNodes{consumer: consumer, provider: provider, tf: tf, vars: vars, consumerGW: consumerGW, providerGW: providerGW,
+		ns: ns, local: local, remote: remote, offloaded: offloaded, clients: clients, trafficIn: trafficIn}
+}
+
+// checkAcrossNodes checks p beyond the clients' HTTP: where the offloaded pods see requests
+// from, a consumer Service, the way back, and logs the latency and memory.
+func checkAcrossNodes(t testing.TB, tc fabricCase, p *acrossNodes) {
+	t.Helper()
+	ctx := t.Context()
+	consumer, provider, consumerGW, providerGW := p.consumer, p.provider, p.consumerGW, p.providerGW
+	ns, local, remote, offloaded, clients := p.ns, p.local, p.remote, p.offloaded, p.clients
+	for _, o := range offloaded {
+		if i := slices.IndexFunc(slices.Collect(maps.Values(remote)), func(r corev1.Pod) bool { return r.Name == o.Name && r.Status.PodIP == o.Status.PodIP }); tc.declared != "" && i >= 0 {
+			t.Errorf("consumer's view of %s: IP %s is the provider's own, want it under the remapped CIDR", o.Name, o.Status.PodIP)
+		}
+	}
 	// The last request to each offloaded pod came from the client on the consumer's last node:
 	// each saw it from that pod's own address (remapped: under the provider's CIDR for the
 	// consumer's pods), not from a node's or a gateway's.
@@ -171,14 +213,14 @@ func peerAcrossNodes(t *testing.T, tc fabricCase) {
 	if tc.declared != "" {
 		last = remappedAddress(ctx, t, provider, last)
 	}
-	for pn, p := range remote {
-		if seen := requestSource(t, provider, []corev1.Pod{p}, p.Name); seen != last {
+	for pn, r := range remote {
+		if seen := requestSource(t, provider, []corev1.Pod{r}, r.Name); seen != last {
 			t.Errorf("offloaded pod on provider node %s saw the request from %s, want the consumer pod's %s", pn, seen, last)
 		}
 	}
 	// A consumer Service backed by the offloaded pods, from the node without the gateway.
 	otherConsumer := otherNode(consumer, consumerGW)
-	expectService(ctx, t, consumer, ns, labels, local, clients[otherConsumer.Name].Name, offloaded)
+	expectService(ctx, t, consumer, ns, map[string]string{"app": "hello"}, local, clients[otherConsumer.Name].Name, offloaded)
 
 	// Back: from the offloaded pod on the provider's node without the gateway to the consumer
 	// pod on the consumer's node without the gateway, at the address the provider sees it under.
@@ -199,11 +241,15 @@ func peerAcrossNodes(t *testing.T, tc fabricCase) {
 	}
 	logPodRSS(t, tc.virtualKubelet)
 	logProcessRSS(t, "liqo-fabric")
-	if tc.churn {
-		fabricChurn(t, &peeredConsumer{consumer: consumer, local: local, clients: clients, target: offloaded[0]})
-	}
+}
 
-	for _, n := range []string{ns, local} {
+// peerDownAcrossNodes deletes p's pods, destroys the peering and uninstalls the chart, checking
+// that nothing is left on any node.
+func peerDownAcrossNodes(t testing.TB, h *chart.Helper, p *acrossNodes, before map[*testenv.RealNode][]string) {
+	t.Helper()
+	ctx := t.Context()
+	consumer, provider := p.consumer, p.provider
+	for _, n := range []string{p.ns, p.local} {
 		if err := consumer.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
 			t.Fatal(err)
 		}
@@ -211,14 +257,14 @@ func peerAcrossNodes(t *testing.T, tc fabricCase) {
 	testenv.Eventually(t, "the offloaded containers gone from the provider", 2*time.Minute, func(ctx context.Context) bool {
 		return len(runningContainers(ctx, provider, provider.RealNodes[0].Name))+len(runningContainers(ctx, provider, provider.RealNodes[1].Name)) == 0
 	})
-	tf.mustRun(t, "peering", "destroy", vars...)
+	p.tf.mustRun(t, "peering", "destroy", p.vars...)
 	uninstallLeavingNothingOnNodes(t, h, []*testenv.Cluster{consumer, provider}, before)
 }
 
 // expectInternalNodes waits for an InternalNode per real node of c, with the node's address in
 // its status (the fabric agent's, once there is a gateway: local on the gateway's node, remote
 // on the others).
-func expectInternalNodes(ctx context.Context, t *testing.T, c *testenv.Cluster) {
+func expectInternalNodes(ctx context.Context, t testing.TB, c *testenv.Cluster) {
 	t.Helper()
 	testenv.Eventually(t, c.Name+": an InternalNode per real node, with its address in status", 2*time.Minute, func(ctx context.Context) bool {
 		for _, n := range c.RealNodes {
@@ -235,7 +281,7 @@ func expectInternalNodes(ctx context.Context, t *testing.T, c *testenv.Cluster) 
 }
 
 // gatewayNode is the real node of c that runs its gateway pod of component.
-func gatewayNode(ctx context.Context, t *testing.T, c *testenv.Cluster, component string) *testenv.RealNode {
+func gatewayNode(ctx context.Context, t testing.TB, c *testenv.Cluster, component string) *testenv.RealNode {
 	t.Helper()
 	pods := gatewayPods(ctx, t, c, component)
 	if len(pods) != 1 {
@@ -254,7 +300,7 @@ func otherNode(c *testenv.Cluster, n *testenv.RealNode) *testenv.RealNode {
 }
 
 // setUnschedulable cordons or uncordons node of c.
-func setUnschedulable(ctx context.Context, t *testing.T, c *testenv.Cluster, node string, unschedulable bool) {
+func setUnschedulable(ctx context.Context, t testing.TB, c *testenv.Cluster, node string, unschedulable bool) {
 	t.Helper()
 	n := &corev1.Node{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
@@ -268,14 +314,14 @@ func setUnschedulable(ctx context.Context, t *testing.T, c *testenv.Cluster, nod
 }
 
 // expectGet waits until pod of c gets want (a pod's hostname) from url.
-func expectGet(t *testing.T, c *testenv.Cluster, ns, pod, url, want, what string) {
+func expectGet(t testing.TB, c *testenv.Cluster, ns, pod, url, want, what string) {
 	t.Helper()
 	getWithin(t, time.Minute, c, ns, pod, url, want, what)
 }
 
 // remappedAddress is addr (a consumer pod's) as provider sees it: the same host part in the
 // pod CIDR the provider's Configuration remaps the consumer's to.
-func remappedAddress(ctx context.Context, t *testing.T, provider *testenv.Cluster, addr string) string {
+func remappedAddress(ctx context.Context, t testing.TB, provider *testenv.Cluster, addr string) string {
 	t.Helper()
 	list := &netv1beta1.ConfigurationList{}
 	if err := provider.Client.List(ctx, list); err != nil || len(list.Items) != 1 {
@@ -301,7 +347,7 @@ func remappedAddress(ctx context.Context, t *testing.T, provider *testenv.Cluste
 
 // uninstallLeavingNothingOnNodes runs `helm uninstall` in each cluster and checks that nothing
 // of ours is left in the cluster or on any of its nodes.
-func uninstallLeavingNothingOnNodes(t *testing.T, h *chart.Helper, clusters []*testenv.Cluster, before map[*testenv.RealNode][]string) {
+func uninstallLeavingNothingOnNodes(t testing.TB, h *chart.Helper, clusters []*testenv.Cluster, before map[*testenv.RealNode][]string) {
 	t.Helper()
 	ctx := t.Context()
 	for _, c := range clusters {
@@ -359,7 +405,7 @@ func (p *peeredConsumer) url() string {
 
 // fabricChurn adds a real node to the consumer, then removes it, then moves the consumer's
 // gateway to its other node, and logs how long the fabric took to follow each.
-func fabricChurn(t *testing.T, p *peeredConsumer) {
+func fabricChurn(t testing.TB, p *peeredConsumer) {
 	start := time.Now()
 	added := churnAddNode(t, p)
 	churnRemoveNode(t, p, added)
@@ -369,7 +415,7 @@ func fabricChurn(t *testing.T, p *peeredConsumer) {
 
 // churnAddNode starts a third real node in the consumer and waits for its InternalNode, its
 // fabric agent and HTTP from a pod pinned on it to the offloaded pod.
-func churnAddNode(t *testing.T, p *peeredConsumer) *testenv.RealNode {
+func churnAddNode(t testing.TB, p *peeredConsumer) *testenv.RealNode {
 	t.Helper()
 	ctx, c := t.Context(), p.consumer
 	name := fmt.Sprintf("%s-node%d", c.Name, len(c.RealNodes)+1) // AddRealNode's next name
@@ -420,7 +466,7 @@ func churnAddNode(t *testing.T, p *peeredConsumer) *testenv.RealNode {
 // churnRemoveNode ends node n as a failed machine (its processes killed, its Node deleted as an
 // admin or an autoscaler would) and waits until its InternalNode and GeneveTunnels are gone and
 // the gateway's node has no link to it; nothing of n is left on the host.
-func churnRemoveNode(t *testing.T, p *peeredConsumer, n *testenv.RealNode) {
+func churnRemoveNode(t testing.TB, p *peeredConsumer, n *testenv.RealNode) {
 	t.Helper()
 	ctx, c := t.Context(), p.consumer
 	in := &netv1beta1.InternalNode{}
@@ -464,7 +510,7 @@ func churnRemoveNode(t *testing.T, p *peeredConsumer, n *testenv.RealNode) {
 // churnMoveGateway cordons the node of the consumer's gateway and deletes its pod, and waits
 // until the gateway runs on the other node and the client on each node reaches the offloaded
 // pod again.
-func churnMoveGateway(t *testing.T, p *peeredConsumer) {
+func churnMoveGateway(t testing.TB, p *peeredConsumer) {
 	t.Helper()
 	ctx, c := t.Context(), p.consumer
 	old := gatewayNode(ctx, t, c, "gateway-client")
@@ -491,13 +537,13 @@ func churnMoveGateway(t *testing.T, p *peeredConsumer) {
 }
 
 // expectGetWithin is expectGet with churnTimeout.
-func expectGetWithin(t *testing.T, c *testenv.Cluster, ns, pod, url, want, what string) {
+func expectGetWithin(t testing.TB, c *testenv.Cluster, ns, pod, url, want, what string) {
 	t.Helper()
 	getWithin(t, churnTimeout, c, ns, pod, url, want, what)
 }
 
 // getWithin waits up to timeout until pod of c gets want (a pod's hostname) from url.
-func getWithin(t *testing.T, timeout time.Duration, c *testenv.Cluster, ns, pod, url, want, what string) {
+func getWithin(t testing.TB, timeout time.Duration, c *testenv.Cluster, ns, pod, url, want, what string) {
 	t.Helper()
 	var body string
 	testenv.Eventually(t, what+": GET "+url, timeout, func(context.Context) bool {
