@@ -16,10 +16,7 @@ import (
 // kept-alive connection) and the throughput of a 64 MiB answer; the fabric agents' largest RSS.
 // It runs only under -bench (-benchtime=1x: the clusters are the cost, not the loop).
 func BenchmarkFabricAcrossNodes(b *testing.B) {
-	requireRealNodes(b)
-	if _, err := testenv.FlannelBinDir(); err != nil {
-		b.Skip(err)
-	}
+	requireFlannelNodes(b)
 	tc := fabricCase{name: "bench", consumerPods: "10.232.0.0/16", providerPods: "10.233.0.0/16", virtualKubelet: "inprocess"}
 	h, consumer, provider, before := twoNodePair(b, tc)
 	for b.Loop() {

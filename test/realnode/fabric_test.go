@@ -48,16 +48,22 @@ type fabricCase struct {
 // node added at runtime, then removed as a failed machine, then the consumer's gateway moved to
 // its other node. Destroy and helm uninstall leave nothing on any node.
 func TestPeeringAcrossNodes(t *testing.T) {
-	requireRealNodes(t)
-	if _, err := testenv.FlannelBinDir(); err != nil {
-		t.Skip(err)
-	}
+	requireFlannelNodes(t)
 	for _, tc := range []fabricCase{
 		{name: "distinct pod CIDRs", consumerPods: "10.232.0.0/16", providerPods: "10.233.0.0/16", virtualKubelet: "inprocess", churn: true},
 		{name: "same pod CIDR, remapped", consumerPods: "10.232.0.0/17", providerPods: "10.232.128.0/17", declared: "10.232.0.0/16",
 			virtualKubelet: "deployment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { peerAcrossNodes(t, tc) })
+	}
+}
+
+// requireFlannelNodes skips tb unless real nodes with flannel can run here.
+func requireFlannelNodes(tb testing.TB) {
+	tb.Helper()
+	requireRealNodes(tb)
+	if _, err := testenv.FlannelBinDir(); err != nil {
+		tb.Skip(err)
 	}
 }
 
