@@ -21,7 +21,6 @@ func BenchmarkFabricAcrossNodes(b *testing.B) {
 	h, consumer, provider, before := twoNodePair(b, tc)
 	for b.Loop() {
 		p := peerUpAcrossNodes(b, consumer, provider)
-		b.StopTimer()
 		b.ReportMetric(p.trafficIn.Seconds(), "s-apply-to-traffic")
 		target := "http://" + net.JoinHostPort(p.offloaded[0].Status.PodIP, "8080")
 		for where, n := range map[string]*testenv.RealNode{"gw": p.consumerGW, "node": otherNode(consumer, p.consumerGW)} {
@@ -38,6 +37,7 @@ func BenchmarkFabricAcrossNodes(b *testing.B) {
 			agent = max(agent, rss)
 		}
 		b.ReportMetric(float64(agent)/(1<<20), "MiB-agent-RSS")
+		b.Logf("largest fabric agent RSS: %.1f MiB", float64(agent)/(1<<20))
 		peerDownAcrossNodes(b, h, p, before)
 	}
 }
