@@ -91,6 +91,8 @@ type Cluster struct {
 	procs      []*process
 	nodeNets   []*nodeNetwork // the real nodes' networks, made before the control plane
 	flannelBin string         // flanneld's folder when the real nodes run flannel
+	nodeStart  *realNodeStart // what starting a real node takes, once the first ones start
+	nodesMade  int            // real nodes made so far: the next one's index (names, folders)
 }
 
 // startCluster brings up one cluster in dir. On error, it stops what it started.

@@ -134,29 +134,18 @@ func (c *Cluster) startRealNodes(ctx context.Context, binDir string, authn *disk
 			return err
 		}
 	}
-	base := orDefault(opts.Name, c.Name+"-node")
-	for i, nn := range c.nodeNets {
-		n := &RealNode{
-			Name: base + realNodeSuffix(i), IP: nn.nodeIP, HostIP: nn.hostIP,
-			PodCIDR: nn.podCIDR, Netns: nn.netns, RoutedFromHost: nn.routed,
-			Dir: c.realNodeDir(i), binDir: binDir, flannelBin: c.flannelBin, clusterCIDR: clusterCIDR,
-			logDir: filepath.Join(c.Dir, "logs", "node"+realNodeSuffix(i)), net: nn,
+	c.nodeStart = &realNodeStart{binDir: binDir, authn: authn, opts: opts, clusterCIDR: clusterCIDR, archives: archives}
+	for _, nn := range c.nodeNets {
+		if _, err := c.newRealNode(nn); err != nil {
+			return err
 		}
-		if i == 0 {
-			n.logDir = filepath.Join(c.Dir, "logs") // as with one node
-		}
-		// Unix socket paths have at most 107 bytes; kubelet's longest is its pod-resources one.
-		if longest := filepath.Join(n.Dir, "k", "pod-resources", "kubelet.sock"); len(longest) > 107 {
-			return fmt.Errorf("real node %s: the cluster's folder is too deep for kubelet's and containerd's sockets (%s is longer than 107 bytes): use a shorter TMPDIR", n.Name, longest)
-		}
-		c.RealNodes = append(c.RealNodes, n)
 	}
 	c.RealNode = c.RealNodes[0]
 	errs := make([]error, len(c.RealNodes))
 	var wg sync.WaitGroup
 	for i, n := range c.RealNodes {
 		wg.Go(func() {
-			errs[i] = n.start(ctx, c.Client, authn, c.Config, filepath.Join(c.Dir, "certs"), opts, archives)
+			errs[i] = c.startRealNode(ctx, n)
 		})
 	}
 	wg.Wait()

@@ -89,7 +89,7 @@ func TestBidirectionalOnRealNodes(t *testing.T) {
 // expectReach offloads a Deployment of one pod from cluster from to cluster to (namespace
 // name, through the virtual node standing for to) and checks that a pod on from's real node
 // gets its hostname over HTTP, through the tunnel, at the address from shows for it.
-func expectReach(ctx context.Context, t *testing.T, from, to *testenv.Cluster, name string) {
+func expectReach(ctx context.Context, t testing.TB, from, to *testenv.Cluster, name string) {
 	t.Helper()
 	start := time.Now()
 	ns := offloadNamespace(ctx, t, from, name)

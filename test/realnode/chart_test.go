@@ -189,7 +189,7 @@ func TestChartOnRealNode(t *testing.T) {
 // Service liqo-proxy's cluster IP (kube-proxy's DNAT to the pod): at the in-cluster address
 // (the kubernetes Service) and at apiServerURL's host:port, as peers address it; another target
 // is refused.
-func expectAPIServerProxy(ctx context.Context, t *testing.T, c *testenv.Cluster) {
+func expectAPIServerProxy(ctx context.Context, t testing.TB, c *testenv.Cluster) {
 	t.Helper()
 	pods := &corev1.PodList{}
 	if err := c.Client.List(ctx, pods, client.InNamespace(releaseNamespace), client.MatchingLabels{consts.AppNameLabel: consts.APIServerProxyApp}); err != nil {
@@ -261,7 +261,7 @@ func expectAPIServerProxy(ctx context.Context, t *testing.T, c *testenv.Cluster)
 }
 
 // managerPod returns the manager's pod.
-func managerPod(ctx context.Context, t *testing.T, c *testenv.Cluster) *corev1.Pod {
+func managerPod(ctx context.Context, t testing.TB, c *testenv.Cluster) *corev1.Pod {
 	t.Helper()
 	p, err := readyManagerPod(ctx, c)
 	if err != nil {
@@ -295,7 +295,7 @@ func readyManagerPod(ctx context.Context, c *testenv.Cluster) (*corev1.Pod, erro
 
 // waitClusterID waits for the cluster-ID ConfigMap the manager writes to name id, and returns
 // its UID.
-func waitClusterID(ctx context.Context, t *testing.T, c *testenv.Cluster, id string) string {
+func waitClusterID(ctx context.Context, t testing.TB, c *testenv.Cluster, id string) string {
 	t.Helper()
 	var uid string
 	testenv.Eventually(t, "the cluster-ID ConfigMap", time.Minute, func(ctx context.Context) bool {
@@ -317,7 +317,7 @@ func waitClusterID(ctx context.Context, t *testing.T, c *testenv.Cluster, id str
 }
 
 // waitDefaultServiceAccount waits for a namespace's default ServiceAccount (pods need it).
-func waitDefaultServiceAccount(ctx context.Context, t *testing.T, c *testenv.Cluster, ns string) {
+func waitDefaultServiceAccount(ctx context.Context, t testing.TB, c *testenv.Cluster, ns string) {
 	t.Helper()
 	testenv.Eventually(t, "ServiceAccount default in "+ns, 30*time.Second, func(ctx context.Context) bool {
 		return c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{}) == nil
@@ -328,7 +328,7 @@ func waitDefaultServiceAccount(ctx context.Context, t *testing.T, c *testenv.Clu
 // listLeftovers), waiting up to 30 s for it to go: helm waits for the Deployments it deletes,
 // not for their pods, which the garbage collector removes after (the API-server proxy's; the
 // manager's are gone before, its Deployment scaled to zero by the uninstall hook).
-func leftovers(ctx context.Context, t *testing.T, c *testenv.Cluster) []string {
+func leftovers(ctx context.Context, t testing.TB, c *testenv.Cluster) []string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -347,7 +347,7 @@ func leftovers(ctx context.Context, t *testing.T, c *testenv.Cluster) []string {
 // listLeftovers lists what of ours is in the cluster: liqo.io CRDs, the liqo namespace (even
 // Terminating), webhook configurations and ClusterRoles named liqo-*, and any object in the
 // release namespace made by the chart or the manager.
-func listLeftovers(ctx context.Context, t *testing.T, c *testenv.Cluster) []string {
+func listLeftovers(ctx context.Context, t testing.TB, c *testenv.Cluster) []string {
 	t.Helper()
 	var left []string
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}

@@ -94,7 +94,7 @@ func TestDemoOnRealNodes(t *testing.T) {
 
 // demoRealNodes is how many real nodes per cluster TestDemoOnRealNodes runs: $LIQO_SANDBOX_REAL_NODES
 // (sandboxRealNodesEnv), else 1 (make demo runs 2 where the machine allows it; see the README).
-func demoRealNodes(t *testing.T) int {
+func demoRealNodes(t testing.TB) int {
 	t.Helper()
 	v := os.Getenv(sandboxRealNodesEnv)
 	if v == "" {

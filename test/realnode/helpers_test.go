@@ -42,7 +42,7 @@ var listKinds = map[string]schema.GroupVersionKind{
 }
 
 // namedLiqo lists the objects of a cluster-scoped kind whose name starts with liqo-.
-func namedLiqo(ctx context.Context, t *testing.T, c *testenv.Cluster, kind string) []string {
+func namedLiqo(ctx context.Context, t testing.TB, c *testenv.Cluster, kind string) []string {
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(listKinds[kind])

@@ -29,7 +29,7 @@ type terraformRun struct {
 
 // buildBinaries builds the provider and cmds (e.g. ./cmd/liqo-sandbox) into a folder of their
 // own; it skips t without terraform on PATH. It returns the repository's root and the folder.
-func buildBinaries(t *testing.T, cmds ...string) (root, bins string) {
+func buildBinaries(t testing.TB, cmds ...string) (root, bins string) {
 	t.Helper()
 	if _, err := exec.LookPath("terraform"); err != nil {
 		t.Skip("terraform is not on PATH (make deps installs it)")
@@ -49,7 +49,7 @@ func buildBinaries(t *testing.T, cmds ...string) (root, bins string) {
 
 // newTerraformRun builds the provider and writes the CLI configuration; it skips without
 // terraform on PATH.
-func newTerraformRun(t *testing.T) *terraformRun {
+func newTerraformRun(t testing.TB) *terraformRun {
 	t.Helper()
 	root, bins := buildBinaries(t)
 	rc := filepath.Join(bins, "terraformrc")
@@ -63,7 +63,7 @@ func newTerraformRun(t *testing.T) *terraformRun {
 // mustRun runs terraform command (apply, destroy, plan) on an example with vars (name=value,
 // or a flag such as -target=...), failing the test on a non-zero exit; it returns the output
 // and the duration.
-func (r *terraformRun) mustRun(t *testing.T, example, command string, vars ...string) (string, time.Duration) {
+func (r *terraformRun) mustRun(t testing.TB, example, command string, vars ...string) (string, time.Duration) {
 	t.Helper()
 	args := []string{"-chdir=" + filepath.Join(r.root, "examples", example), command, "-input=false", "-no-color",
 		"-state=" + filepath.Join(r.state, example+".tfstate")}
@@ -90,7 +90,7 @@ func (r *terraformRun) mustRun(t *testing.T, example, command string, vars ...st
 
 // installChart installs the chart into c with values (installValues' and more) and waits for
 // the manager.
-func installChart(ctx context.Context, t *testing.T, h *chart.Helper, c *testenv.Cluster, values map[string]any) {
+func installChart(ctx context.Context, t testing.TB, h *chart.Helper, c *testenv.Cluster, values map[string]any) {
 	t.Helper()
 	if out, err := h.Run(ctx, helmArgs(c, "install", chart.Release, chart.Dir(t), "--create-namespace",
 		"--values", h.ValuesFile(values), "--wait", "--timeout", "3m")...); err != nil {
@@ -113,7 +113,7 @@ type peeringCase struct {
 // realNodePair starts tc's consumer and provider clusters, each with a real node, and installs
 // the chart into both; it returns them, the helm helper, and what each node's network has
 // before any peering (nodeNetwork).
-func realNodePair(t *testing.T, tc peeringCase) (h *chart.Helper, consumer, provider *testenv.Cluster, before map[*testenv.Cluster][]string) {
+func realNodePair(t testing.TB, tc peeringCase) (h *chart.Helper, consumer, provider *testenv.Cluster, before map[*testenv.Cluster][]string) {
 	t.Helper()
 	h = chart.New(t)
 	archives := componentArchives(t)
@@ -146,7 +146,7 @@ func realNodePair(t *testing.T, tc peeringCase) (h *chart.Helper, consumer, prov
 
 // uninstallLeavingNothing runs `helm uninstall` in each cluster of before and checks that
 // nothing of ours is left, in the cluster or in its node's network.
-func uninstallLeavingNothing(t *testing.T, h *chart.Helper, before map[*testenv.Cluster][]string) {
+func uninstallLeavingNothing(t testing.TB, h *chart.Helper, before map[*testenv.Cluster][]string) {
 	t.Helper()
 	ctx := t.Context()
 	for c, was := range before {
@@ -205,7 +205,7 @@ func kubectl(c *testenv.Cluster, args ...string) (string, error) {
 
 // dumpOnFailure logs, when t has failed, the pods of the release namespace and the manager's
 // log of each cluster (registered after the clusters, it runs before they stop).
-func dumpOnFailure(t *testing.T, clusters ...*testenv.Cluster) {
+func dumpOnFailure(t testing.TB, clusters ...*testenv.Cluster) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return

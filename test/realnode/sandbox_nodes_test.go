@@ -122,7 +122,7 @@ type sandboxNode struct {
 // checkSandboxNodes checks that the cluster has count Ready nodes, runs a pod pinned to each
 // (Ready, its address in its node's pod CIDR), gets the last node's pod from the first's, and
 // returns the nodes' places on the machine.
-func checkSandboxNodes(t *testing.T, kubeconfig, cluster string, count int) []sandboxNode {
+func checkSandboxNodes(t testing.TB, kubeconfig, cluster string, count int) []sandboxNode {
 	t.Helper()
 	kc := func(args ...string) string {
 		t.Helper()
@@ -187,7 +187,7 @@ var uplinkPattern = regexp.MustCompile(`^10\.253\.(\d+)\.(\d+)$`)
 
 // nodeOnMachine finds the real node of address ip on the machine: index k of its uplink (the
 // k-th /30 of 10.253.0.0/16), namespace lqrn<k>-*, host link lqrn<k>h.
-func nodeOnMachine(t *testing.T, name, ip string) sandboxNode {
+func nodeOnMachine(t testing.TB, name, ip string) sandboxNode {
 	t.Helper()
 	m := uplinkPattern.FindStringSubmatch(ip)
 	if m == nil {
@@ -243,7 +243,7 @@ func (n sandboxNode) leftovers(envDir string) []string {
 }
 
 // hostNFTTables lists the host's nftables tables (none when nft is missing).
-func hostNFTTables(t *testing.T) []string {
+func hostNFTTables(t testing.TB) []string {
 	t.Helper()
 	out, err := exec.Command("nft", "list", "tables").Output()
 	if err != nil {
@@ -255,7 +255,7 @@ func hostNFTTables(t *testing.T) []string {
 }
 
 // memAvailable is /proc/meminfo's MemAvailable, in bytes.
-func memAvailable(t *testing.T) int64 {
+func memAvailable(t testing.TB) int64 {
 	t.Helper()
 	data, err := os.ReadFile("/proc/meminfo")
 	if err != nil {

@@ -29,7 +29,7 @@ import (
 
 // createNamespace creates namespace name in c and waits for its default ServiceAccount (pods
 // need it); it returns name.
-func createNamespace(ctx context.Context, t *testing.T, c *testenv.Cluster, name string) string {
+func createNamespace(ctx context.Context, t testing.TB, c *testenv.Cluster, name string) string {
 	t.Helper()
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func createNamespace(ctx context.Context, t *testing.T, c *testenv.Cluster, name
 // offloadNamespace creates namespace name in c with a NamespaceOffloading that sends its pods to
 // the provider, and waits until the offloading is Ready (as a user would: pods created before
 // it is in place are not placed); it returns name.
-func offloadNamespace(ctx context.Context, t *testing.T, c *testenv.Cluster, name string) string {
+func offloadNamespace(ctx context.Context, t testing.TB, c *testenv.Cluster, name string) string {
 	t.Helper()
 	createNamespace(ctx, t, c, name)
 	off := &offv1beta1.NamespaceOffloading{
@@ -90,7 +90,7 @@ func podsOn(ctx context.Context, c *testenv.Cluster, ns string, labels map[strin
 
 // expectLogsAndExec checks that kubectl exec and kubectl logs on the consumer's pod name reach
 // its container on the provider through the virtual kubelet.
-func expectLogsAndExec(t *testing.T, consumer *testenv.Cluster, ns, name string) {
+func expectLogsAndExec(t testing.TB, consumer *testenv.Cluster, ns, name string) {
 	t.Helper()
 	// The virtual kubelet's serving certificate comes from a CSR approved once its Node is
 	// registered: a second or two after the node is Ready.
@@ -113,7 +113,7 @@ var requestLine = regexp.MustCompile(`GET / from (\S+):\d+`)
 
 // requestSource reads, from the provider's own log of pod name, the source address of the
 // last request from outside the pod.
-func requestSource(t *testing.T, provider *testenv.Cluster, remote []corev1.Pod, name string) string {
+func requestSource(t testing.TB, provider *testenv.Cluster, remote []corev1.Pod, name string) string {
 	t.Helper()
 	i := slices.IndexFunc(remote, func(p corev1.Pod) bool { return p.Name == name })
 	if i < 0 {
@@ -137,7 +137,7 @@ func requestSource(t *testing.T, provider *testenv.Cluster, remote []corev1.Pod,
 
 // expectService creates a ClusterIP Service on the consumer selecting the offloaded pods, and
 // checks that its EndpointSlice lists their addresses and that it answers the consumer pod.
-func expectService(ctx context.Context, t *testing.T, consumer *testenv.Cluster, ns string, labels map[string]string,
+func expectService(ctx context.Context, t testing.TB, consumer *testenv.Cluster, ns string, labels map[string]string,
 	clientNs, clientPod string, offloaded []corev1.Pod) {
 	t.Helper()
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns},
@@ -179,7 +179,7 @@ func expectService(ctx context.Context, t *testing.T, consumer *testenv.Cluster,
 
 // benchHTTP runs the test image's bench (200 sequential GETs on new connections) in pod and
 // returns its result line.
-func benchHTTP(t *testing.T, c *testenv.Cluster, ns, pod, url string) string {
+func benchHTTP(t testing.TB, c *testenv.Cluster, ns, pod, url string) string {
 	t.Helper()
 	out, err := kubectl(c, "-n", ns, "exec", pod, "--", "/test-http", "bench", "200", url)
 	if err != nil {
@@ -190,7 +190,7 @@ func benchHTTP(t *testing.T, c *testenv.Cluster, ns, pod, url string) string {
 
 // logPodRSS logs the resident memory of our pods' processes on the host: the controller
 // managers, the gateways and, when it runs as a Deployment, the virtual kubelet.
-func logPodRSS(t *testing.T, virtualKubelet string) {
+func logPodRSS(t testing.TB, virtualKubelet string) {
 	t.Helper()
 	names := []string{"liqo-controller-manager", "liqo-gateway"}
 	if virtualKubelet == "deployment" {
@@ -202,7 +202,7 @@ func logPodRSS(t *testing.T, virtualKubelet string) {
 }
 
 // logProcessRSS logs the resident memory of every host process named name.
-func logProcessRSS(t *testing.T, name string) {
+func logProcessRSS(t testing.TB, name string) {
 	t.Helper()
 	var mib []string
 	for _, rss := range processRSSAll(name) {
@@ -231,7 +231,7 @@ func processRSSAll(name string) []int64 {
 
 // gatewayPods lists the pods of component (gateway-server, gateway-client) that run as
 // containers on the cluster's real node, in its network namespace.
-func gatewayPods(ctx context.Context, t *testing.T, c *testenv.Cluster, component string) []corev1.Pod {
+func gatewayPods(ctx context.Context, t testing.TB, c *testenv.Cluster, component string) []corev1.Pod {
 	t.Helper()
 	pods := &corev1.PodList{}
 	if err := c.Client.List(ctx, pods, client.MatchingLabels{consts.AppComponentLabel: component}); err != nil {
@@ -246,7 +246,7 @@ func gatewayPods(ctx context.Context, t *testing.T, c *testenv.Cluster, componen
 
 // nodeNetwork lists what a gateway adds to a node's network namespace: its links (but the
 // pods' veths), the gateways' nftables tables and the policy-routing rules, sorted.
-func nodeNetwork(t *testing.T, n *testenv.RealNode) []string {
+func nodeNetwork(t testing.TB, n *testenv.RealNode) []string {
 	t.Helper()
 	var out []string
 	links, err := n.Command(t.Context(), "ip", "-o", "link", "show").Output()
