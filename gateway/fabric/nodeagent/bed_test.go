@@ -79,7 +79,10 @@ func newBed(tb testing.TB, gwIf string) *bed {
 			fmt.Sprintf("route add default via 10.246.%d.1", i+1))
 		inNS(tb, n, netcfg.EnableForwarding)
 	}
-	run(tb, b.n1, "addr add 169.254.101.1/30 dev "+gwIf, "link set "+gwIf+" up",
+	// node-1 has a default route, as a real node does: the loose reverse-path check of its
+	// gateway links wants a route back to the host-network source of node-2 (the external
+	// CIDR's first address), which only the NodePort mark routes otherwise.
+	run(tb, b.n1, "route add default via 192.168.243.254", "addr add 169.254.101.1/30 dev "+gwIf, "link set "+gwIf+" up",
 		"route add 10.74.0.0/16 via 169.254.101.2", "route add 10.75.0.0/16 via 169.254.101.2")
 	run(tb, b.rm, "addr add 169.254.101.2/30 dev eth0", "addr add "+remotePod+"/16 dev eth0", "link set eth0 up",
 		"route add default via 169.254.101.1")
