@@ -35,7 +35,8 @@ func setupFabric(mgr ctrl.Manager, o *options) error {
 	if err := (&internalfabric.TunnelReconciler{Client: mgr.GetClient(), IPAM: ipam, RulePriority: o.fabricRulePriority}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&fabricroute.Reconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
+	if err := (&fabricroute.Reconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace(),
+		ExternalCIDR: o.identity.ExternalCIDR}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&fabricfirewall.Reconciler{Client: mgr.GetClient(), PodCIDRs: o.identity.PodCIDRs,

@@ -31,10 +31,14 @@ type Reconciler struct {
 	client.Client
 	// LiqoNamespace is where the RouteConfigurations are.
 	LiqoNamespace string
+	// ExternalCIDR is this cluster's external CIDR: its first address is the nodes' source for
+	// host-network and NodePort traffic towards the peers. Empty: no NodePort routing.
+	ExternalCIDR string
 }
 
 // +kubebuilder:rbac:groups=networking.liqo.io,resources=internalnodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.liqo.io,resources=routeconfigurations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.liqo.io,resources=firewallconfigurations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // Reconcile brings the gateway routes of the InternalNode req.Name in line with its pods.
@@ -48,7 +52,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Delete(ctx, rc); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting RouteConfiguration %s/%s of the gone InternalNode %s: %w", rc.Namespace, rc.Name, req.Name, err)
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.nodePort(ctx, req.Name, nil)
 	}
 	if in.Spec.Interface.Node.IP == "" || in.Spec.Interface.Gateway.Name == "" {
 		return ctrl.Result{}, nil // not allocated yet: its writer updates it
@@ -71,7 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing RouteConfiguration %s/%s of InternalNode %s: %w", rc.Namespace, rc.Name, in.Name, err)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.nodePort(ctx, in.Name, in)
 }
 
 // SetupWithManager registers the reconciler: InternalNodes, their RouteConfigurations, and Pods

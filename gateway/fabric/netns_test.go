@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 
+	"github.com/peerkit/terraform-provider-liqo/gateway/fabric/fabrictest"
 	"github.com/peerkit/terraform-provider-liqo/gateway/netcfg"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -39,20 +39,8 @@ const (
 	bedGatewayI = "10.80.0.1"
 )
 
-// ipBatch runs iproute2 commands (one a line, without "ip") in network namespace ns ("" for the
-// test's own).
-func ipBatch(tb testing.TB, ns string, cmds ...string) {
-	tb.Helper()
-	args := []string{"-batch", "-"}
-	if ns != "" {
-		args = append([]string{"-n", ns}, args...)
-	}
-	c := exec.Command("ip", args...)
-	c.Stdin = strings.NewReader(strings.Join(cmds, "\n") + "\n")
-	if out, err := c.CombinedOutput(); err != nil {
-		tb.Fatalf("ip %s: %v\n%s\ncommands:\n%s", strings.Join(args, " "), err, out, strings.Join(cmds, "\n"))
-	}
-}
+// ipBatch runs iproute2 commands in a network namespace (fabrictest.IPBatch).
+var ipBatch = fabrictest.IPBatch
 
 // newBed makes the bed; the namespaces go when the test ends.
 func newBed(tb testing.TB) *bed {
@@ -102,13 +90,8 @@ func waitCarrier(tb testing.TB, ns, link string) {
 	tb.Fatalf("link %s in %s has no carrier after 5 s", link, ns)
 }
 
-// in runs fn in network namespace ns and fails the test on its error.
-func in(tb testing.TB, ns string, fn func() error) {
-	tb.Helper()
-	if err := netns.Do(netns.Named(ns), fn); err != nil {
-		tb.Fatalf("in network namespace %s: %v", ns, err)
-	}
-}
+// in runs fn in a network namespace (fabrictest.In).
+var in = fabrictest.In
 
 // cniMasquerade writes a CNI's masquerading (nat, postrouting, priority srcnat): what leaves
 // the pod CIDR from it takes the node's address.
@@ -161,11 +144,7 @@ func snapshot(tb testing.TB, ns string) string {
 	tb.Helper()
 	var out strings.Builder
 	for _, args := range [][]string{{"-d", "link", "show"}, {"-4", "rule", "show"}, {"-4", "route", "show", "table", "all"}} {
-		b, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput()
-		if err != nil {
-			tb.Fatalf("ip %v in %s: %v\n%s", args, ns, err, b)
-		}
-		out.Write(b)
+		out.WriteString(fabrictest.IPShow(tb, ns, args...))
 	}
 	in(tb, ns, func() error {
 		conn, err := nftables.New()
@@ -186,49 +165,23 @@ func snapshot(tb testing.TB, ns string) string {
 // echoes every byte sent to remotePod:pingPort.
 func echoServer(tb testing.TB, ns string) {
 	tb.Helper()
-	for port, serve := range map[string]func(net.Conn){
-		echoPort: func(c net.Conn) { _, _ = fmt.Fprintln(c, c.RemoteAddr().(*net.TCPAddr).IP) },
-		pingPort: func(c net.Conn) {
-			buf := make([]byte, 1)
-			for {
-				if _, err := c.Read(buf); err != nil {
-					return
-				}
-				if _, err := c.Write(buf); err != nil {
-					return
-				}
+	fabrictest.EchoSource(tb, ns, net.JoinHostPort(remotePod, echoPort))
+	fabrictest.Serve(tb, ns, net.JoinHostPort(remotePod, pingPort), func(c net.Conn) {
+		buf := make([]byte, 1)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				return
 			}
-		},
-	} {
-		ln, err := netns.Listen(netns.Named(ns), "tcp", net.JoinHostPort(remotePod, port))
-		if err != nil {
-			tb.Fatal(err)
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
 		}
-		tb.Cleanup(func() { _ = ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() { defer func() { _ = c.Close() }(); serve(c) }()
-			}
-		}()
-	}
+	})
 }
 
 // sourceSeen connects from ns to the remote echo server and returns the source it saw.
 func sourceSeen(ns string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	c, err := netns.DialContext(ctx, netns.Named(ns), "tcp", net.JoinHostPort(remotePod, echoPort))
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = c.Close() }()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
+	return fabrictest.SourceSeen(ns, net.JoinHostPort(remotePod, echoPort), 3*time.Second)
 }
 
 // rttP50 is the median of n one-byte TCP round trips from ns to the remote echo.

@@ -205,3 +205,86 @@ func matchIP(op firewall.MatchOperation, pos firewall.MatchPosition, value strin
 func escapeCIDR(c string) string {
 	return strings.NewReplacer("/", "-", ".", "-").Replace(c)
 }
+
+// NodePortRoutingName is upstream's name of the gateways' FirewallConfiguration (Liqo
+// namespace) that marks the connections of host-network and NodePort traffic with the mark of
+// the node they came from, and the suffix of the per-node RouteConfigurations that route the
+// answers of that mark back to the node.
+const NodePortRoutingName = "service-nodeport-routing"
+
+// NodePortRouteConfigurationName is the name of the gateways' route back to node for its
+// host-network and NodePort traffic: "<node>-service-nodeport-routing".
+func NodePortRouteConfigurationName(node string) string {
+	return node + "-" + NodePortRoutingName
+}
+
+// NodeMark is a node's mark for the answers to its host-network and NodePort traffic.
+type NodeMark struct {
+	// Node is the InternalNode's name (the name of its ctmark rule).
+	Node string
+	// GatewayInterface is the name of the gateways' tunnel link to the node.
+	GatewayInterface string
+	// Mark is the node's mark (1 and up).
+	Mark int
+}
+
+// NodePortMarks reads the marks of fw (a NodePortRoutingName FirewallConfiguration): the value of
+// each ctmark rule, by rule name (the node's); rules whose value is not a positive number are
+// skipped.
+func NodePortMarks(fw *netv1beta1.FirewallConfiguration) map[string]int {
+	out := map[string]int{}
+	for _, c := range fw.Spec.Table.Chains {
+		for _, r := range c.Rules.FilterRules {
+			if r.Action != firewall.ActionCtMark || r.Name == nil {
+				continue
+			}
+			var m int
+			if _, err := fmt.Sscanf(ptr.Deref(r.Value, ""), "%d", &m); err == nil && m > 0 {
+				out[*r.Name] = m
+			}
+		}
+	}
+	return out
+}
+
+// MutateNodePortFirewall brings the gateways' NodePortRoutingName FirewallConfiguration, as
+// upstream has it: chain "mark-to-conntrack" (forward) gives the connections from unknownIP (the
+// nodes' host-network and NodePort source) coming in on a node's link that node's mark, and chain
+// "conntrack-mark-to-meta-mark" (prerouting) copies the connection's mark to the packet's for
+// the answers coming back from the peer (input interface consts.GatewayTunnelInterface).
+func MutateNodePortFirewall(fw *netv1beta1.FirewallConfiguration, marks []NodeMark, unknownIP string) {
+	setLabels(fw, map[string]string{consts.FirewallCategoryLabel: consts.FirewallCategoryGateway,
+		consts.FirewallSubCategoryLabel: consts.FirewallSubCategoryFabric, consts.ManagedByLabel: consts.ManagedByControllerManager})
+	sorted := slices.Clone(marks)
+	slices.SortFunc(sorted, func(a, b NodeMark) int { return a.Mark - b.Mark })
+	var ct []firewall.FilterRule
+	for _, m := range sorted {
+		ct = append(ct, firewall.FilterRule{Name: ptr.To(m.Node), Counter: true, Action: firewall.ActionCtMark, Value: ptr.To(fmt.Sprint(m.Mark)),
+			Match: []firewall.Match{matchIP(firewall.MatchOperationEq, firewall.MatchPositionSrc, unknownIP),
+				{Op: firewall.MatchOperationEq, Dev: &firewall.MatchDev{Position: firewall.MatchDevPositionIn, Value: m.GatewayInterface}}}})
+	}
+	restore := firewall.FilterRule{Name: ptr.To("conntrack-mark-to-meta-mark"), Counter: true, Action: firewall.ActionSetMetaMarkFromCtMark,
+		Match: []firewall.Match{matchIP(firewall.MatchOperationEq, firewall.MatchPositionDst, unknownIP),
+			{Op: firewall.MatchOperationEq, Dev: &firewall.MatchDev{Position: firewall.MatchDevPositionIn, Value: consts.GatewayTunnelInterface}}}}
+	fw.Spec.Table = firewall.Table{Name: ptr.To(NodePortRoutingName), Family: ptr.To(firewall.TableFamilyIPv4), Chains: []firewall.Chain{
+		{Name: ptr.To("mark-to-conntrack"), Type: firewall.ChainTypeFilter, Policy: ptr.To(firewall.ChainPolicyAccept),
+			Hook: ptr.To(firewall.ChainHookForward), Priority: ptr.To(firewall.ChainPriorityFilter), Rules: firewall.RulesSet{FilterRules: ct}},
+		{Name: ptr.To("conntrack-mark-to-meta-mark"), Type: firewall.ChainTypeFilter, Policy: ptr.To(firewall.ChainPolicyAccept),
+			Hook: ptr.To(firewall.ChainHookPrerouting), Priority: ptr.To(firewall.ChainPriorityFilter),
+			Rules: firewall.RulesSet{FilterRules: []firewall.FilterRule{restore}}},
+	}}
+}
+
+// MutateNodePortRouteConfiguration brings the gateways' route back to the node of in for its
+// host-network and NodePort traffic (upstream's): packets to unknownIP with the node's mark go
+// to the node's internal address on the gateways' link to it.
+func MutateNodePortRouteConfiguration(rc *netv1beta1.RouteConfiguration, in *netv1beta1.InternalNode, mark int, unknownIP string) {
+	setLabels(rc, map[string]string{consts.RouteCategoryLabel: consts.RouteCategoryGateway,
+		consts.RouteSubCategoryLabel: consts.RouteSubCategoryFabric, consts.ManagedByLabel: consts.ManagedByControllerManager})
+	dst := netv1beta1.CIDR(unknownIP + "/32")
+	rc.Spec.Table = netv1beta1.Table{Name: NodePortRouteConfigurationName(in.Name), Rules: []netv1beta1.Rule{{
+		FwMark: ptr.To(mark), Dst: ptr.To(dst),
+		Routes:    []netv1beta1.Route{{Dst: ptr.To(dst), Dev: ptr.To(in.Spec.Interface.Gateway.Name), Gw: ptr.To(in.Spec.Interface.Node.IP)}},
+		TargetRef: &corev1.ObjectReference{Kind: netv1beta1.InternalNodeKind, Name: in.Name},
+	}}}
+}

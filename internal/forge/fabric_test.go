@@ -59,3 +59,37 @@ func TestGatewayNodeRoutes(t *testing.T) {
 		t.Error("name")
 	}
 }
+
+// TestNodePortRouting: the gateways' NodePort routing is upstream's: a ctmark rule per node
+// (named after it, on its link, the mark as value) that NodePortMarks reads back, the restore of
+// the mark for answers from liqo-tunnel, and per node a rule on its mark routing the unknown
+// source back to the node's internal address.
+func TestNodePortRouting(t *testing.T) {
+	fw := &netv1beta1.FirewallConfiguration{}
+	forge.MutateNodePortFirewall(fw, []forge.NodeMark{{Node: "w2", GatewayInterface: "liqo.w2", Mark: 2}, {Node: "w1", GatewayInterface: "liqo.w1", Mark: 1}}, "10.70.0.0")
+	got, err := json.Marshal(fw.Spec.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"name":"service-nodeport-routing","chains":[{"name":"mark-to-conntrack","rules":{"filterRules":[` +
+		`{"name":"w1","counter":true,"match":[{"op":"eq","ip":{"value":"10.70.0.0","position":"src"}},{"op":"eq","dev":{"value":"liqo.w1","position":"in"}}],"action":"ctmark","value":"1"},` +
+		`{"name":"w2","counter":true,"match":[{"op":"eq","ip":{"value":"10.70.0.0","position":"src"}},{"op":"eq","dev":{"value":"liqo.w2","position":"in"}}],"action":"ctmark","value":"2"}` +
+		`]},"type":"filter","policy":"accept","hook":"forward","priority":0},{"name":"conntrack-mark-to-meta-mark","rules":{"filterRules":[` +
+		`{"name":"conntrack-mark-to-meta-mark","counter":true,"match":[{"op":"eq","ip":{"value":"10.70.0.0","position":"dst"}},{"op":"eq","dev":{"value":"liqo-tunnel","position":"in"}}],"action":"metamarkfromctmark"}` +
+		`]},"type":"filter","policy":"accept","hook":"prerouting","priority":0}],"family":"IPV4"}`
+	if string(got) != want {
+		t.Errorf("table:\n%s\nwant\n%s", got, want)
+	}
+	if m := forge.NodePortMarks(fw); len(m) != 2 || m["w1"] != 1 || m["w2"] != 2 {
+		t.Errorf("NodePortMarks = %v; want w1:1 w2:2", m)
+	}
+	in := &netv1beta1.InternalNode{ObjectMeta: metav1.ObjectMeta{Name: "w1"}}
+	forge.MutateInternalNode(in, "liqo.w1", "10.80.0.2")
+	rc := &netv1beta1.RouteConfiguration{}
+	forge.MutateNodePortRouteConfiguration(rc, in, 1, "10.70.0.0")
+	r := rc.Spec.Table.Rules
+	if rc.Spec.Table.Name != "w1-service-nodeport-routing" || len(r) != 1 || *r[0].FwMark != 1 || string(*r[0].Dst) != "10.70.0.0/32" ||
+		string(*r[0].Routes[0].Gw) != "10.80.0.2" || *r[0].Routes[0].Dev != "liqo.w1" {
+		t.Errorf("route configuration %+v", rc.Spec.Table)
+	}
+}

@@ -1,8 +1,6 @@
 package nodeagent_test
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"os/exec"
@@ -10,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peerkit/terraform-provider-liqo/gateway/fabric/fabrictest"
 	"github.com/peerkit/terraform-provider-liqo/gateway/netcfg"
-	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
@@ -34,27 +32,12 @@ const (
 // each, and the peer.
 type bed struct{ ul, n1, n2, p1, p2, rm string }
 
-// run runs iproute2 commands (one a line, without "ip") in ns ("" for the test's own).
-func run(tb testing.TB, ns string, cmds ...string) {
-	tb.Helper()
-	args := []string{"-batch", "-"}
-	if ns != "" {
-		args = append([]string{"-n", ns}, args...)
-	}
-	c := exec.Command("ip", args...)
-	c.Stdin = strings.NewReader(strings.Join(cmds, "\n") + "\n")
-	if out, err := c.CombinedOutput(); err != nil {
-		tb.Fatalf("ip %v: %v\n%s", args, err, out)
-	}
-}
-
-// inNS runs fn in ns and fails the test on its error.
-func inNS(tb testing.TB, ns string, fn func() error) {
-	tb.Helper()
-	if err := netns.Do(netns.Named(ns), fn); err != nil {
-		tb.Fatalf("in %s: %v", ns, err)
-	}
-}
+// run runs iproute2 commands in a network namespace (fabrictest.IPBatch); inNS runs a function
+// in one (fabrictest.In).
+var (
+	run  = fabrictest.IPBatch
+	inNS = fabrictest.In
+)
 
 // newBed makes the bed; gwIf is the name of the gateway's interface to the peer on node-1.
 // node-1's reverse-path filtering is strict, as on many hosts.
@@ -79,7 +62,10 @@ func newBed(tb testing.TB, gwIf string) *bed {
 			fmt.Sprintf("route add default via 10.246.%d.1", i+1))
 		inNS(tb, n, netcfg.EnableForwarding)
 	}
-	run(tb, b.n1, "addr add 169.254.101.1/30 dev "+gwIf, "link set "+gwIf+" up",
+	// node-1 has a default route, as a real node does: the loose reverse-path check of its
+	// gateway links wants a route back to the host-network source of node-2 (the external
+	// CIDR's first address), which only the NodePort mark routes otherwise.
+	run(tb, b.n1, "route add default via 192.168.243.254", "addr add 169.254.101.1/30 dev "+gwIf, "link set "+gwIf+" up",
 		"route add 10.74.0.0/16 via 169.254.101.2", "route add 10.75.0.0/16 via 169.254.101.2")
 	run(tb, b.rm, "addr add 169.254.101.2/30 dev eth0", "addr add "+remotePod+"/16 dev eth0", "link set eth0 up",
 		"route add default via 169.254.101.1")
@@ -93,35 +79,12 @@ func newBed(tb testing.TB, gwIf string) *bed {
 // echoServer answers each connection to remotePod:echoPort in ns with the source it sees.
 func echoServer(tb testing.TB, ns string) {
 	tb.Helper()
-	ln, err := netns.Listen(netns.Named(ns), "tcp", net.JoinHostPort(remotePod, echoPort))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = fmt.Fprintln(c, c.RemoteAddr().(*net.TCPAddr).IP)
-			_ = c.Close()
-		}
-	}()
+	fabrictest.EchoSource(tb, ns, net.JoinHostPort(remotePod, echoPort))
 }
 
 // sourceSeen connects from ns to the peer's echo server and returns the source it saw.
 func sourceSeen(ns string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	c, err := netns.DialContext(ctx, netns.Named(ns), "tcp", net.JoinHostPort(remotePod, echoPort))
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = c.Close() }()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
+	return fabrictest.SourceSeen(ns, net.JoinHostPort(remotePod, echoPort), 2*time.Second)
 }
 
 // links are the names of ns's links whose name starts with "liqo.".
@@ -145,11 +108,7 @@ func state(tb testing.TB, ns string) string {
 	tb.Helper()
 	var out strings.Builder
 	for _, args := range [][]string{{"-o", "link", "show"}, {"-4", "rule", "show"}, {"-4", "route", "show", "table", "all"}} {
-		b, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput()
-		if err != nil {
-			tb.Fatalf("ip %v in %s: %v\n%s", args, ns, err, b)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
+		for _, line := range strings.Split(fabrictest.IPShow(tb, ns, args...), "\n") {
 			out.WriteString(stripLinkState(line) + "\n")
 		}
 	}

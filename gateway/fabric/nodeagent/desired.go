@@ -81,6 +81,9 @@ func tunnelMTU(mtu int) int {
 func (v *view) gateway(log logr.Logger, f *netv1beta1.InternalFabric) fabric.Gateway {
 	g := fabric.Gateway{Address: addr(f.Spec.Interface.Gateway.IP), TunnelInterface: tunnelInterface(f), MTU: tunnelMTU(f.Spec.MTU),
 		RemoteCIDRs: prefixes(log, "InternalFabric "+f.Namespace+"/"+f.Name, f.Spec.RemoteCIDRs)}
+	if v.unknownIP.IsValid() {
+		g.LocalExternalCIDR = netip.PrefixFrom(v.unknownIP, 32)
+	}
 	perCIDR := true
 	for i := range v.nodes {
 		in := &v.nodes[i]
@@ -95,7 +98,7 @@ func (v *view) gateway(log logr.Logger, f *netv1beta1.InternalFabric) fabric.Gat
 			continue
 		}
 		gn := fabric.GatewayNode{Name: in.Name, Interface: in.Spec.Interface.Gateway.Name, ID: id, NodeAddress: remote, NodeIP: nodeIP,
-			PodIPs: v.podIPs[in.Name]}
+			PodIPs: v.podIPs[in.Name], Mark: v.marks[in.Name]}
 		if k := v.k8sNodes[in.Name]; k != nil {
 			gn.PodCIDRs = prefixes(log, "Node "+in.Name, k.Spec.PodCIDRs)
 		}

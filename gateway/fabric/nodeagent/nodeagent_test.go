@@ -3,6 +3,7 @@ package nodeagent_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/fabric/nodeagent"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -67,7 +69,7 @@ func startManager(t *testing.T, cl *testenv.Cluster) {
 			&internalnode.Reconciler{Client: mgr.GetClient(), IPAM: ipam},
 			&internalfabric.GatewayReconciler[*netv1beta1.GatewayServer]{Client: mgr.GetClient(), Gateway: internalfabric.ServerKind, IPAM: ipam},
 			&internalfabric.TunnelReconciler{Client: mgr.GetClient(), IPAM: ipam},
-			&fabricroute.Reconciler{Client: mgr.GetClient()},
+			&fabricroute.Reconciler{Client: mgr.GetClient(), ExternalCIDR: extCIDR},
 			&fabricfirewall.Reconciler{Client: mgr.GetClient(), PodCIDRs: []string{podCIDR}, ExternalCIDR: extCIDR},
 		} {
 			if err := r.SetupWithManager(mgr); err != nil {
@@ -206,6 +208,14 @@ func TestAgentOnTwoNodes(t *testing.T) {
 			t.Errorf("the peer sees %s as %s; want %s", ns, got, want)
 		}
 	}
+	start = time.Now()
+	// node-2's host network: its source NAT'd to the external CIDR's first address, the answer
+	// routed back to node-2 by the gateway's NodePort mark of node-2.
+	if got := eventuallySource(t, b.n2); got != "10.76.0.0" {
+		t.Errorf("the peer sees node-2's host network as %s; want 10.76.0.0 (the external CIDR's first address)", got)
+	}
+	t.Logf("node-2's host network to the peer and back: %v", time.Since(start))
+	checkMarks(t, c, map[string]int{"node-1": 1, "node-2": 2})
 	checkStatus(t, c)
 	testGatewayMoved(t, c, b, gw, f)
 
@@ -220,6 +230,7 @@ func TestAgentOnTwoNodes(t *testing.T) {
 		return nil
 	})
 	t.Logf("from node-2's Node deleted to its links gone on both nodes: %v", time.Since(start))
+	checkMarks(t, c, map[string]int{"node-1": 1})
 	if err := c.Delete(ctx, gw); err != nil {
 		t.Fatal(err)
 	}
@@ -413,4 +424,35 @@ func testGatewayMoved(t *testing.T, c client.Client, b *bed, gw *netv1beta1.Gate
 		t.Errorf("after the gateway came back to node-1, the peer sees the pod on node-2 as %s", got)
 	}
 	t.Logf("from the gateway back on node-1 to traffic from the pod on node-2: %v", time.Since(start))
+}
+
+// checkMarks waits for the manager's NodePort marks to be want: the ctmark rules of the
+// FirewallConfiguration service-nodeport-routing and the "<node>-service-nodeport-routing"
+// RouteConfigurations (upstream's objects), no more, no less.
+func checkMarks(t *testing.T, c client.Client, want map[string]int) {
+	t.Helper()
+	ctx := t.Context()
+	testenv.EventuallyOK(t, "the nodes' NodePort marks", 30*time.Second, func() error {
+		fw := &netv1beta1.FirewallConfiguration{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: forge.NodePortRoutingName}, fw); err != nil {
+			return err
+		}
+		if got := forge.NodePortMarks(fw); !maps.Equal(got, want) {
+			return fmt.Errorf("marks %v; want %v", got, want)
+		}
+		var rcs netv1beta1.RouteConfigurationList
+		if err := c.List(ctx, &rcs, client.InNamespace(consts.LiqoNamespace)); err != nil {
+			return err
+		}
+		got := map[string]int{}
+		for _, rc := range rcs.Items {
+			if node, ok := strings.CutSuffix(rc.Name, "-"+forge.NodePortRoutingName); ok && len(rc.Spec.Table.Rules) == 1 {
+				got[node] = ptr.Deref(rc.Spec.Table.Rules[0].FwMark, 0)
+			}
+		}
+		if !maps.Equal(got, want) {
+			return fmt.Errorf("RouteConfigurations' marks %v; want %v", got, want)
+		}
+		return nil
+	})
 }

@@ -28,13 +28,17 @@ type view struct {
 	k8sNodes  map[string]*corev1.Node
 	firewalls []netv1beta1.FirewallConfiguration
 	podIPs    map[string][]netip.Addr // per node, from its "<node>-gw-node" RouteConfiguration
+	// marks are the nodes' NodePort marks and unknownIP the source they mark, from the
+	// "<node>-service-nodeport-routing" RouteConfigurations.
+	marks     map[string]uint32
+	unknownIP netip.Addr
 	// gatewayLinks are the links of the gateway's side, filled by desired.
 	gatewayLinks []string
 }
 
 // view reads the objects the node's Desired depends on.
 func (r *Reconciler) view(ctx context.Context) (*view, error) {
-	v := &view{node: r.NodeName, k8sNodes: map[string]*corev1.Node{}, podIPs: map[string][]netip.Addr{}}
+	v := &view{node: r.NodeName, k8sNodes: map[string]*corev1.Node{}, podIPs: map[string][]netip.Addr{}, marks: map[string]uint32{}}
 	me := &netv1beta1.InternalNode{}
 	if err := r.Get(ctx, client.ObjectKey{Name: r.NodeName}, me); err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading InternalNode %s: %w", r.NodeName, err)
@@ -71,8 +75,27 @@ func (r *Reconciler) view(ctx context.Context) (*view, error) {
 		if node, ok := strings.CutSuffix(routes.Items[i].Name, forge.GatewayNodeRouteConfigurationName("")); ok {
 			v.podIPs[node] = podIPs(&routes.Items[i])
 		}
+		if node, ok := strings.CutSuffix(routes.Items[i].Name, forge.NodePortRouteConfigurationName("")); ok {
+			v.nodePortMark(node, &routes.Items[i])
+		}
 	}
 	return v, nil
+}
+
+// nodePortMark reads the mark of node and the source it routes back from rc, its
+// "<node>-service-nodeport-routing" RouteConfiguration: the rule with a mark and a /32
+// destination.
+func (v *view) nodePortMark(node string, rc *netv1beta1.RouteConfiguration) {
+	for _, rule := range rc.Spec.Table.Rules {
+		if rule.FwMark == nil || *rule.FwMark <= 0 || rule.Dst == nil {
+			continue
+		}
+		if p, err := netip.ParsePrefix(string(*rule.Dst)); err == nil && p.Bits() == 32 && p.Addr().Is4() {
+			v.marks[node] = uint32(*rule.FwMark) //nolint:gosec // positive, checked above
+			v.unknownIP = p.Addr()
+			return
+		}
+	}
 }
 
 // alive are the objects of items not being deleted, sorted by namespace and name.
