@@ -58,7 +58,21 @@ func (d *Dataplane) Apply(ctx context.Context, want Desired) (Report, error) {
 	if d.Encap != EncapGeneve && d.Encap != EncapVXLAN {
 		return rep, fmt.Errorf("encapsulation %q: must be %s or %s", d.Encap, EncapGeneve, EncapVXLAN)
 	}
+	// The links want does not hold go first: a tunnel renamed (a gateway's side that took over
+	// upstream's names when the gateway it shared its node with went) keeps its ID, and the
+	// kernel refuses a second link of the same ID and port.
 	keep := map[string]bool{}
+	for _, t := range want.Tunnels {
+		keep[t.Name] = true
+	}
+	removed, err := pruneLinks(keep)
+	rep.LinksRemoved = len(removed)
+	if len(removed) > 0 {
+		d.Log.Info("tunnel links removed", "links", removed)
+	}
+	if err != nil {
+		return rep, err
+	}
 	for _, t := range want.Tunnels {
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("applying the fabric: %w", err)
@@ -71,15 +85,6 @@ func (d *Dataplane) Apply(ctx context.Context, want Desired) (Report, error) {
 			rep.LinksCreated++
 			d.Log.Info("tunnel link created", "link", t.Name, "encap", d.Encap, "id", t.ID, "remote", t.Remote.String(), "address", t.Address.String())
 		}
-		keep[t.Name] = true
-	}
-	removed, err := pruneLinks(keep)
-	rep.LinksRemoved = len(removed)
-	if len(removed) > 0 {
-		d.Log.Info("tunnel links removed", "links", removed)
-	}
-	if err != nil {
-		return rep, err
 	}
 	if rep.FirewallsWritten, rep.FirewallsRemoved, err = syncFirewalls(want.Firewalls); err != nil {
 		return rep, err

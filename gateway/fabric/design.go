@@ -150,6 +150,10 @@ type Gateway struct {
 	MTU int `json:"mtu,omitempty"`
 	// Nodes are the cluster's nodes.
 	Nodes []GatewayNode `json:"nodes"`
+	// TablePrefix prefixes the names of its routing tables: "" for upstream's names (a gateway
+	// alone in its network namespace); several gateways in one namespace (ours in the host
+	// network of one node) each need their own.
+	TablePrefix string `json:"tablePrefix,omitempty"`
 	// RemoteCIDRs are the peer's networks as this cluster sees them (InternalFabric
 	// spec.remoteCIDRs). A gateway in its node's network namespace (ours: host network) keeps
 	// the source of what comes from them: the node's CNI would otherwise masquerade it on its
@@ -178,7 +182,12 @@ const ServiceNodePortTable = "service-nodeport-routing"
 //     CIDR), the nftables table "service-nodeport-routing": the connection takes the mark of
 //     the node it came in from (chain "mark-to-conntrack"), its answers from TunnelInterface
 //     take the connection's mark before routing (chain "conntrack-mark-to-meta-mark"), and a
-//     table "<node>-service-nodeport-routing" per node routes that mark back to the node.
+//     table "<node>-service-nodeport-routing" per node routes that mark, coming in from
+//     TunnelInterface (upstream matches the mark alone: its gateway is alone in its namespace),
+//     back to the node.
+//
+// Its tables' names take TablePrefix; several gateways in one namespace are one Desired
+// through Merge.
 func GatewayDesired(g Gateway) Desired {
 	var d Desired
 	perCIDR := len(g.Nodes) > 0
@@ -200,13 +209,13 @@ func GatewayDesired(g Gateway) Desired {
 				back.Routes = append(back.Routes, Route{Dst: netip.PrefixFrom(ip, 32), Gw: n.NodeIP, Dev: n.Interface})
 			}
 		}
-		d.Tables = append(d.Tables, Table{Name: n.Name, Rules: []Rule{{Dst: node, Routes: []Route{{Dst: node, Dev: n.Interface}}}, back}})
+		d.Tables = append(d.Tables, Table{Name: g.TablePrefix + n.Name, Rules: []Rule{{Dst: node, Routes: []Route{{Dst: node, Dev: n.Interface}}}, back}})
 		if n.Mark == 0 || !g.LocalExternalCIDR.IsValid() {
 			continue
 		}
 		nodePort.CtMarks = append(nodePort.CtMarks, CtMark{Src: unknown, Iif: n.Interface, Mark: n.Mark})
-		d.Tables = append(d.Tables, Table{Name: n.Name + "-" + ServiceNodePortTable, Rules: []Rule{{
-			FwMark: n.Mark, Dst: unknown, Routes: []Route{{Dst: unknown, Gw: n.NodeIP, Dev: n.Interface}},
+		d.Tables = append(d.Tables, Table{Name: g.TablePrefix + n.Name + "-" + ServiceNodePortTable, Rules: []Rule{{
+			FwMark: n.Mark, Dst: unknown, Iif: g.TunnelInterface, Routes: []Route{{Dst: unknown, Gw: n.NodeIP, Dev: n.Interface}},
 		}}})
 	}
 	if len(nodePort.CtMarks) > 0 {

@@ -166,7 +166,7 @@ func TestGatewayDesiredNodePort(t *testing.T) {
 		t.Errorf("mark restores = %+v", f.MarkRestores)
 	}
 	mark := d.Tables[3] // n2's
-	if mark.Name != "n2-service-nodeport-routing" || mark.Rules[0].FwMark != 2 || mark.Rules[0].Routes[0].Gw != addr("10.80.0.3") {
+	if mark.Name != "n2-service-nodeport-routing" || mark.Rules[0].FwMark != 2 || mark.Rules[0].Iif != "tun0" || mark.Rules[0].Routes[0].Gw != addr("10.80.0.3") {
 		t.Errorf("n2's NodePort table = %+v", mark)
 	}
 	order, _ := f.chainRules()
@@ -220,5 +220,40 @@ func TestGatewayDesiredKeepsRemoteSources(t *testing.T) {
 	}
 	if d := GatewayDesired(gatewayFor(true)); slices.ContainsFunc(d.Firewalls, func(f Firewall) bool { return f.Name == GatewayMasqueradeBypassTable }) {
 		t.Error("a gateway without remote CIDRs got a bypass table")
+	}
+}
+
+// TestMergeTwoGateways: two gateways in one namespace, the second with links and a table prefix
+// of its own, merge into one valid Desired: every link and table, one "service-nodeport-routing"
+// table with both gateways' marks and restores, one bypass with both peers' CIDRs. Without the
+// prefix the tables' names clash and Validate says so.
+func TestMergeTwoGateways(t *testing.T) {
+	a := gatewayFor(true)
+	a.RemoteCIDRs = []netip.Prefix{pfx("10.71.0.0/16")}
+	b := gatewayFor(true)
+	b.Address, b.TunnelInterface, b.RemoteCIDRs = addr("10.80.0.9"), "tun1", []netip.Prefix{pfx("10.91.0.0/16")}
+	for i := range b.Nodes {
+		b.Nodes[i].Interface = fmt.Sprintf("liqo-t%06x", 40+i)
+	}
+	if err := Merge(GatewayDesired(a), GatewayDesired(b)).Validate(); err == nil || !strings.Contains(err.Error(), `"n1" is used by another table`) {
+		t.Errorf("two gateways with the same table names: %v, want the clash named", err)
+	}
+	b.TablePrefix = "tenant2/peer2/"
+	d := Merge(GatewayDesired(a), GatewayDesired(b))
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Tunnels) != 4 || len(d.Tables) != 8 || len(d.Firewalls) != 2 {
+		t.Fatalf("merged: %d tunnels, %d tables, %d nftables tables; want 4, 8, 2", len(d.Tunnels), len(d.Tables), len(d.Firewalls))
+	}
+	nodePort, bypass := d.Firewalls[0], d.Firewalls[1]
+	if len(nodePort.CtMarks) != 4 || len(nodePort.MarkRestores) != 2 || nodePort.MarkRestores[1].Iif != "tun1" {
+		t.Errorf("the NodePort table: %+v", nodePort)
+	}
+	if len(bypass.SNAT) != 2 || bypass.SNAT[1].Src != pfx("10.91.0.0/16") {
+		t.Errorf("the bypass: %+v", bypass.SNAT)
+	}
+	if r := d.Tables[7]; r.Name != "tenant2/peer2/n2-service-nodeport-routing" || r.Rules[0].Iif != "tun1" {
+		t.Errorf("the second gateway's NodePort table for n2: %+v; want its answers from tun1 only", r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 )
 
 // Desired is everything the fabric wants in one network namespace (a node's host network, or a
@@ -15,6 +16,44 @@ type Desired struct {
 	Tables []Table `json:"tables,omitempty"`
 	// Firewalls are the nftables tables.
 	Firewalls []Firewall `json:"firewalls,omitempty"`
+}
+
+// Merge is the Desired of several in one network namespace (several gateways hosted on one
+// node, and the node's own side): their tunnels and tables side by side, and the nftables
+// tables of the same name (the gateways' "service-nodeport-routing" and
+// "gateway-masquerade-bypass") as one, with the rules of each in order and none twice.
+func Merge(ds ...Desired) Desired {
+	var out Desired
+	at := map[string]int{}
+	for _, d := range ds {
+		out.Tunnels = append(out.Tunnels, d.Tunnels...)
+		out.Tables = append(out.Tables, d.Tables...)
+		for _, f := range d.Firewalls {
+			i, ok := at[f.Name]
+			if !ok {
+				at[f.Name] = len(out.Firewalls)
+				out.Firewalls = append(out.Firewalls, Firewall{Name: f.Name})
+				i = len(out.Firewalls) - 1
+			}
+			m := &out.Firewalls[i]
+			m.SNAT = appendNew(m.SNAT, f.SNAT, func(a, b SNAT) bool {
+				return a.Dst == b.Dst && a.Src == b.Src && a.To == b.To && slices.Equal(a.NotSrc, b.NotSrc)
+			})
+			m.CtMarks = appendNew(m.CtMarks, f.CtMarks, func(a, b CtMark) bool { return a == b })
+			m.MarkRestores = appendNew(m.MarkRestores, f.MarkRestores, func(a, b MarkRestore) bool { return a == b })
+		}
+	}
+	return out
+}
+
+// appendNew appends to into the items of from that into does not hold yet (by eq).
+func appendNew[T any](into, from []T, eq func(a, b T) bool) []T {
+	for _, x := range from {
+		if !slices.ContainsFunc(into, func(y T) bool { return eq(x, y) }) {
+			into = append(into, x)
+		}
+	}
+	return into
 }
 
 // Tunnel is one tunnel link (upstream: a GeneveTunnel, on the side of a node or of a gateway).
@@ -136,11 +175,21 @@ func (d Desired) Validate() error {
 		}
 		names[t.Name] = true
 	}
+	tables := map[string]bool{}
 	for i, t := range d.Tables {
 		errs = append(errs, t.validate(fmt.Sprintf("tables[%d]", i)))
+		if tables[t.Name] {
+			errs = append(errs, fmt.Errorf("tables[%d].name: %q is used by another table", i, t.Name))
+		}
+		tables[t.Name] = true
 	}
+	firewalls := map[string]bool{}
 	for i, f := range d.Firewalls {
 		errs = append(errs, f.validate(fmt.Sprintf("firewalls[%d]", i)))
+		if firewalls[f.Name] {
+			errs = append(errs, fmt.Errorf("firewalls[%d].name: %q is used by another nftables table (Merge joins them)", i, f.Name))
+		}
+		firewalls[f.Name] = true
 	}
 	return errors.Join(errs...)
 }

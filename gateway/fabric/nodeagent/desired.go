@@ -1,8 +1,10 @@
 package nodeagent
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/ptr"
@@ -48,23 +50,35 @@ func (v *view) desired(log logr.Logger, local map[string]bool) fabric.Desired {
 		}
 	}
 	v.gatewayLinks = nil
-	if len(hosted) == 0 {
-		return d
+	sides := []fabric.Desired{d}
+	for i, f := range oldestFirst(hosted) {
+		gd := fabric.GatewayDesired(v.gateway(log, f, i > 0))
+		for _, t := range gd.Tunnels {
+			v.gatewayLinks = append(v.gatewayLinks, t.Name)
+		}
+		sides = append(sides, gd)
 	}
-	if len(hosted) > 1 {
-		log.Info("several gateways on this node: only the first one's side is applied", "applied", hosted[0].Namespace+"/"+hosted[0].Name,
-			"gateways", len(hosted))
-	}
-	g := v.gateway(log, hosted[0])
-	gd := fabric.GatewayDesired(g)
-	for _, t := range gd.Tunnels {
-		v.gatewayLinks = append(v.gatewayLinks, t.Name)
-	}
-	d.Tunnels = append(d.Tunnels, gd.Tunnels...)
-	d.Tables = append(d.Tables, gd.Tables...)
-	d.Firewalls = append(d.Firewalls, gd.Firewalls...)
-	return d
+	return fabric.Merge(sides...)
 }
+
+// oldestFirst sorts the gateways hosted on this node by age, then namespace and name: the oldest
+// keeps upstream's names for its links and tables, and a gateway that comes later does not
+// rename the links of those already carrying traffic.
+func oldestFirst(hosted []*netv1beta1.InternalFabric) []*netv1beta1.InternalFabric {
+	slices.SortStableFunc(hosted, func(a, b *netv1beta1.InternalFabric) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return hosted
+}
+
+// gatewayLinkName is the name of the link of the gateway's side for tunnel id when the gateway
+// shares its node with an older one, whose links have the InternalNodes' names (upstream names
+// one link per node, each gateway being alone in its pod): "liqo-t" and the tunnel's ID in hex,
+// unique in the cluster.
+func gatewayLinkName(id uint32) string { return fmt.Sprintf("liqo-t%06x", id) }
 
 // tunnelMTU is the MTU of the fabric's links for a gateway whose tunnel to the peer has MTU mtu:
 // the same, as upstream sets it (what enters the peer's tunnel fits), or 0 (from the path) when
@@ -77,10 +91,14 @@ func tunnelMTU(mtu int) int {
 }
 
 // gateway is the side of the gateway of f, hosted in this namespace, towards every other node
-// that has an address, a tunnel and a source address.
-func (v *view) gateway(log logr.Logger, f *netv1beta1.InternalFabric) fabric.Gateway {
+// that has an address, a tunnel and a source address; shared (another gateway on this node
+// came first) gives its links and tables names of their own.
+func (v *view) gateway(log logr.Logger, f *netv1beta1.InternalFabric, shared bool) fabric.Gateway {
 	g := fabric.Gateway{Address: addr(f.Spec.Interface.Gateway.IP), TunnelInterface: tunnelInterface(f), MTU: tunnelMTU(f.Spec.MTU),
 		RemoteCIDRs: prefixes(log, "InternalFabric "+f.Namespace+"/"+f.Name, f.Spec.RemoteCIDRs)}
+	if shared {
+		g.TablePrefix = f.Namespace + "/" + f.Name + "/"
+	}
 	if v.unknownIP.IsValid() {
 		g.LocalExternalCIDR = netip.PrefixFrom(v.unknownIP, 32)
 	}
@@ -99,6 +117,9 @@ func (v *view) gateway(log logr.Logger, f *netv1beta1.InternalFabric) fabric.Gat
 		}
 		gn := fabric.GatewayNode{Name: in.Name, Interface: in.Spec.Interface.Gateway.Name, ID: id, NodeAddress: remote, NodeIP: nodeIP,
 			PodIPs: v.podIPs[in.Name], Mark: v.marks[in.Name]}
+		if shared {
+			gn.Interface = gatewayLinkName(id)
+		}
 		if k := v.k8sNodes[in.Name]; k != nil {
 			gn.PodCIDRs = prefixes(log, "Node "+in.Name, k.Spec.PodCIDRs)
 		}

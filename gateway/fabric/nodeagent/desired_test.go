@@ -1,9 +1,12 @@
 package nodeagent
 
 import (
+	"maps"
 	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
@@ -119,5 +122,67 @@ func TestDesiredNodeGone(t *testing.T) {
 	got := v.desired(testr.New(t), map[string]bool{"192.0.2.2": true})
 	if len(got.Tunnels)+len(got.Tables) != 0 || len(got.Firewalls) != 1 {
 		t.Errorf("without its InternalNode n2 wants %+v", got)
+	}
+}
+
+// TestDesiredTwoGatewaysOnOneNode: n1 hosts the gateways of two peerings. Both sides are
+// applied: the older gateway's links and tables keep upstream's names, the newer one's links are
+// named after its tunnels' IDs and its tables after its InternalFabric, and the two gateways'
+// nftables tables of the same name are one. Then the older one goes, and the newer one takes
+// upstream's names.
+func TestDesiredTwoGatewaysOnOneNode(t *testing.T) {
+	v := testView(t, "n1", true)
+	older := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	v.fabrics[0].CreationTimestamp = older
+	second := *v.fabrics[0].DeepCopy()
+	second.Namespace, second.Name, second.CreationTimestamp = "tenant2", "peer2", metav1.NewTime(older.Add(time.Hour))
+	second.OwnerReferences = []metav1.OwnerReference{{Kind: "GatewayClient", Name: "client"}}
+	second.Spec.GatewayIP, second.Spec.Interface.Gateway.IP = "192.0.2.1", "10.80.0.9"
+	second.Spec.RemoteCIDRs = []netv1beta1.CIDR{"10.91.0.0/16"}
+	// The newer one listed first: the order of the list does not decide.
+	v.fabrics = []netv1beta1.InternalFabric{second, v.fabrics[0]}
+	v.tunnels = append(v.tunnels, netv1beta1.GeneveTunnel{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant2", Name: "peer2-n2",
+		Labels: map[string]string{consts.InternalFabricNameLabel: "peer2", consts.InternalNodeNameLabel: "n2"}}, Spec: netv1beta1.GeneveTunnelSpec{ID: 0x2a}})
+	v.marks = map[string]uint32{"n2": 2}
+	v.unknownIP = netip.MustParseAddr("10.70.0.0")
+
+	got := v.desired(testr.New(t), map[string]bool{"192.0.2.1": true})
+	if err := got.Validate(); err != nil {
+		t.Fatalf("two gateways on n1: %v", err)
+	}
+	if !reflect.DeepEqual(v.gatewayLinks, []string{"liqo.node000002", "liqo-t00002a"}) {
+		t.Errorf("the gateways' links %v, want the older one's upstream name, then the newer one's by tunnel ID", v.gatewayLinks)
+	}
+	tables := map[string]fabric.Table{}
+	for _, tb := range got.Tables {
+		tables[tb.Name] = tb
+	}
+	back := tables["tenant2/peer2/n2"].Rules[1]
+	if back.Iif != gwagent.InterfaceName(gwagent.ModeClient, "tenant2", "client") || back.Routes[0].Dev != "liqo-t00002a" {
+		t.Errorf("the newer gateway's way back to n2: %+v", back)
+	}
+	if r := tables["tenant2/peer2/n2-service-nodeport-routing"].Rules; len(r) != 1 || r[0].FwMark != 2 || r[0].Iif != back.Iif {
+		t.Errorf("the newer gateway's NodePort table: %+v, want mark 2 from its own tunnel interface", r)
+	}
+	if _, ok := tables["n2"]; !ok {
+		t.Errorf("the older gateway's table n2 is missing: %v", slices.Collect(maps.Keys(tables)))
+	}
+	for _, fw := range got.Firewalls {
+		switch fw.Name {
+		case fabric.ServiceNodePortTable:
+			if len(fw.CtMarks) != 2 || len(fw.MarkRestores) != 2 {
+				t.Errorf("the NodePort table: %+v, want a mark and a restore per gateway", fw)
+			}
+		case fabric.GatewayMasqueradeBypassTable:
+			if len(fw.SNAT) != 2 {
+				t.Errorf("the gateways' bypass: %+v, want both peers' CIDRs", fw.SNAT)
+			}
+		}
+	}
+
+	v.fabrics = v.fabrics[:1] // the older one gone
+	v.desired(testr.New(t), map[string]bool{"192.0.2.1": true})
+	if !reflect.DeepEqual(v.gatewayLinks, []string{"liqo.node000002"}) {
+		t.Errorf("alone, the newer gateway's links %v, want upstream's name", v.gatewayLinks)
 	}
 }
