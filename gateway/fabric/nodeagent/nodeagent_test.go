@@ -68,6 +68,7 @@ func startManager(t *testing.T, cl *testenv.Cluster) {
 		for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
 			&internalnode.Reconciler{Client: mgr.GetClient(), IPAM: ipam},
 			&internalfabric.GatewayReconciler[*netv1beta1.GatewayServer]{Client: mgr.GetClient(), Gateway: internalfabric.ServerKind, IPAM: ipam},
+			&internalfabric.GatewayReconciler[*netv1beta1.GatewayClient]{Client: mgr.GetClient(), Gateway: internalfabric.ClientKind, IPAM: ipam},
 			&internalfabric.TunnelReconciler{Client: mgr.GetClient(), IPAM: ipam},
 			&fabricroute.Reconciler{Client: mgr.GetClient(), ExternalCIDR: extCIDR},
 			&fabricfirewall.Reconciler{Client: mgr.GetClient(), PodCIDRs: []string{podCIDR}, ExternalCIDR: extCIDR},
@@ -119,25 +120,39 @@ func createObjects(t *testing.T, c client.Client) *netv1beta1.GatewayServer {
 	labels := map[string]string{consts.RemoteClusterIDLabel: "provider"}
 	gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: gatewayName, Labels: labels},
 		Spec: netv1beta1.GatewayServerSpec{Endpoint: netv1beta1.Endpoint{Port: 51840, ServiceType: corev1.ServiceTypeNodePort}, MTU: 1340}}
-	if err := c.Create(ctx, gw); err != nil {
-		t.Fatal(err)
-	}
-	gw.Status.InternalEndpoint = &netv1beta1.InternalGatewayEndpoint{IP: ptr.To(netv1beta1.IP(node1Addr)), Node: ptr.To("node-1")}
-	if err := c.Status().Update(ctx, gw); err != nil {
-		t.Fatal(err)
-	}
+	createWithStatus(t, c, gw, func() {
+		gw.Status.InternalEndpoint = &netv1beta1.InternalGatewayEndpoint{IP: ptr.To(netv1beta1.IP(node1Addr)), Node: ptr.To("node-1")}
+	})
 	conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "provider", Labels: labels},
 		Spec: netv1beta1.ConfigurationSpec{Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
 			Pod: []netv1beta1.CIDR{podCIDR}, External: []netv1beta1.CIDR{extCIDR}}}}}
-	if err := c.Create(ctx, conf); err != nil {
-		t.Fatal(err)
-	}
-	conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
-		Pod: []netv1beta1.CIDR{"10.74.0.0/16"}, External: []netv1beta1.CIDR{"10.75.0.0/16"}}}
-	if err := c.Status().Update(ctx, conf); err != nil {
-		t.Fatal(err)
-	}
+	createWithStatus(t, c, conf, func() {
+		conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
+			Pod: []netv1beta1.CIDR{"10.74.0.0/16"}, External: []netv1beta1.CIDR{"10.75.0.0/16"}}}
+	})
 	return gw
+}
+
+// createWithStatus creates obj, then writes the status that setStatus sets on it.
+func createWithStatus(t *testing.T, c client.Client, obj client.Object, setStatus func()) {
+	t.Helper()
+	if err := c.Create(t.Context(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+	setStatus()
+	if err := c.Status().Update(t.Context(), obj); err != nil {
+		t.Fatalf("writing the status of %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// bedCluster starts the API server of the bed's cluster and returns it, the encapsulation
+// node-1's kernel has, and both nodes' state before any agent.
+func bedCluster(t *testing.T, b *bed) (*testenv.Cluster, fabric.Encap, map[string]string) {
+	t.Helper()
+	cl := testenv.New(t, testenv.ClusterOptions{Name: "a"}).Cluster("a")
+	var encap fabric.Encap
+	inNS(t, b.n1, func() (err error) { encap, err = fabric.DetectEncap(testr.New(t)); return err })
+	return cl, encap, map[string]string{b.n1: state(t, b.n1), b.n2: state(t, b.n2)}
 }
 
 // eventuallySource retries from ns until the peer answers, and returns the source it saw.
@@ -164,12 +179,8 @@ func TestAgentOnTwoNodes(t *testing.T) {
 	gwIf := gwagent.InterfaceName(gwagent.ModeServer, tenantNS, gatewayName)
 	b := newBed(t, gwIf)
 	ctx := t.Context()
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	cl := env.Cluster("a")
+	cl, encap, base := bedCluster(t, b)
 	c := cl.Client
-	var encap fabric.Encap
-	inNS(t, b.n1, func() (err error) { encap, err = fabric.DetectEncap(testr.New(t)); return err })
-	base := map[string]string{b.n1: state(t, b.n1), b.n2: state(t, b.n2)}
 	if got, err := sourceSeen(b.p2); err == nil {
 		t.Fatalf("the pod on node-2 reaches the peer before the fabric (seen as %s): the bed is wrong", got)
 	}

@@ -7,17 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/fabricipam"
-	"github.com/peerkit/terraform-provider-liqo/controllers/internalfabric"
 	gwagent "github.com/peerkit/terraform-provider-liqo/gateway/agent"
-	"github.com/peerkit/terraform-provider-liqo/gateway/fabric"
 	"github.com/peerkit/terraform-provider-liqo/gateway/fabric/fabrictest"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -50,30 +45,19 @@ func secondPeer(t *testing.T, b *bed, gwIf string) string {
 // createSecondPeering creates the GatewayClient on node-1 and the second peer's Configuration.
 func createSecondPeering(t *testing.T, c client.Client) {
 	t.Helper()
-	ctx := t.Context()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant2NS}}); err != nil {
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant2NS}}); err != nil {
 		t.Fatal(err)
 	}
 	labels := map[string]string{consts.RemoteClusterIDLabel: "provider2"}
 	gw := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: tenant2NS, Name: clientName, Labels: labels},
 		Spec: netv1beta1.GatewayClientSpec{MTU: 1340, Endpoint: netv1beta1.EndpointStatus{Addresses: []string{"192.0.2.99"}, Port: 51841}}}
-	if err := c.Create(ctx, gw); err != nil {
-		t.Fatal(err)
-	}
-	gw.Status.InternalEndpoint = &netv1beta1.InternalGatewayEndpoint{IP: ptr.To(netv1beta1.IP(node1Addr)), Node: ptr.To("node-1")}
-	if err := c.Status().Update(ctx, gw); err != nil {
-		t.Fatal(err)
-	}
+	createWithStatus(t, c, gw, func() {
+		gw.Status.InternalEndpoint = &netv1beta1.InternalGatewayEndpoint{IP: ptr.To(netv1beta1.IP(node1Addr)), Node: ptr.To("node-1")}
+	})
 	conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: tenant2NS, Name: "provider2", Labels: labels},
 		Spec: netv1beta1.ConfigurationSpec{Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{
 			Pod: []netv1beta1.CIDR{remote2Pods}, External: []netv1beta1.CIDR{"10.85.0.0/16"}}}}}
-	if err := c.Create(ctx, conf); err != nil {
-		t.Fatal(err)
-	}
-	conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: conf.Spec.Remote.CIDR}
-	if err := c.Status().Update(ctx, conf); err != nil {
-		t.Fatal(err)
-	}
+	createWithStatus(t, c, conf, func() { conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: conf.Spec.Remote.CIDR} })
 }
 
 // TestAgentTwoGatewaysOnOneNode: node-1 hosts the gateways of two peerings (a server, then a
@@ -86,21 +70,9 @@ func TestAgentTwoGatewaysOnOneNode(t *testing.T) {
 	testenv.RequireNetAdmin(t)
 	b := newBed(t, gwagent.InterfaceName(gwagent.ModeServer, tenantNS, gatewayName))
 	secondPeer(t, b, gwagent.InterfaceName(gwagent.ModeClient, tenant2NS, clientName))
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	cl := env.Cluster("a")
+	cl, encap, base := bedCluster(t, b)
 	c := cl.Client
-	var encap fabric.Encap
-	inNS(t, b.n1, func() (err error) { encap, err = fabric.DetectEncap(testr.New(t)); return err })
-	base := map[string]string{b.n1: state(t, b.n1), b.n2: state(t, b.n2)}
 	startManager(t, cl)
-	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
-		ipam, err := fabricipam.New(mgr.GetAPIReader(), consts.DefaultInternalCIDR)
-		if err != nil {
-			return err
-		}
-		return (&internalfabric.GatewayReconciler[*netv1beta1.GatewayClient]{Client: mgr.GetClient(), Gateway: internalfabric.ClientKind,
-			IPAM: ipam}).SetupWithManager(mgr)
-	})
 	stop1 := startAgent(t, cl, "node-1", b.n1, encap)
 	stop2 := startAgent(t, cl, "node-2", b.n2, encap)
 	server := createObjects(t, c)
