@@ -75,11 +75,17 @@ if [[ $nodes == real ]]; then
   vars+=(-var gateway_service_type=NodePort -var cpu=1 -var memory=1Gi -var pods=20)
 fi
 
-step "terraform apply examples/peering (nodes: $nodes, networking = $networking)"
+# The demo's working copy of examples/peering, in the sandbox's folder: its state is that
+# folder's terraform.tfstate, where terraform keeps it by default (the -state flag is deprecated),
+# and it goes with the sandbox (make sandbox-down).
+WORK=$STATE/peering
+mkdir -p "$WORK"
+cp "$ROOT"/examples/peering/*.tf "$WORK/"
+vars+=(-var "consumer_kubeconfig=$STATE/consumer.kubeconfig" -var "provider_kubeconfig=$STATE/provider.kubeconfig")
+
+step "terraform apply examples/peering, in its copy $WORK (nodes: $nodes, networking = $networking)"
 start=$(date +%s%N)
-terraform -chdir="$ROOT/examples/peering" apply -auto-approve -input=false -state="$STATE/peering.tfstate" \
-  "${vars[@]}" -var "consumer_kubeconfig=$STATE/consumer.kubeconfig" \
-  -var "provider_kubeconfig=$STATE/provider.kubeconfig"
+terraform -chdir="$WORK" apply -auto-approve -input=false "${vars[@]}"
 echo "applied in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
 step "offload the consumer's namespace demo and run a 3-replica Deployment there"
@@ -172,7 +178,8 @@ fi
 
 cat <<MSG
 
-Done. Try: terraform -chdir=examples/peering plan -state=$STATE/peering.tfstate ${vars[*]}
-(no changes; with TF_CLI_CONFIG_FILE=$STATE/terraformrc), add -var memory=2Gi to re-negotiate in place,
-and 'make sandbox-down' to stop everything.
+Done. Try (no changes):
+  export TF_CLI_CONFIG_FILE=$STATE/terraformrc
+  terraform -chdir=$WORK plan $(printf '%q ' "${vars[@]}")
+then add -var memory=2Gi to re-negotiate in place, and run 'make sandbox-down' to stop everything.
 MSG

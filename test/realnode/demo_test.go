@@ -70,6 +70,9 @@ func TestDemoOnRealNodes(t *testing.T) {
 	}
 	t.Logf("demo:\n%s", demoOut)
 	text := string(demoOut)
+	if strings.Contains(text, "Deprecated") {
+		t.Errorf("terraform warns of something deprecated in the demo")
+	}
 	for _, want := range []string{"nodes: real, networking = true", "containerd://", "Connected"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the demo's output lacks %q", want)

@@ -27,5 +27,5 @@ output "virtual_node" {
 }
 
 output "status" {
-  value = liqo_peering.example.status # { networking, authentication, offloading, latency }
+  value = liqo_peering.example.status # { networking, authentication, offloading } (the latency: data "liqo_foreign_cluster")
 }
