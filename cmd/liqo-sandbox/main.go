@@ -35,7 +35,7 @@ func run(ctx context.Context, args []string) error {
 	nodes := fs.String("nodes", sandbox.NodesKWOK, "the clusters' nodes: kwok (the components as processes), real (a kubelet with containerd per cluster, the chart installed by helm; root on Linux) or auto (real where possible)")
 	realNodes := fs.Int(sandbox.RealNodesFlag, 1, fmt.Sprintf("real nodes per cluster with real nodes: 1 to %d; more than one are joined by flannel (make flannel, $%s)", sandbox.MaxRealNodes, testenv.FlannelBinDirEnv))
 	imagesDir := fs.String("images", filepath.Join(root, "bin", "images"), "the component image archives (make images), for real nodes")
-	helm := fs.String("helm", filepath.Join(root, "bin", "helm-v3.22.0"), "the helm binary (make helm), for real nodes")
+	helm := fs.String("helm", filepath.Join(root, "bin", "helm-v4.3.1"), "the helm binary (make helm4; Helm 3.22 works too), for real nodes")
 	chartDir := fs.String("chart", filepath.Join(root, "deploy", "liqo"), "the chart, for real nodes")
 	extraPodCIDRs := map[string][]string{}
 	fs.Func(sandbox.ExtraPodCIDRFlag, "a further pod CIDR of a cluster, as cluster=cidr (repeatable; e.g. provider=10.70.0.0/16): its "+

@@ -1,7 +1,8 @@
 // Package chart runs the Helm CLI on the controller manager's chart (deploy/liqo), for tests:
 // it renders the chart as `helm template` does and runs helm against test clusters. The helm
-// binary is the one LIQO_HELM names (`make test` builds it: `make helm`); without it, tests
-// that need it skip with a message.
+// binary is the one LIQO_HELM names (`make test` builds Helm 4 with `make helm4`); without it,
+// tests that need it skip with a message. LIQO_HELM3 names a Helm 3 (`make helm`), which one test
+// (TestInstallUpgradeUninstall) runs too, to compare its result with Helm 4's.
 package chart
 
 import (
@@ -20,8 +21,11 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
-// HelmEnv is the environment variable naming the helm binary.
+// HelmEnv is the environment variable naming the helm binary (Helm 4).
 const HelmEnv = "LIQO_HELM"
+
+// Helm3Env is the environment variable naming a Helm 3 binary, for the comparison with Helm 4.
+const Helm3Env = "LIQO_HELM3"
 
 // Release is the release name the tests install the chart as.
 const Release = "liqo"
@@ -43,12 +47,19 @@ func Dir(tb testing.TB) string {
 // Helm returns the helm binary LIQO_HELM names, and skips tb when it is unset.
 func Helm(tb testing.TB) string {
 	tb.Helper()
-	bin := os.Getenv(HelmEnv)
+	return helmFrom(tb, HelmEnv, "make helm4")
+}
+
+// helmFrom returns the helm binary the environment variable env names, and skips tb when it is
+// unset; target is the make target that builds it.
+func helmFrom(tb testing.TB, env, target string) string {
+	tb.Helper()
+	bin := os.Getenv(env)
 	if bin == "" {
-		tb.Skipf("%s is not set: the chart is not checked with helm (make test builds helm with `make helm` and sets it)", HelmEnv)
+		tb.Skipf("%s is not set: the chart is not checked with this helm (make test builds it with `%s` and sets it)", env, target)
 	}
 	if _, err := os.Stat(bin); err != nil {
-		tb.Fatalf("%s=%s: %v (build it with `make helm`)", HelmEnv, bin, err)
+		tb.Fatalf("%s=%s: %v (build it with `%s`)", env, bin, err, target)
 	}
 	return bin
 }
@@ -62,10 +73,21 @@ type Helper struct {
 	home string
 }
 
-// New returns a Helper, skipping tb when LIQO_HELM is unset.
+// New returns a Helper of the helm LIQO_HELM names, skipping tb when it is unset.
 func New(tb testing.TB) *Helper {
 	tb.Helper()
-	bin := Helm(tb)
+	return newHelper(tb, Helm(tb))
+}
+
+// NewHelm3 returns a Helper of the Helm 3 LIQO_HELM3 names, skipping tb when it is unset.
+func NewHelm3(tb testing.TB) *Helper {
+	tb.Helper()
+	return newHelper(tb, helmFrom(tb, Helm3Env, "make helm"))
+}
+
+// newHelper returns a Helper running bin.
+func newHelper(tb testing.TB, bin string) *Helper {
+	tb.Helper()
 	// Not tb.TempDir(): its name comes from the test's, and helm splits --values at commas.
 	home, err := os.MkdirTemp("", "liqo-helm-")
 	if err != nil {

@@ -273,16 +273,35 @@ func TestTemplateServerDryRun(t *testing.T) {
 	}
 }
 
-// TestInstallUpgradeUninstall: helm installs the chart into a cluster (KWOK plays the node: the
-// manager's pod is Running without a container) and waits for it; an upgrade with a changed
-// value reaches revision 2, applies the value and keeps the CRDs and a ForeignCluster made
-// before it; helm uninstall (its pre-delete hook Job completed by KWOK: the uninstall
-// subcommand itself is tested in cmd/liqo-controller-manager) leaves none of the chart's
-// objects, hooks included.
+// TestInstallUpgradeUninstall: helm (Helm 4: server-side apply, kstatus waits) installs the chart
+// into a cluster (KWOK plays the node: the manager's pod is Running without a container) and waits
+// for it; an upgrade with a changed value reaches revision 2, applies the value and keeps the CRDs
+// and a ForeignCluster made before it; helm uninstall (its pre-delete hook Job completed by KWOK:
+// the uninstall subcommand itself is tested in cmd/liqo-controller-manager) leaves none of the
+// chart's objects, hooks included. Then, in the same cluster, Helm 3 (LIQO_HELM3) does the same,
+// and the chart's objects after its install and after its upgrade are Helm 4's.
 func TestInstallUpgradeUninstall(t *testing.T) {
 	h := chart.New(t)
 	env := testenv.New(t, testenv.ClusterOptions{Name: "a", ControllerManager: true, Scheduler: true, Nodes: []testenv.NodeOptions{{Name: "node-1"}}})
 	cl := env.Cluster("a")
+	helm4 := installUpgradeUninstall(t, h, cl)
+	t.Run("helm3", func(t *testing.T) {
+		helm3 := installUpgradeUninstall(t, chart.NewHelm3(t), cl)
+		for i, step := range []string{"install", "upgrade"} {
+			if len(helm4[i]) == 0 {
+				t.Fatalf("no objects recorded after Helm 4's %s", step)
+			}
+			for _, d := range diffObjects(helm4[i], helm3[i]) {
+				t.Errorf("after the %s, Helm 3 and Helm 4 differ: %s", step, d)
+			}
+		}
+	})
+}
+
+// installUpgradeUninstall runs TestInstallUpgradeUninstall's steps with h in cl, and returns the
+// chart's objects in the cluster after the install and after the upgrade (see chartObjects).
+func installUpgradeUninstall(t *testing.T, h *chart.Helper, cl *testenv.Cluster) [2]map[string]string {
+	t.Helper()
 	ctx := t.Context()
 	values := map[string]any{"clusterID": "cl-a", "podCIDR": "10.244.0.0/16"}
 	helm := func(args ...string) string {
@@ -295,6 +314,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Logf("helm %s: %s", args[0], time.Since(start).Round(time.Millisecond))
 		return out
 	}
+	var got [2]map[string]string
 
 	helm("install", chart.Release, chart.Dir(t), "--create-namespace", "--values", h.ValuesFile(values), "--wait", "--timeout", "3m")
 	dep := &appsv1.Deployment{}
@@ -304,6 +324,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if dep.Status.AvailableReplicas != 1 {
 		t.Errorf("after helm install --wait, %d available replicas", dep.Status.AvailableReplicas)
 	}
+	got[0] = chartObjects(ctx, t, cl, h.Template(consts.LiqoNamespace, values))
 
 	fc := &corev1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: "remote"}, Spec: corev1beta1.ForeignClusterSpec{ClusterID: "remote"}}
 	if err := cl.Client.Create(ctx, fc); err != nil {
@@ -345,6 +366,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	rendered := h.Template(consts.LiqoNamespace, values)
+	got[1] = chartObjects(ctx, t, cl, rendered)
 	out := helm("uninstall", chart.Release, "--wait", "--timeout", "3m")
 	if !strings.Contains(out, "uninstalled") {
 		t.Errorf("helm uninstall said:\n%s", out)
@@ -359,6 +381,59 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if err := cl.Client.List(ctx, pods, client.InNamespace(consts.LiqoNamespace)); err != nil || len(pods.Items) > 0 {
 		t.Errorf("pods left in %s: %d, %v", consts.LiqoNamespace, len(pods.Items), err)
 	}
+	return got
+}
+
+// chartObjects reads the objects of objs that are not hooks from the cluster, by "Kind
+// namespace/name", as JSON without what the API server and helm's way of applying decide rather
+// than the chart: status, managed fields, UIDs, versions, timestamps, the Services' cluster IPs.
+// A missing object is recorded as such.
+func chartObjects(ctx context.Context, t *testing.T, cl *testenv.Cluster, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for _, o := range objs {
+		if chart.IsHook(o) {
+			continue
+		}
+		key := o.GetKind() + " " + client.ObjectKeyFromObject(o).String()
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(o.GroupVersionKind())
+		if err := cl.Client.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
+			got[key] = "missing: " + err.Error()
+			continue
+		}
+		delete(live.Object, "status")
+		for _, f := range []string{"managedFields", "uid", "resourceVersion", "creationTimestamp", "generation"} {
+			unstructured.RemoveNestedField(live.Object, "metadata", f)
+		}
+		unstructured.RemoveNestedField(live.Object, "spec", "clusterIP")
+		unstructured.RemoveNestedField(live.Object, "spec", "clusterIPs")
+		data, err := json.Marshal(live.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[key] = string(data)
+	}
+	return got
+}
+
+// diffObjects lists the objects that differ between a and b (see chartObjects), with both.
+func diffObjects(a, b map[string]string) []string {
+	var diffs []string
+	for key, av := range a {
+		if bv, ok := b[key]; !ok {
+			diffs = append(diffs, key+": only with Helm 4")
+		} else if av != bv {
+			diffs = append(diffs, fmt.Sprintf("%s:\n  Helm 4: %s\n  Helm 3: %s", key, av, bv))
+		}
+	}
+	for key := range b {
+		if _, ok := a[key]; !ok {
+			diffs = append(diffs, key+": only with Helm 3")
+		}
+	}
+	slices.Sort(diffs)
+	return diffs
 }
 
 // remaining lists the objects of objs still in the cluster.
