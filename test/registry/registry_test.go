@@ -80,7 +80,7 @@ func TestTerraformInstallsTheRelease(t *testing.T) {
 	}
 
 	tf.mustFail(t, tf.config(t, addr, "tampered"), "archive has incorrect checksum", "init", "-input=false")
-	tf.mustFail(t, tf.config(t, addr, "wrongsig"), "signature", "init", "-input=false")
+	tf.mustFail(t, tf.config(t, addr, "wrongsig"), "authentication signature from unknown issuer", "init", "-input=false")
 
 	mirror := t.TempDir()
 	tf.must(t, dir, "providers", "mirror", "-platform="+host[0].OS+"_"+host[0].Arch, mirror)
