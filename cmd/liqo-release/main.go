@@ -28,7 +28,7 @@ import (
 // The environment variables holding the signing key and its passphrase.
 const (
 	keyEnv        = "GPG_PRIVATE_KEY"
-	passphraseEnv = "GPG_PASSPHRASE"
+	passphraseEnv = "GPG_PASSPHRASE" //nolint:gosec // the variable's name, not a credential
 )
 
 func main() {
@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	keyFile := fs.String("key-file", "", "file of the armored OpenPGP private signing key (default: $"+keyEnv+")")
 	throwaway := fs.Bool("throwaway-key", false, "sign with a new throwaway key (trials only) and write its public key beside the release")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("liqo-release: %w", err)
 	}
 	opts := release.Options{Version: *version, Source: *source, Out: *out, Manifest: *manifest}
 	if *targets != "" {

@@ -51,7 +51,7 @@ func BinaryName(version, goos string) string {
 // work, and returns the binary's path.
 func Build(ctx context.Context, source, version string, t Target, work string) (string, error) {
 	dir := filepath.Join(work, t.OS+"_"+t.Arch)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("build folder for %s: %w", t, err)
 	}
 	bin := filepath.Join(dir, BinaryName(version, t.OS))

@@ -73,7 +73,7 @@ func Make(ctx context.Context, o Options) (Files, error) {
 		targets = Targets
 	}
 	files := FileNames(o.Version, targets)
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+	if err := os.MkdirAll(o.Out, 0o750); err != nil {
 		return Files{}, fmt.Errorf("release folder: %w", err)
 	}
 	old, err := filepath.Glob(filepath.Join(o.Out, Name+"_"+o.Version+"_*"))
