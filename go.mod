@@ -3,6 +3,7 @@ module github.com/peerkit/terraform-provider-liqo
 go 1.25.8
 
 require (
+	github.com/ProtonMail/go-crypto v1.5.2
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-containerregistry v0.21.7
 	github.com/google/nftables v0.3.0
@@ -29,7 +30,6 @@ require (
 )
 
 require (
-	github.com/ProtonMail/go-crypto v1.4.1 // indirect
 	github.com/agext/levenshtein v1.2.3 // indirect
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

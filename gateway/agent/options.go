@@ -12,17 +12,19 @@ import (
 	"net"
 	"time"
 
+	"github.com/peerkit/terraform-provider-liqo/gateway/mode"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
-// Mode says which end of the tunnel the gateway is.
-type Mode string
+// Mode says which end of the tunnel the gateway is (gateway/mode, which the packages that
+// must build on every OS import).
+type Mode = mode.Mode
 
 const (
 	// ModeServer listens for the remote client; it reads a GatewayServer.
-	ModeServer Mode = "server"
+	ModeServer = mode.Server
 	// ModeClient connects to the remote server; it reads a GatewayClient.
-	ModeClient Mode = "client"
+	ModeClient = mode.Client
 )
 
 // DefaultTunnelCIDR holds the two tunnel addresses: the server takes the first host, the client

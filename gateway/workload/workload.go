@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
+	"github.com/peerkit/terraform-provider-liqo/gateway/mode"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -38,7 +38,7 @@ type Params struct {
 	// Owner is the GatewayServer or GatewayClient; everything rendered is owned by it.
 	Owner client.Object
 	// Mode is server or client.
-	Mode agent.Mode
+	Mode mode.Mode
 	// SecretName is the key Secret.
 	SecretName string
 	// Image is the gateway image; empty: DefaultImage.
@@ -72,7 +72,7 @@ var ipsRules = []rbacv1.PolicyRule{{APIGroups: []string{ipamv1alpha1.GroupVersio
 func Name(owner client.Object) string { return "gw-" + owner.GetName() }
 
 // Selector is the pod labels of a gateway.
-func Selector(owner client.Object, mode agent.Mode) map[string]string {
+func Selector(owner client.Object, mode mode.Mode) map[string]string {
 	return map[string]string{consts.AppComponentLabel: "gateway-" + string(mode), consts.AppNameLabel: owner.GetName()}
 }
 
@@ -253,7 +253,7 @@ func renderDeployment(dep *appsv1.Deployment, p Params) {
 	}
 	ctr.Args = append([]string{"--mode=" + string(p.Mode), "--namespace=" + p.Owner.GetNamespace(), "--gateway=" + p.Owner.GetName(),
 		"--secret=" + p.SecretName, "--liqo-namespace=" + consts.LiqoNamespaceOr(p.LiqoNamespace)}, ctr.Args...)
-	if p.Mode == agent.ModeServer {
+	if p.Mode == mode.Server {
 		ctr.Ports = slices.DeleteFunc(ctr.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == PortName || cp.ContainerPort == p.Port })
 		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: PortName, ContainerPort: p.Port, Protocol: corev1.ProtocolUDP})
 	}
@@ -310,7 +310,7 @@ func createOrUpdate(ctx context.Context, c client.Client, owner, obj client.Obje
 // reports it: the IP of its pod and the node the pod runs on. It picks, among the pods of the
 // gateway's Deployment that are not being deleted and have an IP, a ready one if any (the newest
 // first); nil when there is none.
-func InternalEndpoint(ctx context.Context, c client.Reader, owner client.Object, mode agent.Mode) (*netv1beta1.InternalGatewayEndpoint, error) {
+func InternalEndpoint(ctx context.Context, c client.Reader, owner client.Object, mode mode.Mode) (*netv1beta1.InternalGatewayEndpoint, error) {
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(owner.GetNamespace()), client.MatchingLabels(Selector(owner, mode))); err != nil {
 		return nil, fmt.Errorf("listing the gateway pods of %s/%s: %w", owner.GetNamespace(), owner.GetName(), err)
@@ -346,7 +346,7 @@ func InternalEndpoint(ctx context.Context, c client.Reader, owner client.Object,
 
 // GatewayOfPod returns the name of the GatewayServer (mode server) or GatewayClient (mode client)
 // whose Deployment pod is, from its labels; "" when pod is no such gateway's.
-func GatewayOfPod(pod client.Object, mode agent.Mode) string {
+func GatewayOfPod(pod client.Object, mode mode.Mode) string {
 	l := pod.GetLabels()
 	if l[consts.AppComponentLabel] != "gateway-"+string(mode) {
 		return ""
