@@ -15,9 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
@@ -32,10 +30,7 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	cli.Exit("liqo-release", err)
+	cli.Main("liqo-release", run)
 }
 
 // run parses args and makes the release.

@@ -3,9 +3,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,6 +29,15 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
 	}
 	return cfg, nil
+}
+
+// Main runs the command named name: run with the command line's arguments and standard output,
+// under a context that an interrupt or SIGTERM cancels, then Exit with its error.
+func Main(name string, run func(ctx context.Context, args []string, stdout io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	Exit(name, err)
 }
 
 // Exit ends the command named name: with status 1 and err on stderr, as "name: err", when err
