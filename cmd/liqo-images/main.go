@@ -164,7 +164,7 @@ func publishChart(ctx context.Context, tw io.Writer, dir, outDir, repo string, c
 	if err := os.MkdirAll(outDir, 0o750); err != nil {
 		return fmt.Errorf("chart %s: %w", ch.Name, err)
 	}
-	if err := os.WriteFile(path, ch.Archive, 0o644); err != nil { //nolint:gosec // a chart anyone may read
+	if err := os.WriteFile(path, ch.Archive, 0o644); err != nil {
 		return fmt.Errorf("chart %s: %w", ch.Name, err)
 	}
 	_, _ = fmt.Fprintf(tw, "chart %s %s\t\t%.1f KiB\t%s\n", ch.Name, ch.Version, float64(len(ch.Archive))/(1<<10), path)

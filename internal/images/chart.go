@@ -30,10 +30,11 @@ const (
 	HelmChartMediaType  types.MediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
 )
 
-// helmGzipExtra and helmGzipComment are what `helm package` writes in its archives' gzip
-// header.
+// helmGzipExtra and helmGzipComment are what `helm package` of Helm 4 writes in its archives'
+// gzip header: an extra field with subfield ID "rr" and its little-endian length (Helm 3 wrote
+// the same 40 bytes with a "+" in place of the ID and length).
 var (
-	helmGzipExtra   = []byte("+aHR0cHM6Ly95b3V0dS5iZS96OVV6MWljandyTQo=")
+	helmGzipExtra   = []byte("rr\x28\x00aHR0cHM6Ly95b3V0dS5iZS96OVV6MWljandyTQo=")
 	helmGzipComment = "Helm"
 )
 
@@ -147,13 +148,18 @@ func PackageChart(dir string, o ChartOptions) (*Chart, error) {
 // order mark, as Helm loads them).
 func chartFiles(dir string) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("chart folder: %w", err)
+	}
+	defer func() { _ = root.Close() }()
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", p, err)
 		}
 		rel = filepath.ToSlash(rel)
 		switch base := path.Base(rel); {
@@ -166,14 +172,17 @@ func chartFiles(dir string) (map[string][]byte, error) {
 		case !d.Type().IsRegular():
 			return fmt.Errorf("%s: not a regular file", rel)
 		}
-		data, err := os.ReadFile(p)
+		data, err := root.ReadFile(filepath.FromSlash(rel))
 		if err != nil {
-			return err
+			return fmt.Errorf("reading %s: %w", rel, err)
 		}
 		files[rel] = bytes.TrimPrefix(data, []byte{0xEF, 0xBB, 0xBF})
 		return nil
 	})
-	return files, err
+	if err != nil {
+		return nil, fmt.Errorf("chart folder %s: %w", dir, err)
+	}
+	return files, nil
 }
 
 // chartOrder is the order `helm package` writes a chart's files in: Chart.yaml, values.yaml,
@@ -233,7 +242,10 @@ func ChartArtifact(c *Chart, created time.Time) (v1.Image, error) {
 	a := &artifact{config: static.NewLayer(config, HelmConfigMediaType), layer: static.NewLayer(c.Archive, HelmChartMediaType)}
 	desc := func(l v1.Layer, mt types.MediaType, size int) (v1.Descriptor, error) {
 		d, err := l.Digest()
-		return v1.Descriptor{MediaType: mt, Size: int64(size), Digest: d}, err
+		if err != nil {
+			return v1.Descriptor{}, fmt.Errorf("digest: %w", err)
+		}
+		return v1.Descriptor{MediaType: mt, Size: int64(size), Digest: d}, nil
 	}
 	m := v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Annotations: map[string]string{
 		"org.opencontainers.image.created":     created.UTC().Format(time.RFC3339),
@@ -265,23 +277,27 @@ type artifact struct {
 	config, layer v1.Layer
 }
 
+// RawConfigFile is the artifact's config blob (partial.CompressedImageCore).
 func (a *artifact) RawConfigFile() ([]byte, error) {
 	rc, err := a.config.Compressed()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("chart config: %w", err)
 	}
 	defer func() { _ = rc.Close() }()
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(rc); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("chart config: %w", err)
 	}
 	return b.Bytes(), nil
 }
 
+// MediaType is the manifest's media type, OCI's (partial.CompressedImageCore).
 func (a *artifact) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
 
+// RawManifest is the manifest's JSON (partial.CompressedImageCore).
 func (a *artifact) RawManifest() ([]byte, error) { return a.manifest, nil }
 
+// LayerByDigest is the config or the chart layer by its digest (partial.CompressedImageCore).
 func (a *artifact) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
 	for _, l := range []v1.Layer{a.config, a.layer} {
 		if d, err := l.Digest(); err == nil && d == h {
