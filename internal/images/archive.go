@@ -27,25 +27,23 @@ const (
 	RefNameAnnotation   = "org.opencontainers.image.ref.name"
 )
 
-// WriteArchive writes img, tagged ref (a full reference: registry, repository and tag), to path
-// as an OCI image layout in a tar (oci-layout, index.json, blobs/sha256/...), with a Docker
-// manifest.json next to index.json over the same blobs: `ctr images import`, `docker load`
-// (old and new), `podman load` and `kind load image-archive` all read it. Importing through the
-// OCI index keeps the manifest, so the image's digest there is the one a registry serves. The
-// tar's entries are sorted and their metadata fixed (mtime: the image's creation time), so the
-// same image always gives the same bytes. The file is replaced atomically.
-func WriteArchive(ctx context.Context, path, ref string, img v1.Image) error {
+// WriteArchive writes a, an image (v1.Image) or a multi-platform image index (v1.ImageIndex, see
+// Index), tagged ref (a full reference: registry, repository and tag), to path as an OCI image
+// layout in a tar (oci-layout, index.json, blobs/sha256/...), with a Docker manifest.json next to
+// index.json over the same blobs (of an index, its first image's: Docker's format has no
+// indexes): `ctr images import` (the host's platform of an index), `docker load` (old and new),
+// `podman load` and `kind load image-archive` all read it. Importing through the OCI index keeps
+// the manifest, so the image's digest there is the one a registry serves. The tar's entries are
+// sorted and their metadata fixed (mtime: the image's creation time), so the same image always
+// gives the same bytes. The file is replaced atomically.
+func WriteArchive(ctx context.Context, path, ref string, a partial.Describable) error {
 	tag, err := name.NewTag(ref, name.StrictValidation)
 	if err != nil {
 		return fmt.Errorf("archive %s: reference %q: %w", path, ref, err)
 	}
-	entries, err := archiveEntries(tag, img)
+	entries, created, err := archiveEntries(tag, a)
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", path, err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return fmt.Errorf("archive %s: reading the config: %w", path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return fmt.Errorf("archive %s: %w", path, err)
@@ -56,7 +54,7 @@ func WriteArchive(ctx context.Context, path, ref string, img v1.Image) error {
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }()
 	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err := writeTar(ctx, w, entries, cfg.Created.Time); err != nil {
+	if err := writeTar(ctx, w, entries, created); err != nil {
 		_ = tmp.Close()
 		return fmt.Errorf("archive %s: %w", path, err)
 	}
@@ -84,91 +82,169 @@ type entry struct {
 	open func() (io.ReadCloser, error)
 }
 
-// archiveEntries are the files of img's archive, sorted by name.
-func archiveEntries(tag name.Tag, img v1.Image) ([]entry, error) {
-	bytesEntry := func(name string, data []byte) entry {
-		return entry{name: name, size: int64(len(data)), open: func() (io.ReadCloser, error) {
-			return io.NopCloser(bytes.NewReader(data)), nil
-		}}
-	}
-	blob := func(h v1.Hash) string { return "blobs/" + h.Algorithm + "/" + h.Hex }
+func bytesEntry(name string, data []byte) entry {
+	return entry{name: name, size: int64(len(data)), open: func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}}
+}
 
+func blobName(h v1.Hash) string { return "blobs/" + h.Algorithm + "/" + h.Hex }
+
+// dockerImage is an image of Docker's manifest.json.
+type dockerImage struct {
+	Config   string
+	RepoTags []string
+	Layers   []string
+}
+
+// blobSet collects an archive's blobs, each once.
+type blobSet struct {
+	entries []entry
+	seen    map[v1.Hash]bool
+}
+
+func (b *blobSet) add(h v1.Hash, e entry) {
+	if b.seen == nil {
+		b.seen = map[v1.Hash]bool{}
+	}
+	if !b.seen[h] {
+		b.seen[h] = true
+		b.entries = append(b.entries, e)
+	}
+}
+
+// addImage adds img's manifest, config and layers, and returns its config file and its Docker
+// manifest.json entry.
+func (b *blobSet) addImage(img v1.Image) (*v1.ConfigFile, dockerImage, error) {
 	manifest, err := img.RawManifest()
 	if err != nil {
-		return nil, fmt.Errorf("reading the manifest: %w", err)
+		return nil, dockerImage{}, fmt.Errorf("reading the manifest: %w", err)
 	}
-	desc, err := partial.Descriptor(img)
+	d, err := img.Digest()
 	if err != nil {
-		return nil, fmt.Errorf("describing the image: %w", err)
+		return nil, dockerImage{}, fmt.Errorf("hashing the manifest: %w", err)
 	}
 	config, err := img.RawConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("reading the config: %w", err)
+		return nil, dockerImage{}, fmt.Errorf("reading the config: %w", err)
 	}
 	configName, err := img.ConfigName()
 	if err != nil {
-		return nil, fmt.Errorf("hashing the config: %w", err)
+		return nil, dockerImage{}, fmt.Errorf("hashing the config: %w", err)
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("reading the config: %w", err)
+		return nil, dockerImage{}, fmt.Errorf("reading the config: %w", err)
 	}
 	layers, err := img.Layers()
 	if err != nil {
-		return nil, fmt.Errorf("reading the layers: %w", err)
+		return nil, dockerImage{}, fmt.Errorf("reading the layers: %w", err)
 	}
-
-	index := v1.IndexManifest{
-		SchemaVersion: 2,
-		MediaType:     types.OCIImageIndex,
-		Manifests: []v1.Descriptor{{
-			MediaType:   desc.MediaType,
-			Size:        desc.Size,
-			Digest:      desc.Digest,
-			Annotations: map[string]string{ImageNameAnnotation: tag.String(), RefNameAnnotation: tag.TagStr()},
-			Platform:    &v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture},
-		}},
-	}
-	indexJSON, err := json.Marshal(index)
-	if err != nil {
-		return nil, fmt.Errorf("encoding index.json: %w", err)
-	}
-	docker := []struct {
-		Config   string
-		RepoTags []string
-		Layers   []string
-	}{{Config: blob(configName), RepoTags: []string{tag.String()}}}
-
-	entries := []entry{
-		bytesEntry("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)),
-		bytesEntry("index.json", indexJSON),
-		bytesEntry(blob(desc.Digest), manifest),
-		bytesEntry(blob(configName), config),
-	}
-	seen := map[v1.Hash]bool{desc.Digest: true, configName: true}
+	b.add(d, bytesEntry(blobName(d), manifest))
+	b.add(configName, bytesEntry(blobName(configName), config))
+	docker := dockerImage{Config: blobName(configName)}
 	for _, l := range layers {
-		d, err := l.Digest()
+		ld, err := l.Digest()
 		if err != nil {
-			return nil, fmt.Errorf("hashing a layer: %w", err)
+			return nil, dockerImage{}, fmt.Errorf("hashing a layer: %w", err)
 		}
-		docker[0].Layers = append(docker[0].Layers, blob(d))
-		if seen[d] {
-			continue
-		}
-		seen[d] = true
+		docker.Layers = append(docker.Layers, blobName(ld))
 		size, err := l.Size()
 		if err != nil {
-			return nil, fmt.Errorf("sizing layer %s: %w", d, err)
+			return nil, dockerImage{}, fmt.Errorf("sizing layer %s: %w", ld, err)
 		}
-		entries = append(entries, entry{name: blob(d), size: size, open: l.Compressed})
+		b.add(ld, entry{name: blobName(ld), size: size, open: l.Compressed})
 	}
-	dockerJSON, err := json.Marshal(docker)
+	return cfg, docker, nil
+}
+
+// addIndex adds idx's manifest and images, and returns its first image's config file and Docker
+// manifest.json entry.
+func (b *blobSet) addIndex(idx v1.ImageIndex) (*v1.ConfigFile, dockerImage, error) {
+	raw, err := idx.RawManifest()
 	if err != nil {
-		return nil, fmt.Errorf("encoding manifest.json: %w", err)
+		return nil, dockerImage{}, fmt.Errorf("reading the index: %w", err)
 	}
-	entries = append(entries, bytesEntry("manifest.json", dockerJSON))
+	d, err := idx.Digest()
+	if err != nil {
+		return nil, dockerImage{}, fmt.Errorf("hashing the index: %w", err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, dockerImage{}, fmt.Errorf("reading the index: %w", err)
+	}
+	b.add(d, bytesEntry(blobName(d), raw))
+	var (
+		first  *v1.ConfigFile
+		docker dockerImage
+	)
+	for i, desc := range m.Manifests {
+		img, err := idx.Image(desc.Digest)
+		if err != nil {
+			return nil, dockerImage{}, fmt.Errorf("reading image %s of the index: %w", desc.Digest, err)
+		}
+		cfg, di, err := b.addImage(img)
+		if err != nil {
+			return nil, dockerImage{}, err
+		}
+		if i == 0 {
+			first, docker = cfg, di
+		}
+	}
+	if first == nil {
+		return nil, dockerImage{}, fmt.Errorf("the index has no images")
+	}
+	return first, docker, nil
+}
+
+// archiveEntries are the files of a's archive, sorted by name, and the creation time of its
+// (first) image.
+func archiveEntries(tag name.Tag, a partial.Describable) ([]entry, time.Time, error) {
+	var (
+		blobs  blobSet
+		cfg    *v1.ConfigFile
+		docker dockerImage
+		err    error
+	)
+	top := v1.Descriptor{Annotations: map[string]string{ImageNameAnnotation: tag.String(), RefNameAnnotation: tag.TagStr()}}
+	switch a := a.(type) {
+	case v1.Image:
+		cfg, docker, err = blobs.addImage(a)
+		if err == nil {
+			top.Platform = &v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture}
+		}
+	case v1.ImageIndex:
+		cfg, docker, err = blobs.addIndex(a)
+	default:
+		return nil, time.Time{}, fmt.Errorf("%T is neither an image nor an image index", a)
+	}
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if top.MediaType, err = a.MediaType(); err != nil {
+		return nil, time.Time{}, fmt.Errorf("reading the media type: %w", err)
+	}
+	if top.Size, err = a.Size(); err != nil {
+		return nil, time.Time{}, fmt.Errorf("sizing the manifest: %w", err)
+	}
+	if top.Digest, err = a.Digest(); err != nil {
+		return nil, time.Time{}, fmt.Errorf("hashing the manifest: %w", err)
+	}
+	indexJSON, err := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{top}})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("encoding index.json: %w", err)
+	}
+	docker.RepoTags = []string{tag.String()}
+	dockerJSON, err := json.Marshal([]dockerImage{docker})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("encoding manifest.json: %w", err)
+	}
+	entries := append(blobs.entries,
+		bytesEntry("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)),
+		bytesEntry("index.json", indexJSON),
+		bytesEntry("manifest.json", dockerJSON))
 	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
-	return entries, nil
+	return entries, cfg.Created.Time, nil
 }
 
 // writeTar writes entries, in their order, with their folders before them, owned by root,

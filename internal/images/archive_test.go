@@ -3,6 +3,7 @@ package images_test
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"errors"
 	"io"
 	"os"
@@ -11,8 +12,10 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/images"
@@ -38,36 +41,8 @@ func TestWriteArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
 	layoutDir := filepath.Join(dir, "layout")
-	tr := tar.NewReader(bytes.NewReader(data))
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, h.Name)
-		if !h.ModTime.Equal(created) || h.Uid != 0 || h.Gid != 0 {
-			t.Errorf("%s: modified %v, owner %d:%d; want %v, 0:0", h.Name, h.ModTime, h.Uid, h.Gid, created)
-		}
-		target := filepath.Join(layoutDir, filepath.FromSlash(h.Name))
-		if h.Typeflag == tar.TypeDir {
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(target, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	names := extract(t, data, layoutDir)
 	if !slices.IsSorted(names) {
 		t.Errorf("entries not sorted: %q", names)
 	}
@@ -138,5 +113,112 @@ func TestWriteArchive(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "out", "*.tmp")); len(left) > 0 {
 		t.Errorf("temporary files left behind: %q", left)
+	}
+}
+
+// extract unpacks the archive data into dir, checks its entries' times and owners, and returns
+// their names.
+func extract(t *testing.T, data []byte, dir string) []string {
+	t.Helper()
+	var names []string
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		if !h.ModTime.Equal(created) || h.Uid != 0 || h.Gid != 0 {
+			t.Errorf("%s: modified %v, owner %d:%d; want %v, 0:0", h.Name, h.ModTime, h.Uid, h.Gid, created)
+		}
+		target := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if h.Typeflag == tar.TypeDir {
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(target, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestWriteArchiveIndex: the archive of a multi-platform image index names the index in its
+// index.json (as containerd imports it), holds every platform's image (each validated, its
+// config naming its platform), and its Docker manifest.json tags the first platform's image.
+func TestWriteArchiveIndex(t *testing.T) {
+	bundle, _ := caBundle(t)
+	c := images.Component{Name: "liqo-test", NonRoot: true}
+	amd := build(t, c, hello, images.Options{CABundle: bundle, Created: created})
+	arm := build(t, c, helloARM64, images.Options{CABundle: bundle, Created: created, Platform: linuxARM64})
+	idx, err := images.Index(amd, arm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := c.Reference("registry.example:5000/peerkit")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "liqo-test.tar")
+	if err := images.WriteArchive(t.Context(), path, ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layoutDir := filepath.Join(dir, "layout")
+	if names := extract(t, data, layoutDir); !slices.IsSorted(names) {
+		t.Errorf("entries not sorted: %q", names)
+	}
+
+	top, err := layout.ImageIndexFromPath(layoutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := top.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 || im.Manifests[0].MediaType != types.OCIImageIndex || im.Manifests[0].Digest != indexDigest(t, idx) ||
+		im.Manifests[0].Annotations[images.ImageNameAnnotation] != ref {
+		t.Fatalf("index.json %+v, want the image index %s named %s", im.Manifests, indexDigest(t, idx), ref)
+	}
+	fromLayout, err := top.ImageIndex(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Index(fromLayout); err != nil {
+		t.Errorf("the layout's index is invalid: %v", err)
+	}
+	for _, w := range []struct {
+		img v1.Image
+		p   v1.Platform
+		m   elf.Machine
+	}{{amd, linuxAMD64, elf.EM_X86_64}, {arm, linuxARM64, elf.EM_AARCH64}} {
+		img, err := fromLayout.Image(digest(t, w.img))
+		if err != nil {
+			t.Fatalf("%s: %v", w.p, err)
+		}
+		checkPlatform(t, img, w.p, w.m)
+	}
+
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDocker, err := tarball.ImageFromPath(path, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantConfig, _ := amd.ConfigName()
+	if got, _ := fromDocker.ConfigName(); got != wantConfig {
+		t.Errorf("the Docker archive's config is %s, want linux/amd64's %s", got, wantConfig)
 	}
 }

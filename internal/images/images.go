@@ -1,9 +1,12 @@
 // Package images builds the OCI images of this project's components without a container
-// daemon (with go-containerregistry): each is a static linux/amd64 binary on an empty base, plus
-// a CA bundle and minimal /etc/passwd and /etc/group. The images are reproducible: the same
-// binaries and CA bundle give the same digests (fixed timestamps, owners and modes, sorted tar
-// entries). WriteArchive saves an image as a tarball that `ctr images import`, `docker load` and
-// `kind load image-archive` accept; Push publishes it to a registry.
+// daemon (with go-containerregistry): each is a static Linux binary on an empty base, plus a CA
+// bundle and minimal /etc/passwd and /etc/group, for linux/amd64 or linux/arm64; Index joins one
+// component's images of several platforms into an OCI image index. The images are reproducible:
+// the same binaries and CA bundle give the same digests (fixed timestamps, owners and modes,
+// sorted tar entries). WriteArchive saves an image or index as a tarball that `ctr images
+// import`, `docker load` and `kind load image-archive` accept; Push publishes it to a registry.
+// PackageChart packages the chart as `helm package` does, and ChartArtifact makes it the OCI
+// artifact `helm push` would push.
 package images
 
 import (
@@ -92,6 +95,16 @@ type Options struct {
 	// Created is the images' creation time and the modification time of their files; the zero
 	// value is the Unix epoch. A constant (such as $SOURCE_DATE_EPOCH) keeps them reproducible.
 	Created time.Time
+	// Platform is the image's platform, which its binary must be built for (Platforms lists
+	// those supported); the zero value is linux/amd64.
+	Platform v1.Platform
+}
+
+func (o Options) platform() v1.Platform {
+	if o.Platform.OS == "" && o.Platform.Architecture == "" {
+		return v1.Platform{OS: "linux", Architecture: "amd64"}
+	}
+	return o.Platform
 }
 
 func (o Options) created() time.Time {
@@ -101,7 +114,7 @@ func (o Options) created() time.Time {
 	return o.Created.UTC().Truncate(time.Second)
 }
 
-// Build builds c's image from its binary, a static linux/amd64 executable: two layers, the
+// Build builds c's image from its binary, a static executable for o's platform: two layers, the
 // base files (CA bundle, /etc/passwd, /etc/group, /tmp, the non-root user's home), identical in
 // every image, and the binary at /<Name>; the binary as the entrypoint, SSL_CERT_FILE, c's
 // user, and the OCI labels version, source and title.
@@ -109,7 +122,8 @@ func Build(ctx context.Context, c Component, binary string, o Options) (v1.Image
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkStatic(binary); err != nil {
+	platform := o.platform()
+	if err := checkStatic(binary, platform); err != nil {
 		return nil, fmt.Errorf("image %s: %w", c.Name, err)
 	}
 	bundle := o.CABundle
@@ -135,8 +149,8 @@ func Build(ctx context.Context, c Component, binary string, o Options) (v1.Image
 	}
 
 	cfg := &v1.ConfigFile{
-		Architecture: "amd64",
-		OS:           "linux",
+		Architecture: platform.Architecture,
+		OS:           platform.OS,
 		Created:      v1.Time{Time: created},
 		Config: v1.Config{
 			Entrypoint: []string{"/" + c.Name},
@@ -170,16 +184,20 @@ func Build(ctx context.Context, c Component, binary string, o Options) (v1.Image
 	return img, nil
 }
 
-// checkStatic fails unless path is a linux/amd64 ELF executable without a dynamic loader or
-// shared libraries: on an empty base, nothing else runs.
-func checkStatic(path string) error {
+// checkStatic fails unless path is an ELF executable for p without a dynamic loader or shared
+// libraries: on an empty base, nothing else runs.
+func checkStatic(path string, p v1.Platform) error {
+	machine, ok := machines[p.String()]
+	if !ok {
+		return fmt.Errorf("platform %s is not supported (want one of %s)", p, supported())
+	}
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s is not an ELF executable: %w", path, err)
 	}
 	defer func() { _ = f.Close() }()
-	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
-		return fmt.Errorf("%s is for %s, %s; want amd64 (GOARCH=amd64)", path, f.Machine, f.Class)
+	if f.Machine != machine || f.Class != elf.ELFCLASS64 {
+		return fmt.Errorf("%s is for %s, %s; want %s (GOOS=%s GOARCH=%s)", path, f.Machine, f.Class, p.Architecture, p.OS, p.Architecture)
 	}
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
 		return fmt.Errorf("%s is a %s, not an executable", path, f.Type)

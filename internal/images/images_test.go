@@ -25,8 +25,8 @@ import (
 )
 
 // hello is a tiny static linux/amd64 program standing in for the components' binaries: it
-// prints its name and $SSL_CERT_FILE.
-var hello string
+// prints its name and $SSL_CERT_FILE; helloARM64 is the same for linux/arm64.
+var hello, helloARM64 string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "images-test-")
@@ -34,7 +34,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	hello, err = buildHello(dir)
+	hello, err = buildHello(dir, "amd64")
+	if err == nil {
+		helloARM64, err = buildHello(dir, "arm64")
+	}
 	code := 1
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -45,7 +48,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func buildHello(dir string) (string, error) {
+func buildHello(dir, arch string) (string, error) {
 	src := filepath.Join(dir, "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return "", err
@@ -59,10 +62,10 @@ func buildHello(dir string) (string, error) {
 			return "", err
 		}
 	}
-	out := filepath.Join(dir, "hello")
+	out := filepath.Join(dir, "hello-"+arch)
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out, ".")
 	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=", "GOWORK=off")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOFLAGS=", "GOWORK=off")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the test program: %w\n%s", err, b)
 	}
@@ -89,6 +92,15 @@ func build(t *testing.T, c images.Component, binary string, o images.Options) v1
 		t.Fatal(err)
 	}
 	return img
+}
+
+func indexDigest(t *testing.T, idx v1.ImageIndex) v1.Hash {
+	t.Helper()
+	d, err := idx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func digest(t *testing.T, img v1.Image) v1.Hash {
@@ -321,6 +333,29 @@ func TestBuildReproducible(t *testing.T) {
 		t.Errorf("another CA bundle, same digest %s", a)
 	}
 
+	// An index of both platforms: the same images give the same index, in any order.
+	arm := images.Options{CABundle: bundle, Created: created, Platform: v1.Platform{OS: "linux", Architecture: "arm64"}}
+	armCopy := filepath.Join(dir, "arm64")
+	armExe, err := os.ReadFile(helloARM64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(armCopy, armExe, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	a, err := images.Index(first, build(t, c, helloARM64, arm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm.CABundle = bundle
+	b, err := images.Index(build(t, c, armCopy, arm), second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if da, db := indexDigest(t, a), indexDigest(t, b); da != db {
+		t.Errorf("two indexes of the same images: digests %s and %s", da, db)
+	}
+
 	// The zero time is the Unix epoch.
 	epoch := build(t, c, hello, images.Options{CABundle: bundle})
 	cfg, err := epoch.ConfigFile()
@@ -332,8 +367,8 @@ func TestBuildReproducible(t *testing.T) {
 	}
 }
 
-// TestBuildRejects: binaries that cannot run on an empty linux/amd64 base, and missing
-// inputs, are errors naming the problem.
+// TestBuildRejects: binaries that cannot run on an empty base of the image's platform, other
+// platforms, and missing inputs are errors naming the problem.
 func TestBuildRejects(t *testing.T) {
 	bundle, _ := caBundle(t)
 	o := images.Options{CABundle: bundle, Created: created}
@@ -362,6 +397,8 @@ func TestBuildRejects(t *testing.T) {
 		{"arm64", armBin, o, "want amd64"},
 		{"missing binary", filepath.Join(dir, "none"), o, "not an ELF executable"},
 		{"missing CA bundle", hello, images.Options{CABundle: filepath.Join(dir, "none")}, "CA bundle"},
+		{"amd64 as arm64", hello, images.Options{CABundle: bundle, Platform: v1.Platform{OS: "linux", Architecture: "arm64"}}, "want arm64 (GOOS=linux GOARCH=arm64)"},
+		{"unsupported platform", hello, images.Options{CABundle: bundle, Platform: v1.Platform{OS: "linux", Architecture: "386"}}, "linux/386 is not supported"},
 	}
 	// A dynamically linked program of the host's, when there is one.
 	for _, p := range []string{"/bin/sh", "/usr/bin/env"} {
