@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
@@ -30,19 +31,9 @@ func TestWriteArchive(t *testing.T) {
 	c := images.Component{Name: "liqo-test", NonRoot: true}
 	img := build(t, c, hello, images.Options{CABundle: bundle, Created: created})
 	ref := c.Reference("registry.example:5000/peerkit")
-	dir := t.TempDir()
-	path := filepath.Join(dir, "out", "liqo-test.tar")
-	if err := images.WriteArchive(t.Context(), path, ref, img); err != nil {
-		t.Fatal(err)
-	}
-
 	// The tar itself.
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	layoutDir := filepath.Join(dir, "layout")
-	names := extract(t, data, layoutDir)
+	path, data, layoutDir, names := writeAndExtract(t, ref, img, filepath.Join("out", "liqo-test.tar"))
+	dir := filepath.Dir(filepath.Dir(path))
 	if !slices.IsSorted(names) {
 		t.Errorf("entries not sorted: %q", names)
 	}
@@ -53,14 +44,7 @@ func TestWriteArchive(t *testing.T) {
 	}
 
 	// Read as an OCI image layout.
-	idx, err := layout.ImageIndexFromPath(layoutDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx, im := layoutIndex(t, layoutDir)
 	if len(im.Manifests) != 1 {
 		t.Fatalf("index of %d manifests, want 1", len(im.Manifests))
 	}
@@ -83,14 +67,7 @@ func TestWriteArchive(t *testing.T) {
 	}
 
 	// Read as a Docker archive, by its tag.
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromDocker, err := tarball.ImageFromPath(path, &tag)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fromDocker := dockerImage(t, path, ref)
 	if err := validate.Image(fromDocker); err != nil {
 		t.Errorf("the Docker archive's image is invalid: %v", err)
 	}
@@ -155,37 +132,18 @@ func extract(t *testing.T, data []byte, dir string) []string {
 // index.json (as containerd imports it), holds every platform's image (each validated, its
 // config naming its platform), and its Docker manifest.json tags the first platform's image.
 func TestWriteArchiveIndex(t *testing.T) {
-	bundle, _ := caBundle(t)
-	c := images.Component{Name: "liqo-test", NonRoot: true}
-	amd := build(t, c, hello, images.Options{CABundle: bundle, Created: created})
-	arm := build(t, c, helloARM64, images.Options{CABundle: bundle, Created: created, Platform: linuxARM64})
+	c, amd, arm := twoPlatforms(t)
 	idx, err := images.Index(amd, arm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := c.Reference("registry.example:5000/peerkit")
-	dir := t.TempDir()
-	path := filepath.Join(dir, "liqo-test.tar")
-	if err := images.WriteArchive(t.Context(), path, ref, idx); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	layoutDir := filepath.Join(dir, "layout")
-	if names := extract(t, data, layoutDir); !slices.IsSorted(names) {
+	path, _, layoutDir, names := writeAndExtract(t, ref, idx, "liqo-test.tar")
+	if !slices.IsSorted(names) {
 		t.Errorf("entries not sorted: %q", names)
 	}
 
-	top, err := layout.ImageIndexFromPath(layoutDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := top.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	top, im := layoutIndex(t, layoutDir)
 	if len(im.Manifests) != 1 || im.Manifests[0].MediaType != types.OCIImageIndex || im.Manifests[0].Digest != indexDigest(t, idx) ||
 		im.Manifests[0].Annotations[images.ImageNameAnnotation] != ref {
 		t.Fatalf("index.json %+v, want the image index %s named %s", im.Manifests, indexDigest(t, idx), ref)
@@ -209,16 +167,65 @@ func TestWriteArchiveIndex(t *testing.T) {
 		checkPlatform(t, img, w.p, w.m)
 	}
 
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fromDocker, err := tarball.ImageFromPath(path, &tag)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fromDocker := dockerImage(t, path, ref)
 	wantConfig, _ := amd.ConfigName()
 	if got, _ := fromDocker.ConfigName(); got != wantConfig {
 		t.Errorf("the Docker archive's config is %s, want linux/amd64's %s", got, wantConfig)
 	}
+}
+
+// writeAndExtract writes img's archive to file (a path in a new folder) and extracts it; it
+// returns the archive's path and bytes, the folder it was extracted to and its entries' names in
+// order.
+func writeAndExtract(t *testing.T, ref string, img partial.Describable, file string) (string, []byte, string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, file)
+	if err := images.WriteArchive(t.Context(), path, ref, img); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layoutDir := filepath.Join(dir, "layout")
+	return path, data, layoutDir, extract(t, data, layoutDir)
+}
+
+// twoPlatforms builds the test component's linux/amd64 and linux/arm64 images.
+func twoPlatforms(t *testing.T) (images.Component, v1.Image, v1.Image) {
+	t.Helper()
+	bundle, _ := caBundle(t)
+	c := images.Component{Name: "liqo-test", NonRoot: true}
+	amd := build(t, c, hello, images.Options{CABundle: bundle, Created: created})
+	arm := build(t, c, helloARM64, images.Options{CABundle: bundle, Created: created, Platform: linuxARM64})
+	return c, amd, arm
+}
+
+// layoutIndex reads the OCI image layout in dir: its top index and that index's manifest.
+func layoutIndex(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
+	t.Helper()
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx, im
+}
+
+// dockerImage reads the archive at path as a Docker archive, the image tagged ref.
+func dockerImage(t *testing.T, path, ref string) v1.Image {
+	t.Helper()
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(path, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }

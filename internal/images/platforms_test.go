@@ -45,10 +45,7 @@ func TestParsePlatforms(t *testing.T) {
 // order) lists them sorted by platform, each descriptor naming the platform its image's config
 // names; the arm64 image's binary is an ARM64 ELF, the amd64 one's an x86-64 ELF.
 func TestIndex(t *testing.T) {
-	bundle, _ := caBundle(t)
-	c := images.Component{Name: "liqo-test", NonRoot: true}
-	amd := build(t, c, hello, images.Options{CABundle: bundle, Created: created})
-	arm := build(t, c, helloARM64, images.Options{CABundle: bundle, Created: created, Platform: linuxARM64})
+	_, amd, arm := twoPlatforms(t)
 	idx, err := images.Index(arm, amd)
 	if err != nil {
 		t.Fatal(err)
