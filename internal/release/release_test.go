@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -119,5 +120,34 @@ func TestReadKeyErrors(t *testing.T) {
 	if _, err := Make(t.Context(), Options{Version: "v1", Source: ".", Out: t.TempDir(), Manifest: "m"}); err == nil ||
 		!strings.Contains(err.Error(), "no signing key") || !strings.Contains(err.Error(), "VERSION=x.y.z") {
 		t.Errorf("Make without a key and with version v1: %v", err)
+	}
+}
+
+// TestProviderBuildsForEveryTarget: the provider's main package links none of the gateway's
+// Linux data plane (nftables, netlink), which does not compile for darwin, windows or freebsd.
+// It reads the import graph only (go list), without cross-compiling.
+func TestProviderBuildsForEveryTarget(t *testing.T) {
+	linuxOnly := []string{"github.com/google/nftables", "github.com/vishvananda/netlink",
+		"github.com/peerkit/terraform-provider-liqo/gateway/agent", "github.com/peerkit/terraform-provider-liqo/gateway/netcfg"}
+	seen := map[string]bool{}
+	for _, target := range Targets {
+		if target.OS == "linux" || seen[target.OS] {
+			continue
+		}
+		seen[target.OS] = true
+		cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", ".")
+		cmd.Dir = filepath.Join("..", "..")
+		cmd.Env = append(os.Environ(), "GOOS="+target.OS, "GOARCH="+target.Arch, "CGO_ENABLED=0")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list for %s: %v", target, err)
+		}
+		for pkg := range strings.Lines(string(out)) {
+			for _, bad := range linuxOnly {
+				if pkg = strings.TrimSpace(pkg); pkg == bad || strings.HasPrefix(pkg, bad+"/") {
+					t.Errorf("the provider links %s, which does not build for %s: name gateway ends through gateway/mode", pkg, target)
+				}
+			}
+		}
 	}
 }
