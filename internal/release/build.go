@@ -24,10 +24,11 @@ type Target struct {
 // String returns os/arch.
 func (t Target) String() string { return t.OS + "/" + t.Arch }
 
-// Targets are the platforms of a full release (not freebsd: the provider imports Linux-only
-// netlink and nftables code through gateway/netcfg).
+// Targets are the platforms of a full release. The provider builds for each because the packages
+// it links name the gateway's ends through gateway/mode, not the gateway's Linux data plane.
 var Targets = []Target{
 	{"darwin", "amd64"}, {"darwin", "arm64"},
+	{"freebsd", "amd64"},
 	{"linux", "amd64"}, {"linux", "arm64"},
 	{"windows", "amd64"}, {"windows", "arm64"},
 }
