@@ -111,37 +111,55 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // TestExampleTests runs the examples' tests that need no cluster with the provider built from
 // the tree: in every example with tests/, `terraform test` must pass; each file of
-// tests/rejected/ must fail with the messages of its expect-error lines.
+// tests/rejected/ must fail with the messages of its expect-error lines. Its subtest tofu runs
+// the same with OpenTofu (LIQO_TOFU), in another copy of the examples, but for what OpenTofu
+// lacks (terraformOnly, tofuCannotTest).
 func TestExampleTests(t *testing.T) {
 	requireTerraform(t)
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	examples := copyExamples(t, root)
-	names, tests := findExampleTests(t, examples)
+	names, tests := findExampleTests(t, filepath.Join(root, "examples"))
 	if len(names) == 0 {
 		t.Fatal("no example has terraform test files")
 	}
-	env := devOverridesEnv(t, build(t, root, "."))
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(examples, name)
+	bins := build(t, root, ".")
+	t.Cleanup(func() { stopLeftProviders(t, bins) })
+	env := devOverridesEnv(t, bins)
+	runExampleTests(t, "terraform", copyExamples(t, root), env, names, tests)
+	t.Run("tofu", func(t *testing.T) {
+		runExampleTests(t, requireTofu(t), copyExamples(t, root), env, names, tests)
+	})
+}
+
+// runExampleTests runs, with the given CLI (terraform, or OpenTofu's tofu), the tests of
+// tests/ and tests/rejected/ of the named examples in a copy of the examples, one subtest each.
+func runExampleTests(t *testing.T, cli, examples string, env []string, names []string, tests map[string]*exampleTests) {
+	t.Helper()
+	name := cliName(cli)
+	for _, example := range names {
+		t.Run(example, func(t *testing.T) {
+			skipTerraformOnly(t, cli, example)
+			dir := filepath.Join(examples, example)
 			// Installs the local modules the example calls (init would also look the provider up in
 			// the registry).
-			if out, _, code := terraformIn(t, dir, env, "get", "-no-color"); code != 0 {
-				t.Fatalf("terraform get: exit %d\n%s", code, out)
+			if out, _, code := cliIn(t, cli, dir, env, "get", "-no-color"); code != 0 {
+				t.Fatalf("%s get: exit %d\n%s", name, code, out)
 			}
-			if tests[name].unit {
-				out, _, code := terraformIn(t, dir, env, "test", "-no-color")
-				if code != 0 {
-					t.Errorf("terraform test in examples/%s: exit %d\n%s", name, code, out)
-				} else {
-					t.Logf("terraform test in examples/%s:\n%s", name, out)
+			if tests[example].unit {
+				out, took, code := cliIn(t, cli, dir, env, "test", "-no-color")
+				switch cannot, known := tofuCannotTest[example]; {
+				case known && name == "tofu":
+					expectTofuCannot(t, example, cannot, out, code)
+				case code != 0:
+					t.Errorf("%s test in examples/%s: exit %d\n%s", name, example, code, out)
+				default:
+					t.Logf("%s test in examples/%s, %s:\n%s", name, example, took.Round(100*time.Millisecond), out)
 				}
 			}
-			for _, file := range tests[name].rejected {
-				t.Run(filepath.Base(file), func(t *testing.T) { expectRejected(t, dir, env, file) })
+			for _, file := range tests[example].rejected {
+				t.Run(filepath.Base(file), func(t *testing.T) { expectRejected(t, cli, dir, env, file) })
 			}
 		})
 	}
@@ -149,7 +167,7 @@ func TestExampleTests(t *testing.T) {
 
 // expectRejected runs one file of an example's tests/rejected/ and checks that it fails with the
 // messages of its expect-error lines.
-func expectRejected(t *testing.T, dir string, env []string, file string) {
+func expectRejected(t *testing.T, cli, dir string, env []string, file string) {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join(dir, file))
 	if err != nil {
@@ -159,20 +177,21 @@ func expectRejected(t *testing.T, dir string, env []string, file string) {
 	if len(want) == 0 {
 		t.Fatalf("%s has no \"# expect-error: <message>\" line", file)
 	}
-	out, _, code := terraformIn(t, dir, env, "test", "-no-color", "-test-directory="+rejectedTestDir, "-filter="+file)
+	out, _, code := cliIn(t, cli, dir, env, "test", "-no-color", "-test-directory="+rejectedTestDir, "-filter="+file)
 	if code == 0 {
-		t.Fatalf("terraform test %s passed, want a failure at plan\n%s", file, out)
+		t.Fatalf("%s test %s passed, want a failure at plan\n%s", cliName(cli), file, out)
 	}
 	for _, w := range want {
 		if !strings.Contains(oneLine(out), oneLine(w[1])) {
-			t.Errorf("terraform test %s: exit %d without the message %q\n%s", file, code, w[1], out)
+			t.Errorf("%s test %s: exit %d without the message %q\n%s", cliName(cli), file, code, w[1], out)
 		}
 	}
 }
 
 // TestExampleTestsOnSandbox runs the examples' tests/sandbox/ against a fresh two-cluster
 // sandbox, with its kubeconfigs and networking; terraform test destroys what each file made, so
-// the clusters must then hold nothing of a peering.
+// the clusters must then hold nothing of a peering. Its subtest tofu then runs the same with
+// OpenTofu (LIQO_TOFU) on the same sandbox, in another copy of the examples.
 func TestExampleTestsOnSandbox(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -184,20 +203,31 @@ func TestExampleTestsOnSandbox(t *testing.T) {
 		t.Skip("no example has tests for the sandbox")
 	}
 	r := startSandbox(t, 2)
-	examples := copyExamples(t, root)
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			out, took, code := terraformIn(t, filepath.Join(examples, name), r.tfEnv, "test", "-no-color",
+	r.runSandboxTests(t, "terraform", copyExamples(t, root), names)
+	t.Run("tofu", func(t *testing.T) {
+		r.runSandboxTests(t, requireTofu(t), copyExamples(t, root), names)
+	})
+}
+
+// runSandboxTests runs, with the given CLI, the tests/sandbox/ of the named examples in a copy of
+// the examples, one subtest each, and checks that each leaves nothing on the clusters.
+func (r *sandboxRun) runSandboxTests(t *testing.T, cli, examples string, names []string) {
+	t.Helper()
+	name := cliName(cli)
+	for _, example := range names {
+		t.Run(example, func(t *testing.T) {
+			skipTerraformOnly(t, cli, example)
+			out, took, code := cliIn(t, cli, filepath.Join(examples, example), r.tfEnv, "test", "-no-color",
 				"-test-directory="+sandboxTestDir,
 				"-var", "consumer_kubeconfig="+filepath.Join(r.state, "consumer.kubeconfig"),
 				"-var", "provider_kubeconfig="+filepath.Join(r.state, "provider.kubeconfig"),
 				"-var", fmt.Sprintf("networking=%t", r.networking))
 			if code != 0 {
-				t.Errorf("terraform test -test-directory=%s in examples/%s (networking %t): exit %d\n%s",
-					sandboxTestDir, name, r.networking, code, out)
+				t.Errorf("%s test -test-directory=%s in examples/%s (networking %t): exit %d\n%s",
+					name, sandboxTestDir, example, r.networking, code, out)
 			} else {
-				t.Logf("terraform test -test-directory=%s in examples/%s (networking %t), %s:\n%s",
-					sandboxTestDir, name, r.networking, took.Round(100*time.Millisecond), out)
+				t.Logf("%s test -test-directory=%s in examples/%s (networking %t), %s:\n%s",
+					name, sandboxTestDir, example, r.networking, took.Round(100*time.Millisecond), out)
 			}
 			r.expectNothingLeft(t)
 		})
