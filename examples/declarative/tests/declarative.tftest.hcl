@@ -5,10 +5,9 @@
 #
 # What the provider would compute comes from the mocks: mock_resource gives each side's gateway
 # keys a name and a public key and the consumer identity its certificate expiry (the identity's
-# kubeconfig_wo_version is derived from it, and tests/expiry.tftest.hcl checks it follows a later
-# one); override_resource fixes the tenant namespaces' names. The real provider still validates
-# what the resources are given: a made-up string would not pass as a WireGuard key, and OpenTofu's
-# random strings (mixed case) not as Kubernetes names.
+# kubeconfig_wo_version is derived from it); override_resource fixes the tenant namespaces'
+# names. The real provider still validates what the resources are given: a made-up string would
+# not pass as a WireGuard key, and OpenTofu's random strings (mixed case) not as Kubernetes names.
 
 mock_provider "liqo" {
   alias = "consumer"
@@ -76,5 +75,23 @@ run "each_side_holds_the_other" {
   assert {
     condition     = liqo_identity.this.kubeconfig_wo_version == 20300630120000
     error_message = "the kubeconfig's version must follow the certificate's expiry"
+  }
+}
+
+run "the_kubeconfig_version_follows_the_expiry" {
+  # The identity is made again, as a renewal would: an override applies when a resource is
+  # created, not to one already in the state. (Not a state of its own, state_key: Terraform-only.)
+  plan_options {
+    replace = [liqo_consumer_identity.this]
+  }
+
+  override_resource {
+    target = liqo_consumer_identity.this
+    values = { certificate_expires_at = "2031-06-30T12:00:00Z" }
+  }
+
+  assert {
+    condition     = liqo_identity.this.kubeconfig_wo_version == 20310630120000
+    error_message = "kubeconfig_wo_version must follow the certificate's expiry, so that a renewed certificate's kubeconfig is written"
   }
 }
