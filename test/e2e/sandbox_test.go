@@ -148,7 +148,14 @@ func (r *sandboxRun) tf(t *testing.T, example string, args ...string) (string, t
 // duration and exit code; it fails the test when terraform cannot run.
 func terraformIn(t *testing.T, dir string, env []string, args ...string) (string, time.Duration, int) {
 	t.Helper()
-	cmd := exec.Command("terraform", append([]string{"-chdir=" + dir}, args...)...)
+	return cliIn(t, "terraform", dir, env, args...)
+}
+
+// cliIn is terraformIn with another Terraform CLI (a path, or a name on PATH): OpenTofu's tofu
+// takes the same -chdir and commands.
+func cliIn(t *testing.T, cli, dir string, env []string, args ...string) (string, time.Duration, int) {
+	t.Helper()
+	cmd := exec.Command(cli, append([]string{"-chdir=" + dir}, args...)...)
 	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -160,7 +167,7 @@ func terraformIn(t *testing.T, dir string, env []string, args ...string) (string
 	if errors.As(err, &exit) {
 		code = exit.ExitCode()
 	} else if err != nil {
-		t.Fatalf("terraform %v: %v", args, err)
+		t.Fatalf("%s %v: %v", cli, args, err)
 	}
 	return out.String(), took, code
 }

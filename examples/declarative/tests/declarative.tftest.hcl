@@ -4,16 +4,16 @@
 # tenant namespace and credentials.
 #
 # What the provider would compute comes from the mocks: mock_resource gives each side's gateway
-# keys a public key and the consumer identity its certificate expiry (the identity's
+# keys a name and a public key and the consumer identity its certificate expiry (the identity's
 # kubeconfig_wo_version is derived from it); override_resource fixes the tenant namespaces'
 # names. The real provider still validates what the resources are given: a made-up string would
-# not pass as a WireGuard key.
+# not pass as a WireGuard key, and OpenTofu's random strings (mixed case) not as Kubernetes names.
 
 mock_provider "liqo" {
   alias = "consumer"
 
   mock_resource "liqo_gateway_keys" {
-    defaults = { public_key = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=" }
+    defaults = { name = "gw-keys", public_key = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=" }
   }
 }
 
@@ -21,7 +21,7 @@ mock_provider "liqo" {
   alias = "provider"
 
   mock_resource "liqo_gateway_keys" {
-    defaults = { public_key = "ZWZnaGlqa2xtbm9wcXJzdHV2d3h5ent8fX5/gIGCg4Q=" }
+    defaults = { name = "gw-keys", public_key = "ZWZnaGlqa2xtbm9wcXJzdHV2d3h5ent8fX5/gIGCg4Q=" }
   }
 
   mock_resource "liqo_consumer_identity" {
@@ -79,9 +79,11 @@ run "each_side_holds_the_other" {
 }
 
 run "the_kubeconfig_version_follows_the_expiry" {
-  # A state of its own: an override applies when a resource is planned, not to one already in
-  # the state.
-  state_key = "later_expiry"
+  # The identity is made again, as a renewal would: an override applies when a resource is
+  # created, not to one already in the state. (Not a state of its own, state_key: Terraform-only.)
+  plan_options {
+    replace = [liqo_consumer_identity.this]
+  }
 
   override_resource {
     target = liqo_consumer_identity.this
