@@ -68,17 +68,18 @@ type tfState struct {
 
 type tfModule struct {
 	Resources []struct {
-		Address string         `json:"address"`
-		Mode    string         `json:"mode"`
-		Values  map[string]any `json:"values"`
+		Address  string         `json:"address"`
+		Mode     string         `json:"mode"`
+		Values   map[string]any `json:"values"`
+		Identity map[string]any `json:"identity"`
 	} `json:"resources"`
 	ChildModules []tfModule `json:"child_modules"`
 }
 
 // ImportBlocks returns an import block for each managed resource of a state (`terraform show
-// -json` of it), by its `id` attribute (the import ID of this provider's resources), and how
-// many there are.
-func ImportBlocks(showJSON []byte) (string, int, error) {
+// -json` of it), and how many there are: by its `id` attribute (the import ID of this provider's
+// resources), or with byIdentity by its resource identity (Terraform >= 1.12, OpenTofu >= 1.12).
+func ImportBlocks(showJSON []byte, byIdentity bool) (string, int, error) {
 	var st tfState
 	if err := json.Unmarshal(showJSON, &st); err != nil {
 		return "", 0, fmt.Errorf("reading the state: %w", err)
@@ -88,6 +89,13 @@ func ImportBlocks(showJSON []byte) (string, int, error) {
 	walk = func(m tfModule) error {
 		for _, r := range m.Resources {
 			if r.Mode != "managed" {
+				continue
+			}
+			if byIdentity {
+				if len(r.Identity) == 0 {
+					return fmt.Errorf("%s has no identity in the state", r.Address)
+				}
+				blocks = append(blocks, fmt.Sprintf("import {\n  to = %s\n  identity = %s\n}\n", r.Address, hclObject(r.Identity)))
 				continue
 			}
 			id, ok := r.Values["id"].(string)
@@ -110,15 +118,28 @@ func ImportBlocks(showJSON []byte) (string, int, error) {
 	return strings.Join(blocks, "\n"), len(blocks), nil
 }
 
+// hclObject writes a flat JSON object (a resource identity: strings, numbers, bools) as an HCL
+// object expression, its keys sorted.
+func hclObject(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("{\n")
+	for _, k := range keys {
+		v, _ := json.Marshal(m[k]) // a JSON string, number or bool is also an HCL literal
+		fmt.Fprintf(&b, "    %s = %s\n", k, v)
+	}
+	b.WriteString("  }")
+	return b.String()
+}
+
 // ExpectImportsQuiet checks that what state (a state file of the configuration in folder
 // example of the examples tree) holds, imported by ID into an empty state, plans nothing but
-// the imports: the provider reads every attribute back as the configuration has it. Only
-// `timeouts`, which no import can read, may show as an in-place change; except names, by
-// address, the resources whose import cannot be quiet and what their plan does then ("update"
-// or "replace": a write-only value or a private key, which no import reads). It works in a copy
-// of the tree (CopyTerraformTree), with import blocks in a file of their own. tf runs terraform
-// in a folder with the arguments and returns its output and exit code; vars are the plan's
-// further arguments (-var ...).
+// the imports (ExpectImports). tf runs terraform in a folder with the arguments and returns its
+// output and exit code; vars are the plan's further arguments (-var ...).
 func ExpectImportsQuiet(tb testing.TB, examples, example, state string, vars []string, except map[string]string,
 	tf func(dir string, args ...string) (string, int),
 ) {
@@ -127,30 +148,63 @@ func ExpectImportsQuiet(tb testing.TB, examples, example, state string, vars []s
 	if code != 0 {
 		tb.Fatalf("terraform show -json %s: exit %d\n%s", state, code, out)
 	}
-	blocks, n, err := ImportBlocks([]byte(out))
-	if err != nil {
-		tb.Fatalf("examples/%s: %v", example, err)
+	ExpectImports(tb, ImportCheck{Examples: examples, Example: example, StateJSON: []byte(out), Vars: vars, Except: except, CLI: tf})
+}
+
+// ImportCheck is what ExpectImports checks: the managed resources of a state, imported into an
+// empty state with the configuration they were applied with.
+type ImportCheck struct {
+	// Examples is the examples tree; Example, the folder in it whose configuration made the state.
+	Examples, Example string
+	// StateJSON is `terraform show -json` of the state.
+	StateJSON []byte
+	// Vars are the plan's further arguments (-var ...).
+	Vars []string
+	// Except names, by address, the resources whose import cannot be quiet and what their plan
+	// does then ("update" or "replace": a write-only value or a private key, which no import reads).
+	Except map[string]string
+	// ByIdentity imports by resource identity rather than by ID.
+	ByIdentity bool
+	// CLI runs terraform (or OpenTofu's tofu) in a folder with the arguments and returns its
+	// output and exit code.
+	CLI func(dir string, args ...string) (string, int)
+}
+
+// ExpectImports checks that the resources of c's state, imported into an empty state, plan
+// nothing but the imports: the provider reads every attribute back as the configuration has it.
+// Only `timeouts`, which no import can read, may show as an in-place change, and what c.Except
+// says. It works in a copy of the tree (CopyTerraformTree), with import blocks in a file of
+// their own.
+func ExpectImports(tb testing.TB, c ImportCheck) {
+	tb.Helper()
+	how := "by ID"
+	if c.ByIdentity {
+		how = "by identity"
 	}
-	dir := filepath.Join(CopyTerraformTree(tb, examples), example)
+	blocks, n, err := ImportBlocks(c.StateJSON, c.ByIdentity)
+	if err != nil {
+		tb.Fatalf("examples/%s: %v", c.Example, err)
+	}
+	dir := filepath.Join(CopyTerraformTree(tb, c.Examples), c.Example)
 	if err := os.WriteFile(filepath.Join(dir, "imports_check.tf"), []byte(blocks), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	if out, code := tf(dir, "get", "-no-color"); code != 0 { // local modules; the provider comes from the CLI configuration
-		tb.Fatalf("terraform get in a copy of examples/%s: exit %d\n%s", example, code, out)
+	if out, code := c.CLI(dir, "get", "-no-color"); code != 0 { // local modules; the provider comes from the CLI configuration
+		tb.Fatalf("get in a copy of examples/%s: exit %d\n%s", c.Example, code, out)
 	}
 	planFile := filepath.Join(tb.TempDir(), "imports.tfplan")
 	args := append([]string{"plan", "-input=false", "-no-color", "-out=" + planFile,
-		"-state=" + filepath.Join(tb.TempDir(), "imported.tfstate")}, vars...)
-	planOut, code := tf(dir, args...)
+		"-state=" + filepath.Join(tb.TempDir(), "imported.tfstate")}, c.Vars...)
+	planOut, code := c.CLI(dir, args...)
 	if code != 0 {
-		tb.Fatalf("examples/%s imported by ID: plan exit %d\n%s\nimports:\n%s", example, code, planOut, blocks)
+		tb.Fatalf("examples/%s imported %s: plan exit %d\n%s\nimports:\n%s", c.Example, how, code, planOut, blocks)
 	}
-	out, code = tf(dir, "show", "-json", "-no-color", planFile)
+	out, code := c.CLI(dir, "show", "-json", "-no-color", planFile)
 	if code != 0 {
-		tb.Fatalf("terraform show -json of the import plan: exit %d\n%s", code, out)
+		tb.Fatalf("show -json of the import plan: exit %d\n%s", code, out)
 	}
-	if problems := importPlanProblems([]byte(out), n, except); len(problems) > 0 {
-		tb.Errorf("examples/%s imported by ID (%d resources) into an empty state:\n  %s\n%s\nimports:\n%s", example, n,
+	if problems := importPlanProblems([]byte(out), n, c.Except); len(problems) > 0 {
+		tb.Errorf("examples/%s imported %s (%d resources) into an empty state:\n  %s\n%s\nimports:\n%s", c.Example, how, n,
 			strings.Join(problems, "\n  "), planOut, blocks)
 	}
 }

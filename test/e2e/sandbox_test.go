@@ -335,6 +335,7 @@ func (r *sandboxRun) expectQuietPlans(t *testing.T, example string, args ...stri
 // expectImportsQuiet checks that what example's state (in the sandbox's folder) holds, imported
 // by ID into an empty state with the example's configuration and the variables of args (its
 // -var pairs), plans nothing but the imports and what except says (testenv.ExpectImportsQuiet).
+// Its subtest tofu-by-identity checks the same under OpenTofu (LIQO_TOFU), by resource identity.
 func (r *sandboxRun) expectImportsQuiet(t *testing.T, example string, args []string, except map[string]string) {
 	t.Helper()
 	var vars []string
@@ -343,11 +344,26 @@ func (r *sandboxRun) expectImportsQuiet(t *testing.T, example string, args []str
 			vars = append(vars, args[i], args[i+1])
 		}
 	}
-	testenv.ExpectImportsQuiet(t, filepath.Join(r.root, "examples"), example, filepath.Join(r.state, example+".tfstate"), vars, except,
+	examples := filepath.Join(r.root, "examples")
+	state := filepath.Join(r.state, example+".tfstate")
+	testenv.ExpectImportsQuiet(t, examples, example, state, vars, except,
 		func(dir string, args ...string) (string, int) {
 			out, _, code := terraformIn(t, dir, r.tfEnv, args...)
 			return out, code
 		})
+	t.Run("tofu-by-identity", func(t *testing.T) {
+		tofu := requireTofu(t)
+		out, _, code := r.tf(t, example, "show", "-json", "-no-color", state) // terraform wrote the state
+		if code != 0 {
+			t.Fatalf("terraform show -json %s: exit %d\n%s", state, code, out)
+		}
+		testenv.ExpectImports(t, testenv.ImportCheck{Examples: examples, Example: example, StateJSON: []byte(out),
+			Vars: vars, Except: except, ByIdentity: true,
+			CLI: func(dir string, args ...string) (string, int) {
+				out, _, code := cliIn(t, tofu, dir, r.tfEnv, args...)
+				return out, code
+			}})
+	})
 }
 
 // expectDemoTunnel checks what the demo shows of the tunnel: the Connection Connected on each
