@@ -338,27 +338,43 @@ func (r *sandboxRun) expectQuietPlans(t *testing.T, example string, args ...stri
 // Its subtest tofu-by-identity checks the same under OpenTofu (LIQO_TOFU), by resource identity.
 func (r *sandboxRun) expectImportsQuiet(t *testing.T, example string, args []string, except map[string]string) {
 	t.Helper()
+	vars := varPairs(args)
+	testenv.ExpectImportsQuiet(t, filepath.Join(r.root, "examples"), example, filepath.Join(r.state, example+".tfstate"), vars, except,
+		func(dir string, args ...string) (string, int) {
+			out, _, code := terraformIn(t, dir, r.tfEnv, args...)
+			return out, code
+		})
+	r.expectTofuImportsQuiet(t, example, vars, except, true)
+}
+
+// varPairs returns the -var pairs of a command's arguments.
+func varPairs(args []string) []string {
 	var vars []string
 	for i := 0; i+1 < len(args); i++ {
 		if args[i] == "-var" {
 			vars = append(vars, args[i], args[i+1])
 		}
 	}
-	examples := filepath.Join(r.root, "examples")
-	state := filepath.Join(r.state, example+".tfstate")
-	testenv.ExpectImportsQuiet(t, examples, example, state, vars, except,
-		func(dir string, args ...string) (string, int) {
-			out, _, code := terraformIn(t, dir, r.tfEnv, args...)
-			return out, code
-		})
-	t.Run("tofu-by-identity", func(t *testing.T) {
+	return vars
+}
+
+// expectTofuImportsQuiet is expectImportsQuiet's check under OpenTofu (LIQO_TOFU), in a subtest
+// tofu-by-identity or tofu-by-id: by resource identity or by ID. vars are -var pairs.
+func (r *sandboxRun) expectTofuImportsQuiet(t *testing.T, example string, vars []string, except map[string]string, byIdentity bool) {
+	t.Helper()
+	name := "tofu-by-id"
+	if byIdentity {
+		name = "tofu-by-identity"
+	}
+	t.Run(name, func(t *testing.T) {
 		tofu := requireTofu(t)
+		state := filepath.Join(r.state, example+".tfstate")
 		out, _, code := r.tf(t, example, "show", "-json", "-no-color", state) // terraform wrote the state
 		if code != 0 {
 			t.Fatalf("terraform show -json %s: exit %d\n%s", state, code, out)
 		}
-		testenv.ExpectImports(t, testenv.ImportCheck{Examples: examples, Example: example, StateJSON: []byte(out),
-			Vars: vars, Except: except, ByIdentity: true,
+		testenv.ExpectImports(t, testenv.ImportCheck{Examples: filepath.Join(r.root, "examples"), Example: example,
+			StateJSON: []byte(out), Vars: vars, Except: except, ByIdentity: byIdentity,
 			CLI: func(dir string, args ...string) (string, int) {
 				out, _, code := cliIn(t, tofu, dir, r.tfEnv, args...)
 				return out, code
@@ -466,6 +482,7 @@ func TestMainJob(t *testing.T) {
 	}
 	plan := r.expectQuietPlans(t, "peering", args()...)
 	r.expectImportsQuiet(t, "peering", args(), nil)
+	r.expectTofuImportsQuiet(t, "peering", varPairs(args()), nil, false)
 	out, _, code := r.tf(t, "peering", append([]string{"plan", "-detailed-exitcode"}, args("cpu=3")...)...)
 	if code != 2 || !strings.Contains(out, "update in-place") || strings.Contains(out, "must be replaced") {
 		t.Errorf("plan with cpu = 3: exit %d, want an in-place update\n%s", code, out)
