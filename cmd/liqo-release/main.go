@@ -21,6 +21,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/release"
+	productversion "github.com/peerkit/terraform-provider-liqo/internal/version"
 )
 
 // The environment variables holding the signing key and its passphrase.
@@ -46,6 +47,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("liqo-release: %w", err)
 	}
+	if err := checkVersion(*version); err != nil {
+		return err
+	}
 	opts := release.Options{Version: *version, Source: *source, Out: *out, Manifest: *manifest}
 	if *targets != "" {
 		t, err := release.ParseTargets(*targets)
@@ -70,6 +74,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	for _, f := range append(files.Zips, files.Manifest, files.Sums, files.Signature) {
 		_, _ = fmt.Fprintln(stdout, filepath.Join(*out, f))
+	}
+	return nil
+}
+
+// checkVersion refuses a release version other than the one the components, their images and
+// the chart carry (internal/version, which deploy/liqo/Chart.yaml must match): a release's
+// provider, images and chart share one version.
+func checkVersion(v string) error {
+	if v != "" && v != productversion.Version {
+		return fmt.Errorf("liqo-release: -version %s differs from %s, the version the images and the chart carry "+
+			"(internal/version.Version and deploy/liqo/Chart.yaml's version and appVersion): a release's provider, images and "+
+			"chart share one version; set those to %s and commit first, or release %s", v, productversion.Version, v, productversion.Version)
 	}
 	return nil
 }
