@@ -276,6 +276,12 @@ func (r *sandboxRun) importLiqoctlPeering(t *testing.T) {
 	if !strings.Contains(out, "Plan: 1 to import, 0 to add, 0 to change, 0 to destroy.") {
 		t.Errorf("first plan of examples/%s over the liqoctl peering: want only the import\n%s", example, out)
 	}
+	t.Run("tofu-plan", func(t *testing.T) { // the same plan under OpenTofu (LIQO_TOFU)
+		out, _, _ := cliIn(t, requireTofu(t), filepath.Join(r.root, "examples", example), r.tfEnv, append([]string{"plan"}, args...)...)
+		if !strings.Contains(out, "Plan: 1 to import, 0 to add, 0 to change, 0 to destroy.") {
+			t.Errorf("tofu plan of examples/%s over the liqoctl peering: want only the import\n%s", example, out)
+		}
+	})
 	r.mustTF(t, example, append([]string{"apply", "-auto-approve"}, args...)...)
 	if out, _, code := r.tf(t, example, append([]string{"plan", "-detailed-exitcode"}, args...)...); code != 0 {
 		t.Errorf("plan after importing the liqoctl peering: exit %d, want 0 (no change)\n%s", code, out)
