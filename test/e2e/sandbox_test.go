@@ -43,17 +43,13 @@ type sandboxRun struct {
 // sandboxBinaries are the packages of the binaries the sandbox and terraform use.
 var sandboxBinaries = []string{".", "./cmd/liqo-sandbox", "./cmd/liqo-controller-manager", "./cmd/liqo-gateway"}
 
-// build compiles the binaries of the given packages of the repository (the provider is ".")
-// into one folder.
-func build(t *testing.T, root string, pkgs ...string) string {
-	t.Helper()
-	bins := t.TempDir()
-	cmd := exec.Command("go", append([]string{"build", "-o", bins + "/"}, pkgs...)...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the binaries: %v\n%s", err, out)
+// TestMain removes the binaries the package's tests built (testenv.BuildOnce) once they ran.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := testenv.RemoveBuilds(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
-	return bins
+	os.Exit(code)
 }
 
 // requireTerraform skips the test when no terraform is on PATH.
@@ -76,7 +72,7 @@ func startSandbox(t *testing.T, n int, flags ...string) *sandboxRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bins := build(t, root, sandboxBinaries...)
+	bins := testenv.BuildOnce(t, sandboxBinaries...)
 	state := filepath.Join(t.TempDir(), "sandbox")
 	sb := func(args ...string) (string, error) {
 		out, err := exec.Command(filepath.Join(bins, "liqo-sandbox"), append([]string{"-state", state, "-provider-bin", bins,

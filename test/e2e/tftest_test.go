@@ -126,7 +126,7 @@ func TestExampleTests(t *testing.T) {
 	if len(names) == 0 {
 		t.Fatal("no example has terraform test files")
 	}
-	bins := build(t, root, ".")
+	bins := testenv.BuildOnce(t, ".")
 	t.Cleanup(func() { stopLeftProviders(t, bins) })
 	env := devOverridesEnv(t, bins)
 	runExampleTests(t, "terraform", copyExamples(t, root), env, names, tests)

@@ -27,8 +27,17 @@ type terraformRun struct {
 	env         []string
 }
 
-// buildBinaries builds the provider and cmds (e.g. ./cmd/liqo-sandbox) into a folder of their
-// own; it skips t without terraform on PATH. It returns the repository's root and the folder.
+// TestMain removes the binaries the package's tests built (testenv.BuildOnce) once they ran.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := testenv.RemoveBuilds(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+// buildBinaries builds the provider and cmds (e.g. ./cmd/liqo-sandbox) into a folder shared by
+// the package's tests (testenv.BuildOnce); it skips t without terraform on PATH. It returns the repository's root and the folder.
 func buildBinaries(t testing.TB, cmds ...string) (root, bins string) {
 	t.Helper()
 	if _, err := exec.LookPath("terraform"); err != nil {
@@ -38,13 +47,7 @@ func buildBinaries(t testing.TB, cmds ...string) (root, bins string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bins = t.TempDir()
-	build := exec.Command("go", append([]string{"build", "-o", bins + "/", "."}, cmds...)...)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the provider %v: %v\n%s", cmds, err, out)
-	}
-	return root, bins
+	return root, testenv.BuildOnce(t, append([]string{"."}, cmds...)...)
 }
 
 // newTerraformRun builds the provider and writes the CLI configuration; it skips without
@@ -52,7 +55,7 @@ func buildBinaries(t testing.TB, cmds ...string) (root, bins string) {
 func newTerraformRun(t testing.TB) *terraformRun {
 	t.Helper()
 	root, bins := buildBinaries(t)
-	rc := filepath.Join(bins, "terraformrc")
+	rc := filepath.Join(t.TempDir(), "terraformrc")
 	cfg := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"peerkit/liqo\" = %q\n  }\n  direct {}\n}\n", bins)
 	if err := os.WriteFile(rc, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

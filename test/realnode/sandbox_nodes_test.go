@@ -44,16 +44,7 @@ func TestSandboxRealNodes(t *testing.T) {
 	}
 	helm := chart.Helm(t)
 	componentArchives(t) // skips without them
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bins := t.TempDir()
-	build := exec.Command("go", "build", "-o", bins+"/", "./cmd/liqo-sandbox")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building liqo-sandbox: %v\n%s", err, out)
-	}
+	bins := testenv.BuildOnce(t, "./cmd/liqo-sandbox")
 	state := filepath.Join(t.TempDir(), "sandbox")
 	sb := func(args ...string) (string, error) {
 		out, err := exec.Command(filepath.Join(bins, "liqo-sandbox"), append([]string{"-state", state, "-provider-bin", bins,
