@@ -24,7 +24,6 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
-	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
@@ -50,7 +49,8 @@ func signingKey(t *testing.T, c client.Client) []byte {
 }
 
 // TestEnsure: on a cluster without anything of ours, Ensure installs the CRDs and records the
-// identity; a second run changes nothing (same key); a different cluster ID is refused.
+// identity; a second run changes nothing (same key); a different cluster ID is refused. Its own
+// cluster: one without our CRDs, which no other test can share once Ensure installed them.
 func TestEnsure(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "bare", SkipLiqoCRDs: true})
 	c := env.Cluster("bare").Client
@@ -131,12 +131,8 @@ func TestEnsure(t *testing.T) {
 
 // TestReconcilerRepairsDrift: objects deleted or edited behind the controller's back come back.
 func TestReconcilerRepairsDrift(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	cl := env.Cluster("a")
+	cl := identified.Env(t).Cluster("provider")
 	ctx := t.Context()
-	if _, err := clusteridentity.Ensure(ctx, cl.Client, cfg); err != nil {
-		t.Fatal(err)
-	}
 	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
 		return (&clusteridentity.Reconciler{Client: mgr.GetClient(), Config: cfg}).SetupWithManager(mgr)
 	})
@@ -199,23 +195,14 @@ func objectMeta(name string) metav1.ObjectMeta {
 
 // TestEnsureUpgradesOlderCRDs: a cluster that runs an older version of our CRDs (here the
 // Tenant CRD without spec.csr) gets the current ones at start-up, and a field the old schema
-// did not know is kept on objects from then on (the old schema would have pruned it).
+// did not know is kept on objects from then on (the old schema would have pruned it). On the
+// shared provider, whose Tenant CRD is put back to the older version first.
 func TestEnsureUpgradesOlderCRDs(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "old", SkipLiqoCRDs: true})
-	c := env.Cluster("old").Client
+	c := identified.Env(t).Cluster("provider").Client
 	ctx := t.Context()
-	all, err := crds.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var old *apiextensionsv1.CustomResourceDefinition
-	for _, crd := range all {
-		if crd.Name == "tenants.authentication.liqo.io" {
-			old = crd.DeepCopy()
-		}
-	}
-	if old == nil {
-		t.Fatal("no Tenant CRD among ours")
+	old := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "tenants.authentication.liqo.io"}, old); err != nil {
+		t.Fatalf("the Tenant CRD: %v", err)
 	}
 	spec := old.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	if _, ok := spec.Properties["csr"]; !ok {
@@ -223,7 +210,7 @@ func TestEnsureUpgradesOlderCRDs(t *testing.T) {
 	}
 	delete(spec.Properties, "csr")
 	old.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-	if err := c.Create(ctx, old); err != nil {
+	if err := c.Update(ctx, old); err != nil {
 		t.Fatal(err)
 	}
 
@@ -237,10 +224,10 @@ func TestEnsureUpgradesOlderCRDs(t *testing.T) {
 	if _, ok := got.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["csr"]; !ok {
 		t.Fatal("the Tenant CRD still lacks spec.csr after start-up")
 	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-ns"}}); err != nil {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-upgrade"}}); err != nil {
 		t.Fatal(err)
 	}
-	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-ns", Name: "cl-b"},
+	tn := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-upgrade", Name: "cl-b"},
 		Spec: authv1beta1.TenantSpec{ClusterID: "cl-b", CSR: []byte("a request")}}
 	// The API server may serve the old schema for a moment after the update.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -289,12 +276,8 @@ func checkNetworks(t *testing.T, c client.Client, want map[string]upstreamNetwor
 // peer's Networks in the liqo namespace are left alone and are not read as the cluster's; a
 // pod-cidr Network that is not ours (upstream's chart's deprecated form) is left alone too.
 func TestEnsureUpgradesNetworks(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "old"})
-	c := env.Cluster("old").Client
+	c := unidentifiedCluster(t).Client
 	ctx := t.Context()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}}); err != nil {
-		t.Fatal(err)
-	}
 	network := func(name, cidr string, labels map[string]string) *ipamv1alpha1.Network {
 		t.Helper()
 		n := &ipamv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: name, Labels: labels},

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -27,13 +26,9 @@ import (
 // its Network; pod CIDRs given twice or overlapping are refused before anything is written; a
 // deleted pod CIDR Network comes back.
 func TestEnsureSeveralPodCIDRs(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "multi"})
-	cl := env.Cluster("multi")
+	cl := unidentifiedCluster(t)
 	c := cl.Client
 	ctx := t.Context()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liqo"}}); err != nil {
-		t.Fatal(err)
-	}
 	// The previous version's Network of the second pod CIDR (named pod-cidr, ours).
 	legacy := &ipamv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo", Name: "pod-cidr",
 		Labels: map[string]string{"ipam.liqo.io/network-type": "pod-cidr", "app.kubernetes.io/managed-by": "liqo-controller-manager"}},

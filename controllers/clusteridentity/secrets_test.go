@@ -17,7 +17,6 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
 // TestConsumerSecrets uses a consumer's identity as the provider binds it (the control-plane
@@ -27,12 +26,8 @@ import (
 func TestConsumerSecrets(t *testing.T) {
 	const consumer, other = "cl-b", "cl-c"
 	const tenantNS, remoteNS = "liqo-tenant-cl-b", "app-cl-b"
-	env := testenv.New(t, testenv.ClusterOptions{Name: "provider"})
-	cl := env.Cluster("provider")
+	cl := identified.Env(t).Cluster("provider")
 	ctx := t.Context()
-	if _, err := clusteridentity.Ensure(ctx, cl.Client, cfg); err != nil {
-		t.Fatal(err)
-	}
 	admin := kubernetes.NewForConfigOrDie(cl.Config)
 	// The tenant namespace and a remote namespace of the consumer, bound as the tenant and
 	// namespacemap controllers bind them.

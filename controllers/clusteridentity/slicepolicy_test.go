@@ -21,18 +21,13 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
-// consumerOnProvider starts a provider with the cluster identity (and so the policies), the
-// tenant namespace tenantNS of consumer cl-b and its control-plane binding there, and returns
-// the provider's admin client and a client authenticated as the consumer.
-func consumerOnProvider(t *testing.T, tenantNS string) (admin, as client.Client) {
+// consumerOnProvider takes the shared provider with the cluster identity (and so the policies)
+// and makes the tenant namespace tenantNS of consumer and its control-plane binding there; it
+// returns the provider's admin client and a client authenticated as the consumer.
+func consumerOnProvider(t *testing.T, consumer, tenantNS string) (admin, as client.Client) {
 	t.Helper()
-	const consumer = "cl-b"
-	env := testenv.New(t, testenv.ClusterOptions{Name: "provider"})
-	cl := env.Cluster("provider")
+	cl := identified.Env(t).Cluster("provider")
 	ctx := t.Context()
-	if _, err := clusteridentity.Ensure(ctx, cl.Client, cfg); err != nil {
-		t.Fatal(err)
-	}
 	admin = cl.Client
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS,
 		Labels: map[string]string{consts.RemoteClusterIDLabel: consumer, consts.TenantNamespaceLabel: "true"}}}); err != nil {
@@ -63,9 +58,9 @@ func consumerOnProvider(t *testing.T, tenantNS string) (admin, as client.Client)
 // creating a slice with it; its own cordon key and other changes pass; the provider lifts its
 // cordon itself.
 func TestConsumerCannotLiftProviderCordon(t *testing.T) {
-	const consumer, tenantNS = "cl-b", "liqo-tenant-cl-b"
+	const consumer, tenantNS = "cl-d", "liqo-tenant-cl-d"
 	ctx := t.Context()
-	admin, as := consumerOnProvider(t, tenantNS)
+	admin, as := consumerOnProvider(t, consumer, tenantNS)
 	provider := corev1beta1.ClusterID("cl-a")
 	slice := func(name string, annotations map[string]string) *authv1beta1.ResourceSlice {
 		return &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: name, Annotations: annotations,
@@ -139,9 +134,9 @@ func TestConsumerCannotLiftProviderCordon(t *testing.T) {
 // holds (which then stays), one that is not cordoned, and any in a namespace being deleted. Nor
 // may it write a slice's status, the provider's grant.
 func TestConsumerCannotUndoCordonHold(t *testing.T) {
-	const consumer, tenantNS = "cl-b", "liqo-tenant-cl-b"
+	const consumer, tenantNS = "cl-e", "liqo-tenant-cl-e"
 	ctx := t.Context()
-	admin, as := consumerOnProvider(t, tenantNS)
+	admin, as := consumerOnProvider(t, consumer, tenantNS)
 	provider := corev1beta1.ClusterID("cl-a")
 	create := func(name string, cordoned, held bool) client.ObjectKey {
 		t.Helper()
@@ -219,7 +214,7 @@ func TestConsumerCannotUndoCordonHold(t *testing.T) {
 	}
 
 	// Unpeering: in a tenant namespace being deleted, the consumer's delete passes.
-	const goingNS = "liqo-tenant-cl-b-going"
+	const goingNS = "liqo-tenant-cl-e-going"
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goingNS,
 		Labels: map[string]string{consts.RemoteClusterIDLabel: consumer, consts.TenantNamespaceLabel: "true"}}}); err != nil {
 		t.Fatal(err)

@@ -464,8 +464,7 @@ func TestHandshakeConvergesAfterRestart(t *testing.T) {
 // empty and labelled, then waits for a controller to fill it: ours fills it (a base64 nonce, text
 // that survives stringData) and keeps its labels; its own nonces carry upstream's labels too.
 func TestNonceForUpstreamLiqoctl(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "provider"})
-	prov := env.Cluster("provider")
+	prov := loneProvider.Env(t).Cluster("provider")
 	ctx := t.Context()
 	testenv.StartManager(t, prov, func(mgr ctrl.Manager) error {
 		return (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)

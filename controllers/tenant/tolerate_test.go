@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -27,12 +26,8 @@ import (
 // without a valid signed nonce (none at all, or a wrong one), and the issued certificate works
 // in its tenant namespace; the same wrong signature under KeysExchange is refused.
 func TestTolerateNoHandshake(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", ControllerManager: true}) // signs the CSRs
-	prov := env.Cluster("provider")
+	prov := loneProvider.Env(t).Cluster("provider")
 	ctx := t.Context()
-	if _, err := clusteridentity.Ensure(ctx, prov.Client, clusteridentity.Config{ClusterID: "cl-provider"}); err != nil {
-		t.Fatal(err)
-	}
 	testenv.StartManager(t, prov, func(mgr ctrl.Manager) error {
 		if err := (&nonce.ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err // nonces exist: the wrong signatures are checked against one

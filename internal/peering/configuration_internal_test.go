@@ -15,14 +15,17 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
+// OneCluster is a cluster with our CRDs and nothing else, shared by the tests that read and
+// write one side of a peering directly (each in its own namespaces); TestMain stops it.
+var OneCluster = testenv.NewShared(nil, testenv.ClusterOptions{Name: "a"})
+
 // TestEnsureConfigurationReadsOwnNetworks: the Configuration written for a peer holds the peer's
 // own pod and external CIDRs, found by label whatever the Networks' names (upstream's
 // pod-cidr-<cidr>), not the Networks that stand for the peer's own peers; a peer without a pod
 // CIDR is an error naming the label and the flag. One API server plays both clusters: the
 // remote side's Networks are read, the local side's Configuration written.
 func TestEnsureConfigurationReadsOwnNetworks(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	c := env.Cluster("a").Client
+	c := OneCluster.Env(t).Cluster("a").Client
 	ctx := t.Context()
 	for _, ns := range []string{"liqo", "liqo-tenant-cl-b"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -69,10 +72,9 @@ func TestEnsureConfigurationReadsOwnNetworks(t *testing.T) {
 // cluster ID and its own networks read there; looked for in liqo, the error says to set the
 // namespace.
 func TestLiqoNamespace(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	c := env.Cluster("a").Client
+	c := OneCluster.Env(t).Cluster("a").Client
 	ctx := t.Context()
-	for _, ns := range []string{"liqo-system", "liqo-tenant-cl-b"} {
+	for _, ns := range []string{"liqo-system", "liqo-tenant-cl-d"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
@@ -95,12 +97,12 @@ func TestLiqoNamespace(t *testing.T) {
 	if _, err := ClusterID(ctx, Cluster{Name: "remote", Client: c}); err == nil || !strings.Contains(err.Error(), "set liqo_namespace") {
 		t.Errorf("ClusterID looked for in liqo: %v, want an error saying to set liqo_namespace", err)
 	}
-	local := side{c: Cluster{Name: "local", Client: c}, ns: "liqo-tenant-cl-b", remote: "cl-b"}
+	local := side{c: Cluster{Name: "local", Client: c}, ns: "liqo-tenant-cl-d", remote: "cl-d"}
 	if err := (&pair{}).ensureConfiguration(ctx, local, side{c: installed}); err != nil {
 		t.Fatal(err)
 	}
 	conf := &netv1beta1.Configuration{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-cl-b", Name: "cl-b"}, conf); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "liqo-tenant-cl-d", Name: "cl-d"}, conf); err != nil {
 		t.Fatal(err)
 	}
 	if got := conf.Spec.Remote.CIDR.Pod; !slices.Equal(got, []netv1beta1.CIDR{"10.120.0.0/16"}) {

@@ -124,7 +124,8 @@ func TestProviderCordonSurvivesConsumer(t *testing.T) {
 // peeredByManagers starts clusters cl-a (consumer) and cl-b (provider) as their options say
 // (their names set here), each with the real controller manager (the provider's with
 // providerArgs too), peers them with Peer asking for 2 CPUs, 4Gi and 20 pods, and returns both
-// and the peering's state.
+// and the peering's state. Clusters of their own, not the shared pair: their callers want a
+// scheduler, other nodes or other provider flags, and leave pods and offloaded namespaces.
 func peeredByManagers(t *testing.T, consumer, provider testenv.ClusterOptions, providerArgs ...string) (a, b peering.Cluster, st *peering.State) {
 	t.Helper()
 	consumer.Name, provider.Name = "cl-a", "cl-b"

@@ -29,6 +29,13 @@ func TestPeerGatewayPortTaken(t *testing.T) {
 	if err := b.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}); err != nil {
 		t.Fatal(err)
 	}
+	// Gone before the next test on the shared clusters (the cleanup of twoClusters, which runs
+	// after this one, waits for it as for any tenant namespace).
+	t.Cleanup(func() {
+		if err := b.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}); err != nil {
+			t.Errorf("cleaning up: %v", err)
+		}
+	})
 	held := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "cl-other",
 		Labels: map[string]string{consts.RemoteClusterIDLabel: "cl-other"}},
 		Spec: netv1beta1.GatewayServerSpec{Endpoint: netv1beta1.Endpoint{Port: consts.DefaultGatewayPort, ServiceType: corev1.ServiceTypeClusterIP}}}

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building the controller manager: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := testenv.RunShared(m, clusterPair, peering.OneCluster)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -100,25 +100,73 @@ func resources(cpu, memory, pods string) corev1.ResourceList {
 		corev1.ResourcePods: resource.MustParse(pods)}
 }
 
-// twoClusters starts a and b, each with a KWOK node to share and our controller manager.
+// clusterPair is cl-a and cl-b, each with a KWOK node to share, shared by the tests that take
+// them through twoClusters: each test runs its own controller managers and leaves no peering.
+var clusterPair = testenv.NewShared(nil,
+	testenv.ClusterOptions{Name: "cl-a", ControllerManager: true, Nodes: []testenv.NodeOptions{{Name: "a-node", CPU: "8", Memory: "16Gi"}}},
+	testenv.ClusterOptions{Name: "cl-b", ControllerManager: true, Nodes: []testenv.NodeOptions{{Name: "b-node", CPU: "8", Memory: "16Gi"}}},
+)
+
+// twoClusters returns the shared a and b with our controller manager running on each for the
+// test. When the test ends, any peering between them is removed (while the managers still run)
+// and nothing of ours may be left, so that the next test starts from clean clusters.
 func twoClusters(t *testing.T) (peering.Cluster, peering.Cluster, *testenv.Env) {
 	t.Helper()
-	env := testenv.New(t,
-		testenv.ClusterOptions{Name: "cl-a", ControllerManager: true, Nodes: []testenv.NodeOptions{{Name: "a-node", CPU: "8", Memory: "16Gi"}}},
-		testenv.ClusterOptions{Name: "cl-b", ControllerManager: true, Nodes: []testenv.NodeOptions{{Name: "b-node", CPU: "8", Memory: "16Gi"}}},
-	)
+	env := clusterPair.Env(t)
 	startManager(t, env.Cluster("cl-a"), "--pod-cidr", "10.110.0.0/16")
 	startManager(t, env.Cluster("cl-b"), "--pod-cidr", "10.120.0.0/16")
-	return peering.Cluster{Name: "a", Client: env.Cluster("cl-a").Client}, peering.Cluster{Name: "b", Client: env.Cluster("cl-b").Client}, env
+	a, b := peering.Cluster{Name: "a", Client: env.Cluster("cl-a").Client}, peering.Cluster{Name: "b", Client: env.Cluster("cl-b").Client}
+	t.Cleanup(func() { unpeerAll(t, a, b) })
+	return a, b, env
+}
+
+// unpeerAll removes the peerings between a and b in both directions and waits until nothing
+// of ours is left on either; it fails t when something stays.
+func unpeerAll(t *testing.T, a, b peering.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // t's context has ended
+	defer cancel()
+	for _, p := range [][2]peering.Cluster{{a, b}, {b, a}} {
+		if err := peering.Unpeer(ctx, p[0], p[1], peering.Options{}); err != nil {
+			t.Errorf("cleaning up: Unpeer %s→%s: %v", p[0].Name, p[1].Name, err)
+		}
+	}
+	for _, c := range []peering.Cluster{a, b} {
+		var left []string
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var err error
+			left, err = liqoObjectsIn(ctx, c.Client)
+			offloadings := &offv1beta1.NamespaceOffloadingList{} // a namespace offloaded by a test
+			if err == nil {
+				err = c.Client.List(ctx, offloadings)
+			}
+			for _, o := range offloadings.Items {
+				left = append(left, "NamespaceOffloading "+o.Namespace+"/"+o.Name)
+			}
+			return err == nil && len(left) == 0, nil
+		})
+		if err != nil {
+			t.Errorf("cleaning up: left on %s for the next test: %v", c.Name, left)
+		}
+	}
 }
 
 // liqoObjects counts what a peering leaves in a cluster: tenant namespaces and our objects.
 func liqoObjects(t *testing.T, c client.Client) []string {
 	t.Helper()
+	left, err := liqoObjectsIn(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return left
+}
+
+// liqoObjectsIn is liqoObjects with a context of its own.
+func liqoObjectsIn(ctx context.Context, c client.Client) ([]string, error) {
 	var left []string
 	nss := &corev1.NamespaceList{}
-	if err := c.List(t.Context(), nss); err != nil {
-		t.Fatal(err)
+	if err := c.List(ctx, nss); err != nil {
+		return nil, err
 	}
 	for _, ns := range nss.Items {
 		if strings.HasPrefix(ns.Name, "liqo-tenant-") {
@@ -127,21 +175,21 @@ func liqoObjects(t *testing.T, c client.Client) []string {
 	}
 	for _, l := range []client.ObjectList{&authv1beta1.TenantList{}, &authv1beta1.IdentityList{}, &authv1beta1.ResourceSliceList{},
 		&corev1beta1.ForeignClusterList{}} {
-		if err := c.List(t.Context(), l); err != nil {
-			t.Fatal(err)
+		if err := c.List(ctx, l); err != nil {
+			return nil, err
 		}
 		if n := len(mustItems(l)); n > 0 {
 			left = append(left, fmt.Sprintf("%T: %d", l, n))
 		}
 	}
 	nodes := &corev1.NodeList{}
-	if err := c.List(t.Context(), nodes, client.MatchingLabels{"liqo.io/type": "virtual-node"}); err != nil {
-		t.Fatal(err)
+	if err := c.List(ctx, nodes, client.MatchingLabels{"liqo.io/type": "virtual-node"}); err != nil {
+		return nil, err
 	}
 	for _, n := range nodes.Items {
 		left = append(left, "node/"+n.Name)
 	}
-	return left
+	return left, nil
 }
 
 func mustItems(l client.ObjectList) []any {
@@ -250,6 +298,13 @@ func TestPeerUpdateUnpeer(t *testing.T) {
 	if err := a.Client.Create(ctx, work); err != nil {
 		t.Fatal(err)
 	}
+	// Gone before the next test on the shared clusters, which would offload it again (the
+	// cleanup of twoClusters, after this one, waits for its NamespaceOffloading to go).
+	t.Cleanup(func() {
+		if err := a.Client.Delete(context.Background(), work); err != nil {
+			t.Errorf("cleaning up: %v", err)
+		}
+	})
 	nsoff := &offv1beta1.NamespaceOffloading{ObjectMeta: metav1.ObjectMeta{Namespace: "work", Name: "offloading"},
 		Spec: offv1beta1.NamespaceOffloadingSpec{NamespaceMappingStrategy: offv1beta1.EnforceSameNameMappingStrategyType,
 			PodOffloadingStrategy: offv1beta1.RemotePodOffloadingStrategyType}}

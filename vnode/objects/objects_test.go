@@ -18,7 +18,6 @@ import (
 
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
@@ -35,7 +34,7 @@ const (
 // liqo-remote-workload in the remote namespace and nothing else) and checks every behaviour
 // on real API servers.
 func TestReflection(t *testing.T) {
-	b := rt.New(t, testenv.ClusterOptions{}, testenv.ClusterOptions{})
+	b := rt.FromShared(t, clusters)
 	b.Namespaces(t, localNS, remoteNS)
 	mapper := namespaces.Static(map[string]string{localNS: remoteNS})
 	top := t // the reflector lives as long as the whole test, not a subtest
@@ -74,7 +73,7 @@ func TestReflection(t *testing.T) {
 		if _, err := lcm.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		got := waitConfigMap(t, b, "settings", func(r *corev1.ConfigMap) bool { return r.Data["a"] == "1" })
+		got := waitConfigMap(t, b, remoteNS, "settings", func(r *corev1.ConfigMap) bool { return r.Data["a"] == "1" })
 		wantLabels := map[string]string{"app": "web", consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: string(rt.ConsumerID)}
 		if !maps.Equal(got.Labels, wantLabels) {
 			t.Errorf("remote labels %v, want %v", got.Labels, wantLabels)
@@ -92,7 +91,7 @@ func TestReflection(t *testing.T) {
 		if _, err := lcm.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitConfigMap(t, b, "settings", func(r *corev1.ConfigMap) bool {
+		waitConfigMap(t, b, remoteNS, "settings", func(r *corev1.ConfigMap) bool {
 			return r.Data["a"] == "2" && r.Data["b"] == "3" && r.Labels["tier"] == "front" && r.Annotations["note"] == "two"
 		})
 		if err := lcm.Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
@@ -123,7 +122,7 @@ func TestReflection(t *testing.T) {
 				r.Labels[consts.ReflectedLabel] == "true" && r.Labels[consts.OriginClusterIDLabel] == string(rt.ConsumerID) &&
 				r.Annotations[consts.OriginNamespaceAnnotation] == localNS, err
 		})
-		if !ledgerHas(t, b, "db") {
+		if !ledgerHas(t, b, remoteNS, "db") {
 			t.Error("the reflected Secret is not in the ledger")
 		}
 		s, err := ls.Get(ctx, "db", metav1.GetOptions{})
@@ -150,7 +149,7 @@ func TestReflection(t *testing.T) {
 			return err
 		})
 		rt.Eventually(t, "the deleted Secret out of the ledger", timeout, func(context.Context) (bool, error) {
-			return !ledgerHas(t, b, "db"), nil
+			return !ledgerHas(t, b, remoteNS, "db"), nil
 		})
 
 	})
@@ -162,7 +161,7 @@ func TestReflection(t *testing.T) {
 			Data: map[string][]byte{"owner": []byte("provider")}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitSecretPolicy(t, b, "clash")
+		waitSecretPolicy(t, b, remoteNS, "clash")
 		for name, ann := range map[string]map[string]string{
 			"private": {consts.SkipReflectionAnnotation: "true"}, "later-private": nil, "clash": nil,
 		} {
@@ -200,8 +199,8 @@ func TestReflection(t *testing.T) {
 			_, err := rs.Get(ctx, "clash", metav1.GetOptions{})
 			return err != nil
 		})
-		if ledgerHas(t, b, "clash") || ledgerHas(t, b, "later-private") || ledgerHas(t, b, "private") {
-			t.Errorf("ledger %v: names of Secrets not reflected", ledger(t, b))
+		if ledgerHas(t, b, remoteNS, "clash") || ledgerHas(t, b, remoteNS, "later-private") || ledgerHas(t, b, remoteNS, "private") {
+			t.Errorf("ledger %v: names of Secrets not reflected", ledger(t, b, remoteNS))
 		}
 	})
 
@@ -210,18 +209,18 @@ func TestReflection(t *testing.T) {
 			Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		r := waitConfigMap(t, b, "guarded", func(r *corev1.ConfigMap) bool { return r.Data["k"] == "v" })
+		r := waitConfigMap(t, b, remoteNS, "guarded", func(r *corev1.ConfigMap) bool { return r.Data["k"] == "v" })
 		r.Data["k"] = "tampered"
 		r.Labels["extra"] = "x"
 		if _, err := rcm.Update(ctx, r, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitConfigMap(t, b, "guarded", func(r *corev1.ConfigMap) bool { return r.Data["k"] == "v" && r.Labels["extra"] == "" })
+		waitConfigMap(t, b, remoteNS, "guarded", func(r *corev1.ConfigMap) bool { return r.Data["k"] == "v" && r.Labels["extra"] == "" })
 		uid := r.UID
 		if err := rcm.Delete(ctx, "guarded", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitConfigMap(t, b, "guarded", func(r *corev1.ConfigMap) bool { return r.UID != uid && r.Data["k"] == "v" })
+		waitConfigMap(t, b, remoteNS, "guarded", func(r *corev1.ConfigMap) bool { return r.UID != uid && r.Data["k"] == "v" })
 	})
 
 	t.Run("opted-out objects are not reflected and lose their remote copy", func(t *testing.T) {
@@ -232,7 +231,7 @@ func TestReflection(t *testing.T) {
 		if _, err := lcm.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later-private"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitConfigMap(t, b, "later-private", func(*corev1.ConfigMap) bool { return true })
+		waitConfigMap(t, b, remoteNS, "later-private", func(*corev1.ConfigMap) bool { return true })
 		rt.Never(t, "the opted-out ConfigMap reflected", time.Second, func(ctx context.Context) bool {
 			_, err := rcm.Get(ctx, "private", metav1.GetOptions{})
 			return !apierrors.IsNotFound(err)
@@ -274,7 +273,7 @@ func TestReflection(t *testing.T) {
 		if _, err := lcm.Update(ctx, root, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitConfigMap(t, b, consts.ReflectedRootCAConfigMap, func(r *corev1.ConfigMap) bool { return r.Data["owner"] == "consumer" })
+		waitConfigMap(t, b, remoteNS, consts.ReflectedRootCAConfigMap, func(r *corev1.ConfigMap) bool { return r.Data["owner"] == "consumer" })
 		for _, name := range []string{consts.RootCAConfigMap, "clash"} {
 			r, err := rcm.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -379,7 +378,7 @@ func TestReflection(t *testing.T) {
 				Data: map[string]string{"v": "1"}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitConfigMap(t, b, name, func(*corev1.ConfigMap) bool { return true })
+			waitConfigMap(t, b, remoteNS, name, func(*corev1.ConfigMap) bool { return true })
 			if _, err := ls.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secret-" + name},
 				Data: map[string][]byte{"v": []byte("1")}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -422,7 +421,7 @@ func TestReflection(t *testing.T) {
 		}
 		// From now on, Secrets are written again every second.
 		stop = rt.Start(top, &objects.Reflector{SecretRefresh: time.Second}, b.Env(top, mapper))
-		waitConfigMap(t, b, "kept", func(r *corev1.ConfigMap) bool { return r.Data["v"] == "2" })
+		waitConfigMap(t, b, remoteNS, "kept", func(r *corev1.ConfigMap) bool { return r.Data["v"] == "2" })
 		waitGone(t, "the copy of a ConfigMap deleted while the reflector was down", func(ctx context.Context) error {
 			_, err := rcm.Get(ctx, "dropped", metav1.GetOptions{})
 			return err
@@ -439,8 +438,8 @@ func TestReflection(t *testing.T) {
 			r, err := rs.Get(ctx, "secret-retyped", metav1.GetOptions{})
 			return err == nil && r.Type == corev1.SecretTypeBasicAuth && string(r.Data["username"]) == "u", err
 		})
-		if ledgerHas(t, b, "secret-dropped") || !ledgerHas(t, b, "secret-kept") {
-			t.Errorf("ledger after the sweep: %v", ledger(t, b))
+		if ledgerHas(t, b, remoteNS, "secret-dropped") || !ledgerHas(t, b, remoteNS, "secret-kept") {
+			t.Errorf("ledger after the sweep: %v", ledger(t, b, remoteNS))
 		}
 		// The reflector cannot watch Secrets on the provider: a copy changed or deleted there
 		// is put back by the refresh.
@@ -466,7 +465,7 @@ func TestReflection(t *testing.T) {
 	})
 
 	t.Run("a namespace removed from the mapping stops reflection", func(t *testing.T) {
-		waitConfigMap(t, b, "guarded", func(*corev1.ConfigMap) bool { return true })
+		waitConfigMap(t, b, remoteNS, "guarded", func(*corev1.ConfigMap) bool { return true })
 		mapper.Set(localNS, "")
 		if _, err := lcm.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unmapped"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -480,7 +479,7 @@ func TestReflection(t *testing.T) {
 			return !apierrors.IsNotFound(errNew) || errOld != nil // created, or the old copy deleted
 		})
 		mapper.Set(localNS, remoteNS)
-		waitConfigMap(t, b, "unmapped", func(*corev1.ConfigMap) bool { return true })
+		waitConfigMap(t, b, remoteNS, "unmapped", func(*corev1.ConfigMap) bool { return true })
 		waitGone(t, "the copy of a ConfigMap deleted while unmapped", func(ctx context.Context) error {
 			_, err := rcm.Get(ctx, "guarded", metav1.GetOptions{})
 			return err
@@ -550,22 +549,23 @@ func TestReflection(t *testing.T) {
 	})
 }
 
-// waitConfigMap waits until the remote copy of a ConfigMap satisfies ok, and returns it.
-func waitConfigMap(t *testing.T, b *rt.Bed, name string, ok func(*corev1.ConfigMap) bool) *corev1.ConfigMap {
+// waitConfigMap waits until the copy of a ConfigMap in remote namespace ns satisfies ok, and
+// returns it.
+func waitConfigMap(t *testing.T, b *rt.Bed, ns, name string, ok func(*corev1.ConfigMap) bool) *corev1.ConfigMap {
 	t.Helper()
 	var got *corev1.ConfigMap
 	rt.Eventually(t, "remote ConfigMap "+name, timeout, func(ctx context.Context) (bool, error) {
 		var err error
-		got, err = b.Admin.CoreV1().ConfigMaps(remoteNS).Get(ctx, name, metav1.GetOptions{})
+		got, err = b.Admin.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		return err == nil && ok(got), err
 	})
 	return got
 }
 
-// ledger returns the names the reflector recorded in the remote namespace's Secret ledger.
-func ledger(t *testing.T, b *rt.Bed) []string {
+// ledger returns the names the reflector recorded in remote namespace ns's Secret ledger.
+func ledger(t *testing.T, b *rt.Bed, ns string) []string {
 	t.Helper()
-	cm, err := b.Admin.CoreV1().ConfigMaps(remoteNS).Get(t.Context(), objects.SecretLedgerConfigMap, metav1.GetOptions{})
+	cm, err := b.Admin.CoreV1().ConfigMaps(ns).Get(t.Context(), objects.SecretLedgerConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -575,19 +575,19 @@ func ledger(t *testing.T, b *rt.Bed) []string {
 	return slices.Sorted(maps.Keys(cm.Data))
 }
 
-// ledgerHas says whether the Secret ledger records name.
-func ledgerHas(t *testing.T, b *rt.Bed, name string) bool {
+// ledgerHas says whether the Secret ledger of remote namespace ns records name.
+func ledgerHas(t *testing.T, b *rt.Bed, ns, name string) bool {
 	t.Helper()
-	return slices.Contains(ledger(t, b), name)
+	return slices.Contains(ledger(t, b, ns), name)
 }
 
 // waitSecretPolicy waits until the provider enforces its policy on consumers' Secret writes
 // (the API server loads policies asynchronously): the consumer's dry-run delete of the
-// provider's own Secret name is denied.
-func waitSecretPolicy(t *testing.T, b *rt.Bed, name string) {
+// provider's own Secret name in remote namespace ns is denied.
+func waitSecretPolicy(t *testing.T, b *rt.Bed, ns, name string) {
 	t.Helper()
 	rt.Eventually(t, "the provider's Secret policy enforced", timeout, func(ctx context.Context) (bool, error) {
-		err := b.Remote.CoreV1().Secrets(remoteNS).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		err := b.Remote.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), consts.ReflectedSecretsPolicy), err
 	})
 }

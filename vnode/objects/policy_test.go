@@ -15,26 +15,31 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
 	rt "github.com/peerkit/terraform-provider-liqo/vnode/reflection/reflectiontest"
 )
 
+// Namespaces of TestPoliciesAndIngresses, apart from TestReflection's on the shared clusters.
+const (
+	policyLocalNS  = "policies"
+	policyRemoteNS = "policies-cl-consumer"
+)
+
 // TestPoliciesAndIngresses checks, on real API servers, the allow and deny annotations under
 // both reflection policies, and the reflection of Ingresses.
 func TestPoliciesAndIngresses(t *testing.T) {
-	b := rt.New(t, testenv.ClusterOptions{}, testenv.ClusterOptions{})
-	b.Namespaces(t, localNS, remoteNS)
+	b := rt.FromShared(t, clusters)
+	b.Namespaces(t, policyLocalNS, policyRemoteNS)
 	top := t
 	ctx := t.Context()
-	mapper := namespaces.Static(map[string]string{localNS: remoteNS})
+	mapper := namespaces.Static(map[string]string{policyLocalNS: policyRemoteNS})
 	// ConfigMaps and Services (with their EndpointSlices) under AllowList; Secrets under the
 	// default DenyList.
 	rt.Start(top, &objects.Reflector{Policies: objects.Policies{
 		objects.ResourceConfigMap: objects.AllowList, objects.ResourceService: objects.AllowList}}, b.Env(top, mapper))
 	rt.Start(top, &objects.IngressReflector{}, b.Env(top, mapper))
-	lcm, rcm := b.Local.CoreV1().ConfigMaps(localNS), b.Admin.CoreV1().ConfigMaps(remoteNS)
+	lcm, rcm := b.Local.CoreV1().ConfigMaps(policyLocalNS), b.Admin.CoreV1().ConfigMaps(policyRemoteNS)
 
 	t.Run("AllowList: only objects annotated allow-reflection are reflected, the root CA always", func(t *testing.T) {
 		for name, ann := range map[string]map[string]string{
@@ -52,9 +57,9 @@ func TestPoliciesAndIngresses(t *testing.T) {
 		if _, err := lcm.Create(ctx, root, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitConfigMap(t, b, "allowed", func(*corev1.ConfigMap) bool { return true })
-		waitConfigMap(t, b, "allowed-any", func(*corev1.ConfigMap) bool { return true })
-		waitConfigMap(t, b, consts.ReflectedRootCAConfigMap, func(r *corev1.ConfigMap) bool { return r.Data["ca.crt"] == "consumer" })
+		waitConfigMap(t, b, policyRemoteNS, "allowed", func(*corev1.ConfigMap) bool { return true })
+		waitConfigMap(t, b, policyRemoteNS, "allowed-any", func(*corev1.ConfigMap) bool { return true })
+		waitConfigMap(t, b, policyRemoteNS, consts.ReflectedRootCAConfigMap, func(r *corev1.ConfigMap) bool { return r.Data["ca.crt"] == "consumer" })
 		rt.Never(t, "a ConfigMap not allowed reflected", time.Second, func(ctx context.Context) bool {
 			for _, name := range []string{"plain", "allow-false", "allow-denied"} {
 				if _, err := rcm.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -85,7 +90,7 @@ func TestPoliciesAndIngresses(t *testing.T) {
 		if _, err := lcm.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitConfigMap(t, b, "plain", func(*corev1.ConfigMap) bool { return true })
+		waitConfigMap(t, b, policyRemoteNS, "plain", func(*corev1.ConfigMap) bool { return true })
 		// The root CA opted out explicitly: even it goes.
 		root, err = lcm.Get(ctx, consts.RootCAConfigMap, metav1.GetOptions{})
 		if err != nil {
@@ -102,7 +107,7 @@ func TestPoliciesAndIngresses(t *testing.T) {
 	})
 
 	t.Run("DenyList: skip-reflection with any value but false opts out", func(t *testing.T) {
-		ls, rs := b.Local.CoreV1().Secrets(localNS), b.Admin.CoreV1().Secrets(remoteNS)
+		ls, rs := b.Local.CoreV1().Secrets(policyLocalNS), b.Admin.CoreV1().Secrets(policyRemoteNS)
 		for name, ann := range map[string]map[string]string{
 			"s-plain": nil,
 			"s-false": {consts.SkipReflectionAnnotation: "False"},
@@ -140,8 +145,8 @@ func TestPoliciesAndIngresses(t *testing.T) {
 	})
 
 	t.Run("AllowList of Services: EndpointSlices follow their Service", func(t *testing.T) {
-		ls, rs := b.Local.CoreV1().Services(localNS), b.Admin.CoreV1().Services(remoteNS)
-		lslices, rslices := b.Local.DiscoveryV1().EndpointSlices(localNS), b.Admin.DiscoveryV1().EndpointSlices(remoteNS)
+		ls, rs := b.Local.CoreV1().Services(policyLocalNS), b.Admin.CoreV1().Services(policyRemoteNS)
+		lslices, rslices := b.Local.DiscoveryV1().EndpointSlices(policyLocalNS), b.Admin.DiscoveryV1().EndpointSlices(policyRemoteNS)
 		if _, err := ls.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "api"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -172,7 +177,7 @@ func TestPoliciesAndIngresses(t *testing.T) {
 	})
 
 	t.Run("Ingress created, changed, opted out and deleted follows remotely, class kept", func(t *testing.T) {
-		li, ri := b.Local.NetworkingV1().Ingresses(localNS), b.Admin.NetworkingV1().Ingresses(remoteNS)
+		li, ri := b.Local.NetworkingV1().Ingresses(policyLocalNS), b.Admin.NetworkingV1().Ingresses(policyRemoteNS)
 		pathType := networkingv1.PathTypePrefix
 		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"},
 			Annotations: map[string]string{"nginx.ingress.kubernetes.io/rewrite-target": "/"}},
@@ -186,27 +191,27 @@ func TestPoliciesAndIngresses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := waitIngress(t, b, remoteNS, "web", func(*networkingv1.Ingress) bool { return true })
+		got := waitIngress(t, b, policyRemoteNS, "web", func(*networkingv1.Ingress) bool { return true })
 		if !equality.Semantic.DeepEqual(got.Spec, created.Spec) {
 			t.Errorf("remote spec %+v, want the local one %+v", got.Spec, created.Spec)
 		}
 		wantLabels := map[string]string{"app": "web", consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: string(rt.ConsumerID)}
 		if !maps.Equal(got.Labels, wantLabels) || got.Annotations["nginx.ingress.kubernetes.io/rewrite-target"] != "/" ||
-			got.Annotations[consts.OriginNamespaceAnnotation] != localNS {
+			got.Annotations[consts.OriginNamespaceAnnotation] != policyLocalNS {
 			t.Errorf("remote labels %v, annotations %v", got.Labels, got.Annotations)
 		}
 		created.Spec.Rules[0].Host = "www.example.com"
 		if _, err := li.Update(ctx, created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitIngress(t, b, remoteNS, "web", func(r *networkingv1.Ingress) bool { return r.Spec.Rules[0].Host == "www.example.com" })
+		waitIngress(t, b, policyRemoteNS, "web", func(r *networkingv1.Ingress) bool { return r.Spec.Rules[0].Host == "www.example.com" })
 		// Changed on the provider: put back.
-		got = waitIngress(t, b, remoteNS, "web", func(*networkingv1.Ingress) bool { return true })
+		got = waitIngress(t, b, policyRemoteNS, "web", func(*networkingv1.Ingress) bool { return true })
 		got.Spec.Rules[0].Host = "tampered.example.com"
 		if _, err := ri.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitIngress(t, b, remoteNS, "web", func(r *networkingv1.Ingress) bool { return r.Spec.Rules[0].Host == "www.example.com" })
+		waitIngress(t, b, policyRemoteNS, "web", func(r *networkingv1.Ingress) bool { return r.Spec.Rules[0].Host == "www.example.com" })
 		// Opted out: the copy goes; back in: it comes back.
 		cur, err := li.Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
@@ -224,7 +229,7 @@ func TestPoliciesAndIngresses(t *testing.T) {
 		if _, err := li.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitIngress(t, b, remoteNS, "web", func(*networkingv1.Ingress) bool { return true })
+		waitIngress(t, b, policyRemoteNS, "web", func(*networkingv1.Ingress) bool { return true })
 		if err := li.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +240,7 @@ func TestPoliciesAndIngresses(t *testing.T) {
 	})
 
 	t.Run("Ingress with a remote class: the class replaced, the class annotation dropped", func(t *testing.T) {
-		const local, remote = "shop", "shop-cl-consumer"
+		const local, remote = "store", "store-cl-consumer"
 		b.Namespaces(t, local, remote)
 		rt.Start(top, &objects.IngressReflector{RemoteClass: "provider-lb", Policy: objects.AllowList},
 			b.Env(top, namespaces.Static(map[string]string{local: remote})))

@@ -50,10 +50,36 @@ func New(t testing.TB, consumer, provider testenv.ClusterOptions) *Bed {
 	t.Helper()
 	consumer.Name, provider.Name = "consumer", "provider"
 	env := testenv.New(t, consumer, provider)
-	b := &Bed{Consumer: env.Cluster("consumer"), Provider: env.Cluster("provider")}
-	if _, err := clusteridentity.Ensure(t.Context(), b.Provider.Client, clusteridentity.Config{ClusterID: ProviderID}); err != nil {
+	if err := ensureProvider(t.Context(), env); err != nil {
 		t.Fatal(err)
 	}
+	return bedOf(t, env)
+}
+
+// Shared describes the two clusters, with the provider's ClusterRoles, for several tests of a
+// package to share (testenv.Shared; the package's TestMain stops them); each test takes them
+// with FromShared and uses namespaces of its own.
+func Shared(consumer, provider testenv.ClusterOptions) *testenv.Shared {
+	consumer.Name, provider.Name = "consumer", "provider"
+	return testenv.NewShared(ensureProvider, consumer, provider)
+}
+
+// FromShared is the Bed of shared clusters, started on the first call.
+func FromShared(t testing.TB, s *testenv.Shared) *Bed {
+	t.Helper()
+	return bedOf(t, s.Env(t))
+}
+
+// ensureProvider records the provider's identity, which writes its ClusterRoles.
+func ensureProvider(ctx context.Context, env *testenv.Env) error {
+	_, err := clusteridentity.Ensure(ctx, env.Cluster("provider").Client, clusteridentity.Config{ClusterID: ProviderID})
+	return err
+}
+
+// bedOf is the Bed of env's clusters.
+func bedOf(t testing.TB, env *testenv.Env) *Bed {
+	t.Helper()
+	b := &Bed{Consumer: env.Cluster("consumer"), Provider: env.Cluster("provider")}
 	kc, err := b.Provider.UserKubeconfig(string(ConsumerID))
 	if err != nil {
 		t.Fatal(err)
