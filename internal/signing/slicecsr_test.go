@@ -60,30 +60,23 @@ func TestResourceSliceCSR(t *testing.T) {
 		t.Errorf("the provider (no handshake) refuses the consumer's own request: %v", err)
 	}
 
+	must := func(data []byte, err error) []byte {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
 	other, err := signing.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged, err := other.ResourceSliceCSR(slice, consumer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrongCN, err := key.ResourceSliceCSR("other-slice", consumer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrongO, err := key.CSR(signing.ResourceSliceCommonName(slice, consumer), "cl-other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	twoO, err := key.CSR(signing.ResourceSliceCommonName(slice, consumer), consumer, "system:masters")
-	if err != nil {
-		t.Fatal(err)
-	}
-	noO, err := key.CSR(signing.ResourceSliceCommonName(slice, consumer))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cn := signing.ResourceSliceCommonName(slice, consumer)
+	forged := must(other.ResourceSliceCSR(slice, consumer))
+	wrongCN := must(key.ResourceSliceCSR("other-slice", consumer))
+	wrongO := must(key.CSR(cn, "cl-other"))
+	twoO := must(key.CSR(cn, consumer, "system:masters"))
+	noO := must(key.CSR(cn))
 	for _, c := range []struct {
 		name string
 		data []byte
