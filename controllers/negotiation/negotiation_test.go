@@ -60,11 +60,11 @@ func TestNegotiation(t *testing.T) {
 	cl := env.Cluster("provider")
 	c := cl.Client
 	ctx := t.Context()
-	const validity = 10 * time.Minute // renewed 3 s after it is issued
+	const validity = 10 * time.Minute // renewed a second after it is issued
 	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
 		return (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: negotiation.Policy{Percent: 50},
-			APIServerURL: cl.Config.Host, CAData: cl.Config.CAData, CertificateValidity: validity, RenewBefore: validity - 3*time.Second,
-			MinRenewalInterval: 3 * time.Second}).SetupWithManager(mgr)
+			APIServerURL: cl.Config.Host, CAData: cl.Config.CAData, CertificateValidity: validity, RenewBefore: validity - time.Second,
+			MinRenewalInterval: time.Second}).SetupWithManager(mgr)
 	})
 
 	for _, ns := range []string{"t-a", "t-none", "t-own"} {
