@@ -28,25 +28,25 @@ import (
 // (signing.KeyPair.ResourceSliceCSR with the cluster's signing key, for this cluster's ID) when
 // it lacks them. Unlike upstream, spec.consumerClusterID is left as its writer made it (a
 // liqo_resource_slice that does not set it would see a change to replace): the replication
-// writes this cluster's ID into the provider's copy, and the request is for that ID. Once the provider answers in status.authParams, the slice's Identity
-// forge.ResourceSliceIdentityName (type ResourceSlice) holds them, and Reconciler turns it into
-// a kubeconfig Secret. The Identity goes when the provider denies the slice's authentication.
+// writes this cluster's ID into the provider's copy, and the request is for that ID. Once the
+// provider answers in status.authParams, the slice's Identity forge.ResourceSliceIdentityName
+// (type ResourceSlice) holds them, and Reconciler turns it into a kubeconfig Secret. The
+// Identity goes when the provider denies the slice's authentication.
 type SliceReconciler struct {
-	// Client reads and writes the consumer cluster.
-	Client client.Client
-	// LiqoNamespace is the namespace Liqo is installed in, where the cluster's signing key and
+	// Client reads and writes the consumer cluster; LiqoNamespace is where its signing key and
 	// ID are ("": consts.LiqoNamespace).
+	Client        client.Client
 	LiqoNamespace string
 }
 
 // Reconcile completes one slice's request, or makes its Identity from the provider's answer.
 func (r *SliceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	slice := &authv1beta1.ResourceSlice{}
-	if err := r.Client.Get(ctx, req.NamespacedName, slice); err != nil || slice.DeletionTimestamp != nil {
+	switch err := r.Client.Get(ctx, req.NamespacedName, slice); {
+	case err != nil:
 		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if slice.Labels[consts.ReplicationLabel] != "true" {
-		return reconcile.Result{}, nil // a consumer's request to this cluster: the provider side decides it
+	case slice.DeletionTimestamp != nil, slice.Labels[consts.ReplicationLabel] != "true":
+		return reconcile.Result{}, nil // going, or a consumer's request to this cluster (the provider side decides it)
 	}
 	if done, err := r.complete(ctx, slice); err != nil || done {
 		return reconcile.Result{}, err // a change brings the slice back
