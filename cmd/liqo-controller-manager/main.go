@@ -264,6 +264,9 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&identity.Reconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the identity reconciler: %w", err)
 	}
+	if err := (&identity.SliceReconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ResourceSlice identity reconciler: %w", err)
+	}
 	if err := (&gatewayserver.Reconciler{Client: mgr.GetClient(), Image: o.gatewayImage, Recorder: mgr.GetEventRecorder("liqo-gatewayserver"),
 		LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the gateway server reconciler: %w", err)
@@ -285,7 +288,8 @@ func setup(mgr ctrl.Manager, o *options) error {
 		PodSecurity: o.podSecurity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap reconciler: %w", err)
 	}
-	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults}).SetupWithManager(mgr); err != nil {
+	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults,
+		APIServerURL: o.apiServerURL, CAData: o.caData}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
 	}
 	if err := (&providernodes.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

@@ -4,6 +4,8 @@
 // liqo.io/remote-tenant-namespace) whose client key is the cluster's signing key, the key the
 // certificate request was made with. An Identity whose author wrote its kubeconfig Secret
 // itself (annotation liqo.io/kubeconfig-secret) only gets its status pointed at that Secret.
+// SliceReconciler fills the certificate request of this cluster's ResourceSlices and makes
+// their Identities (type ResourceSlice) from what the provider signed.
 package identity
 
 import (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -40,6 +41,14 @@ type Reconciler struct {
 	// none unless told to): each default, or what is left of it if less; a resource with
 	// nothing left is not granted.
 	Defaults corev1.ResourceList
+	// APIServerURL is this cluster's API server as consumers reach it, and CAData the CA bundle
+	// that signed its certificate: both go into the status.authParams of slices with a spec.csr.
+	APIServerURL string
+	// CAData is the CA bundle of the API server (see APIServerURL).
+	CAData []byte
+	// CertificateValidity, RenewBefore and MinRenewalInterval are how the slices' certificates
+	// are requested and renewed, as the tenant controller's (clientcert.Issuer).
+	CertificateValidity, RenewBefore, MinRenewalInterval time.Duration
 }
 
 // Reconcile decides one slice.
@@ -66,18 +75,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	accepted := holds && grantedAsAsked(slice, r.Defaults)
 
 	status := slice.Status.DeepCopy()
-	var auth, res authv1beta1.ResourceSliceCondition
-	switch {
-	case tenant == nil:
-		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonNoTenant,
-			fmt.Sprintf("no Tenant for cluster %s in namespace %s", consumer, slice.Namespace))
-	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained:
-		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonDrained, "the tenant is Drained: nothing is granted")
-	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionCordoned && !holds:
-		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonCordoned, "the tenant is Cordoned: no new slices are accepted")
-	default:
-		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, true, ReasonTenantActive, "tenant "+tenant.Name)
+	auth, again, err := r.authenticate(ctx, slice, tenant, holds, status)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
+	var res authv1beta1.ResourceSliceCondition
 	switch {
 	case auth.Status == authv1beta1.ResourceSliceConditionDenied:
 		res = cond(authv1beta1.ResourceSliceConditionTypeResources, false, ReasonNotAuthorized, auth.Message)
@@ -104,14 +106,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	status.Conditions = merge(slice.Status.Conditions, auth, res)
 	if equality.Semantic.DeepEqual(*status, slice.Status) {
-		return reconcile.Result{}, nil
+		return reconcile.Result{RequeueAfter: again}, nil
 	}
 	before := slice.DeepCopy()
 	slice.Status = *status
 	if err := r.Client.Status().Patch(ctx, slice, client.MergeFrom(before)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("deciding slice %s: %w", req, err)
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: again}, nil
+}
+
+// authenticate is the Authentication condition of a slice of tenant (nil: none found), which
+// holds a grant or not: accepted for an Active tenant (or a Cordoned one, for a slice holding a
+// grant) and, when the slice has a spec.csr, a request its consumer may be issued a
+// certificate for; status.authParams then gets it (sliceCertificate), and is emptied when the
+// slice is denied. again is when to look again (the certificate being signed or due).
+func (r *Reconciler) authenticate(ctx context.Context, slice *authv1beta1.ResourceSlice, tenant *authv1beta1.Tenant, holds bool,
+	status *authv1beta1.ResourceSliceStatus) (auth authv1beta1.ResourceSliceCondition, again time.Duration, err error) {
+	switch {
+	case tenant == nil:
+		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonNoTenant,
+			fmt.Sprintf("no Tenant for cluster %s in namespace %s", *slice.Spec.ConsumerClusterID, slice.Namespace))
+	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionDrained:
+		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonDrained, "the tenant is Drained: nothing is granted")
+	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionCordoned && !holds:
+		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonCordoned, "the tenant is Cordoned: no new slices are accepted")
+	default:
+		auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, true, ReasonTenantActive, "tenant "+tenant.Name)
+	}
+	if auth.Status == authv1beta1.ResourceSliceConditionAccepted && len(slice.Spec.CSR) > 0 {
+		var refused string
+		if status.AuthParams, again, refused, err = r.sliceCertificate(ctx, slice, tenant); err != nil {
+			return auth, 0, err
+		}
+		if refused != "" {
+			auth = cond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, ReasonCSRInvalid, refused)
+		}
+	}
+	if auth.Status == authv1beta1.ResourceSliceConditionDenied {
+		status.AuthParams = nil
+	}
+	return auth, again, nil
 }
 
 // kept is the Resources condition of a slice that holds a grant and asks for something that

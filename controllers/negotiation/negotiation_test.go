@@ -53,15 +53,18 @@ func decided(t *testing.T, c client.Client, s *authv1beta1.ResourceSlice, typ au
 // left is denied with the shortfall, a smaller re-request is granted; a granted slice asking for
 // too much keeps its grant (reason GrantKept); a Cordoned tenant gets no new slice but keeps the
 // old one, also when it asks for something else; a Drained tenant loses everything, and a slice
-// without a tenant is denied.
+// without a tenant is denied. Then sliceCertificates, on the same cluster.
 func TestNegotiation(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", Nodes: []testenv.NodeOptions{
+	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", ControllerManager: true, Nodes: []testenv.NodeOptions{
 		{Name: "n1", CPU: "4", Memory: "8Gi"}, {Name: "n2", CPU: "4", Memory: "8Gi"}}})
 	cl := env.Cluster("provider")
 	c := cl.Client
 	ctx := t.Context()
+	const validity = 10 * time.Minute // renewed a second after it is issued
 	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
-		return (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: negotiation.Policy{Percent: 50}}).SetupWithManager(mgr)
+		return (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: negotiation.Policy{Percent: 50},
+			APIServerURL: cl.Config.Host, CAData: cl.Config.CAData, CertificateValidity: validity, RenewBefore: validity - time.Second,
+			MinRenewalInterval: time.Second}).SetupWithManager(mgr)
 	})
 
 	for _, ns := range []string{"t-a", "t-none", "t-own"} {
@@ -167,6 +170,8 @@ func TestNegotiation(t *testing.T) {
 		t.Fatal(err)
 	}
 	decided(t, c, orphan, "Authentication", "Denied", negotiation.ReasonNoTenant)
+
+	sliceCertificates(t, cl)
 }
 
 // TestFixedPolicy: a fixed policy shares exactly its amount, whatever the nodes.

@@ -129,7 +129,7 @@ func (r *ConsumerReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if len(nonce) == 0 || len(secret.Data[consts.SignedNonceKey]) > 0 {
 		return reconcile.Result{}, nil
 	}
-	key, clusterID, err := localIdentity(ctx, r.Client, consts.LiqoNamespaceOr(r.LiqoNamespace))
+	key, clusterID, err := LocalIdentity(ctx, r.Client, consts.LiqoNamespaceOr(r.LiqoNamespace))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -162,8 +162,8 @@ func (r *ConsumerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// localIdentity reads the cluster's signing key and ID.
-func localIdentity(ctx context.Context, c client.Client, liqoNS string) (*signing.KeyPair, string, error) {
+// LocalIdentity reads the cluster's signing key and ID from the Liqo namespace liqoNS.
+func LocalIdentity(ctx context.Context, c client.Client, liqoNS string) (*signing.KeyPair, string, error) {
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: consts.SigningKeySecret}, secret); err != nil {
 		return nil, "", fmt.Errorf("reading the cluster's signing key: %w", err)

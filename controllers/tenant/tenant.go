@@ -21,9 +21,6 @@ package tenant
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -32,6 +29,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,12 +39,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/clientcert"
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/finalizers"
 	"github.com/peerkit/terraform-provider-liqo/controllers/namespacemap"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 )
 
@@ -55,7 +54,7 @@ const (
 	// RoleBindingName is the binding of the consumer's user in the tenant namespace (seed 003's name).
 	RoleBindingName = "liqo-binding-liqo-remote-controlplane"
 	// DefaultCertificateValidity is what the consumer's certificate is requested for.
-	DefaultCertificateValidity = 365 * 24 * time.Hour
+	DefaultCertificateValidity = clientcert.DefaultValidity
 	reasonIssued               = "IdentityIssued"
 )
 
@@ -149,11 +148,26 @@ type Reconciler struct {
 	MinRenewalInterval time.Duration
 }
 
-func (r *Reconciler) validity() time.Duration {
-	if r.CertificateValidity > 0 {
-		return r.CertificateValidity
+// issuer issues the tenant's certificate as the Reconciler's fields say.
+func (r *Reconciler) issuer() *clientcert.Issuer {
+	return &clientcert.Issuer{Client: r.Client, Validity: r.CertificateValidity, RenewBefore: r.RenewBefore,
+		MinRenewalInterval: r.MinRenewalInterval}
+}
+
+// holder is the tenant's consumer as the holder of its control-plane certificate: its CSR
+// objects are labelled with its cluster ID (those of its ResourceSlices, labelled with their
+// slice too, are not its).
+func holder(t *authv1beta1.Tenant) clientcert.Holder {
+	sel := labels.SelectorFromSet(labels.Set{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)})
+	if notSlice, err := labels.NewRequirement(consts.ResourceSliceNameLabel, selection.DoesNotExist, nil); err == nil {
+		sel = sel.Add(*notSlice)
 	}
-	return DefaultCertificateValidity
+	h := clientcert.Holder{Prefix: "liqo-tenant-" + string(t.Spec.ClusterID), Labels: map[string]string{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)},
+		Selector: sel, Request: t.Spec.CSR, Describe: fmt.Sprintf("tenant %s/%s", t.Namespace, t.Name), Reason: "LiqoTenantVerified"}
+	if t.Status.AuthParams != nil {
+		h.Current = t.Status.AuthParams.SignedCRT
+	}
+	return h
 }
 
 // Reconcile verifies one Tenant and issues or revokes the consumer's access.
@@ -186,68 +200,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if len(t.Spec.CSR) == 0 {
 		return reconcile.Result{}, r.setStatus(ctx, t, nil, time.Time{}) // declarative peering: credentials made elsewhere
 	}
-	name, due, err := r.certificateToIssue(ctx, t)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	var cert []byte
-	if name == "" { // the issued certificate is current
-		cert = t.Status.AuthParams.SignedCRT
-	} else {
-		var requested time.Time
-		if cert, requested, err = r.issue(ctx, t, name); err != nil || cert == nil {
-			return reconcile.Result{RequeueAfter: time.Second}, err // nil: not signed yet
-		}
-		issued, err := signing.ParseCertificate(cert)
-		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("certificate signed for tenant %s: %w", req, err)
-		}
-		if due, err = r.renewal(ctx, t, issued, requested); err != nil {
-			return reconcile.Result{}, err
-		}
+	cert, due, err := r.issuer().Ensure(ctx, holder(t))
+	if err != nil || cert == nil {
+		return reconcile.Result{RequeueAfter: time.Second}, err // nil: not signed yet
 	}
 	if err := r.bind(ctx, t); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: max(time.Until(due), time.Second)}, r.setStatus(ctx, t, cert, due)
-}
-
-// certificateToIssue returns the CSR object to issue the tenant's certificate through, or ""
-// when the certificate in status is for the requested key and not due for renewal; due is
-// then when it will be.
-func (r *Reconciler) certificateToIssue(ctx context.Context, t *authv1beta1.Tenant) (name string, due time.Time, err error) {
-	if t.Status.AuthParams == nil || len(t.Status.AuthParams.SignedCRT) == 0 {
-		return csrName(t, nil), time.Time{}, nil
-	}
-	cert, err := signing.ParseCertificate(t.Status.AuthParams.SignedCRT)
-	if err != nil || !signing.CertificateMatchesCSR(cert, t.Spec.CSR) {
-		return csrName(t, nil), time.Time{}, nil // an unusable certificate is replaced
-	}
-	if due, err = r.renewal(ctx, t, cert, time.Time{}); err != nil || time.Now().Before(due) {
-		return "", due, err
-	}
-	return csrName(t, cert.SerialNumber.Bytes()), due, nil
-}
-
-// renewal is when the tenant's certificate cert is to be renewed: at two thirds of its own
-// lifetime (or RenewBefore before it expires), and never sooner than MinRenewalInterval after
-// the tenant's last certificate request: the newest of requested and the creation of the CSRs
-// of its cluster (which the API server stamps, so the floor holds across restarts).
-func (r *Reconciler) renewal(ctx context.Context, t *authv1beta1.Tenant, cert *x509.Certificate, requested time.Time) (time.Time, error) {
-	at := pki.RenewAt(cert)
-	if r.RenewBefore > 0 {
-		at = cert.NotAfter.Add(-r.RenewBefore)
-	}
-	csrs := &certificatesv1.CertificateSigningRequestList{}
-	if err := r.Client.List(ctx, csrs, client.MatchingLabels{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}); err != nil {
-		return time.Time{}, fmt.Errorf("listing the CSRs of tenant %s/%s: %w", t.Namespace, t.Name, err)
-	}
-	for i := range csrs.Items {
-		if c := csrs.Items[i].CreationTimestamp.Time; c.After(requested) {
-			requested = c
-		}
-	}
-	return pki.NextRenewal(at, requested, r.MinRenewalInterval), nil
 }
 
 // verify checks the signed nonce; the verdict holds the verified key or why it is refused.
@@ -268,62 +228,6 @@ func verify(ctx context.Context, c client.Reader, t *authv1beta1.Tenant) (verdic
 			t.Namespace, consts.NonceSecret), nil
 	}
 	return verdict{key: pub}, nil
-}
-
-// csrName is the CSR object of a tenant's request: one per request content, and one per
-// renewal (named after the serial number of the certificate it replaces).
-func csrName(t *authv1beta1.Tenant, renewing []byte) string {
-	sum := sha256.Sum256(t.Spec.CSR)
-	name := fmt.Sprintf("liqo-tenant-%s-%s", t.Spec.ClusterID, hex.EncodeToString(sum[:])[:10])
-	if renewing != nil {
-		serial := sha256.Sum256(renewing)
-		name += "-" + hex.EncodeToString(serial[:])[:8]
-	}
-	return name
-}
-
-// issue creates and approves the CSR and returns the certificate (nil until it is signed) and
-// when the CSR was made.
-func (r *Reconciler) issue(ctx context.Context, t *authv1beta1.Tenant, name string) (cert []byte, requested time.Time, err error) {
-	csr := &certificatesv1.CertificateSigningRequest{}
-	err = r.Client.Get(ctx, client.ObjectKey{Name: name}, csr)
-	if apierrors.IsNotFound(err) {
-		seconds := int32(r.validity().Seconds())
-		csr = &certificatesv1.CertificateSigningRequest{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)}},
-			Spec: certificatesv1.CertificateSigningRequestSpec{
-				Request: t.Spec.CSR, SignerName: certificatesv1.KubeAPIServerClientSignerName,
-				ExpirationSeconds: &seconds,
-				Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-			},
-		}
-		if err := r.Client.Create(ctx, csr); err != nil {
-			return nil, time.Time{}, fmt.Errorf("creating CSR %s for tenant %s/%s: %w", name, t.Namespace, t.Name, err)
-		}
-	} else if err != nil {
-		return nil, time.Time{}, fmt.Errorf("reading CSR %s: %w", name, err)
-	}
-	approved := false
-	for _, c := range csr.Status.Conditions {
-		switch {
-		case c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue:
-			approved = true
-		case (c.Type == certificatesv1.CertificateFailed || c.Type == certificatesv1.CertificateDenied) && c.Status == corev1.ConditionTrue:
-			// Retried with the controller's backoff; the same request is asked again once the
-			// cluster's CSR cleaner removes this one (an hour after it failed).
-			return nil, time.Time{}, fmt.Errorf("CSR %s of tenant %s/%s %s: %s (%s)", name, t.Namespace, t.Name, c.Type, c.Message, c.Reason)
-		}
-	}
-	if !approved {
-		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "LiqoTenantVerified",
-			Message: fmt.Sprintf("tenant %s/%s verified and Active", t.Namespace, t.Name),
-		})
-		if err := r.Client.SubResource("approval").Update(ctx, csr); err != nil {
-			return nil, time.Time{}, fmt.Errorf("approving CSR %s: %w", name, err)
-		}
-	}
-	return csr.Status.Certificate, csr.CreationTimestamp.Time, nil
 }
 
 // bind gives the consumer's user the remote control-plane role in the tenant namespace.

@@ -68,3 +68,23 @@ func SetTenantPodSecurity(t *authv1beta1.Tenant, level string) bool {
 	t.SetAnnotations(annotations)
 	return true
 }
+
+// ResourceSliceIdentityName is the consumer's Identity for its ResourceSlice slice (upstream
+// Liqo's name): "resourceslice-<slice>", in the slice's namespace.
+func ResourceSliceIdentityName(slice string) string { return "resourceslice-" + slice }
+
+// MutateResourceSliceIdentity makes id the consumer's Identity of type ResourceSlice for its
+// granted slice, as upstream Liqo's consumers make it: MutateIdentity towards the slice's
+// provider with the credentials of the slice's status.authParams and no namespace, labelled
+// consts.ResourceSliceNameLabel=<slice>.
+func MutateResourceSliceIdentity(id *authv1beta1.Identity, slice *authv1beta1.ResourceSlice) {
+	provider, params := "", authv1beta1.AuthParams{}
+	if slice.Spec.ProviderClusterID != nil {
+		provider = string(*slice.Spec.ProviderClusterID)
+	}
+	if slice.Status.AuthParams != nil {
+		params = *slice.Status.AuthParams
+	}
+	MutateIdentity(id, provider, authv1beta1.ResourceSliceIdentityType, "", params)
+	setLabels(id, map[string]string{consts.ResourceSliceNameLabel: slice.Name})
+}

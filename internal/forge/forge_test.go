@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
@@ -146,6 +147,25 @@ func TestMutateTenantAndIdentity(t *testing.T) {
 	forge.MutateIdentity(id, "b", authv1beta1.ControlPlaneIdentityType, "liqo-tenant-a", authv1beta1.AuthParams{APIServer: "https://b:6443"})
 	wantLabels(t, "Identity", id.Labels, map[string]string{consts.RemoteClusterIDLabel: "b"})
 	if s := id.Spec; s.ClusterID != "b" || s.Type != authv1beta1.ControlPlaneIdentityType || s.Namespace != "liqo-tenant-a" || s.AuthParams.APIServer != "https://b:6443" {
+		t.Errorf("Identity spec %+v", s)
+	}
+}
+
+// TestMutateResourceSliceIdentity: a slice's Identity is upstream's: named resourceslice-<slice>,
+// type ResourceSlice towards the slice's provider with its status.authParams and no namespace,
+// labelled with the provider and the slice.
+func TestMutateResourceSliceIdentity(t *testing.T) {
+	provider := corev1beta1.ClusterID("b")
+	rs := &authv1beta1.ResourceSlice{ObjectMeta: meta(), Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &provider},
+		Status: authv1beta1.ResourceSliceStatus{AuthParams: &authv1beta1.AuthParams{APIServer: "https://b:6443", SignedCRT: []byte("crt")}}}
+	if name := forge.ResourceSliceIdentityName(rs.Name); name != "resourceslice-b" {
+		t.Errorf("Identity name %q, want resourceslice-b", name)
+	}
+	id := &authv1beta1.Identity{ObjectMeta: meta()}
+	forge.MutateResourceSliceIdentity(id, rs)
+	wantLabels(t, "Identity", id.Labels, map[string]string{consts.RemoteClusterIDLabel: "b", consts.ResourceSliceNameLabel: "b"})
+	if s := id.Spec; s.ClusterID != "b" || s.Type != authv1beta1.ResourceSliceIdentityType || s.Namespace != "" ||
+		s.AuthParams.APIServer != "https://b:6443" || string(s.AuthParams.SignedCRT) != "crt" {
 		t.Errorf("Identity spec %+v", s)
 	}
 }

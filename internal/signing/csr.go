@@ -3,6 +3,7 @@ package signing
 import (
 	"crypto"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
@@ -61,4 +62,36 @@ func CertificateMatchesCSR(cert *x509.Certificate, csr []byte) bool {
 	}
 	want, ok := req.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
 	return ok && want.Equal(cert.PublicKey)
+}
+
+// ResourceSliceCommonName is the common name of the certificate request of a consumer's
+// ResourceSlice, as upstream Liqo makes it: the slice's name, a dash, and the hex of the first
+// 6 bytes of the SHA-256 of the consumer's cluster ID (a short, unique user name on the provider).
+func ResourceSliceCommonName(slice, consumerID string) string {
+	sum := sha256.Sum256([]byte(consumerID))
+	return fmt.Sprintf("%s-%x", slice, sum[:6])
+}
+
+// ResourceSliceCSR makes the PEM certificate request of the consumer consumerID's ResourceSlice
+// slice, signed with the key pair (the cluster's own): common name ResourceSliceCommonName,
+// organization (the user's group on the provider) the consumer's cluster ID, as upstream Liqo's
+// consumers fill the slice's spec.csr.
+func (k *KeyPair) ResourceSliceCSR(slice, consumerID string) ([]byte, error) {
+	return k.CSR(ResourceSliceCommonName(slice, consumerID), consumerID)
+}
+
+// CheckResourceSliceCSR checks the spec.csr of the consumer consumerID's ResourceSlice slice as
+// upstream Liqo's provider does: a valid request, for the public key pub the handshake verified
+// (nil: not checked, the tenant tolerating no handshake), with common name
+// ResourceSliceCommonName and the consumer's cluster ID as its only organization.
+func CheckResourceSliceCSR(data []byte, slice, consumerID string, pub ed25519.PublicKey) (*x509.CertificateRequest, error) {
+	req, err := CheckCSR(data, ResourceSliceCommonName(slice, consumerID), []string{consumerID}, pub)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Subject.Organization) != 1 {
+		return nil, fmt.Errorf("certificate request names organizations %v, want exactly [%s] (the consumer's cluster ID)",
+			req.Subject.Organization, consumerID)
+	}
+	return req, nil
 }
