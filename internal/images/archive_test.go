@@ -144,9 +144,9 @@ func TestWriteArchiveIndex(t *testing.T) {
 	}
 
 	top, im := layoutIndex(t, layoutDir)
-	if len(im.Manifests) != 1 || im.Manifests[0].MediaType != types.OCIImageIndex || im.Manifests[0].Digest != indexDigest(t, idx) ||
+	if len(im.Manifests) != 1 || im.Manifests[0].MediaType != types.OCIImageIndex || im.Manifests[0].Digest != digest(t, idx) ||
 		im.Manifests[0].Annotations[images.ImageNameAnnotation] != ref {
-		t.Fatalf("index.json %+v, want the image index %s named %s", im.Manifests, indexDigest(t, idx), ref)
+		t.Fatalf("index.json %+v, want the image index %s named %s", im.Manifests, digest(t, idx), ref)
 	}
 	fromLayout, err := top.ImageIndex(im.Manifests[0].Digest)
 	if err != nil {

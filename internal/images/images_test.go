@@ -94,18 +94,10 @@ func build(t *testing.T, c images.Component, binary string, o images.Options) v1
 	return img
 }
 
-func indexDigest(t *testing.T, idx v1.ImageIndex) v1.Hash {
+// digest is the digest of an image or an image index.
+func digest(t *testing.T, of interface{ Digest() (v1.Hash, error) }) v1.Hash {
 	t.Helper()
-	d, err := idx.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func digest(t *testing.T, img v1.Image) v1.Hash {
-	t.Helper()
-	d, err := img.Digest()
+	d, err := of.Digest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +344,7 @@ func TestBuildReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if da, db := indexDigest(t, a), indexDigest(t, b); da != db {
+	if da, db := digest(t, a), digest(t, b); da != db {
 		t.Errorf("two indexes of the same images: digests %s and %s", da, db)
 	}
 
