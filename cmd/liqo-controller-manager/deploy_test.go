@@ -99,6 +99,7 @@ func TestChartRunsTheManager(t *testing.T) {
 	}{
 		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind", Name: "liqo-remote-workload"}, true},
 		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind", Name: "liqo-remote-controlplane"}, true},
+		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind", Name: "liqo-virtual-kubelet-remote"}, true},
 		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind", Name: "cluster-admin"}, false},
 		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Verb: "create", Namespace: "any"}, true},
 		{authorizationv1.ResourceAttributes{Resource: "namespaces", Verb: "create"}, true},

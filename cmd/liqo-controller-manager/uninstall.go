@@ -420,6 +420,7 @@ func (u *uninstaller) deleteClusterObjects(ctx context.Context) error {
 		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: consts.SliceCordonPolicy}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusteridentity.RemoteControlPlaneClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusteridentity.RemoteWorkloadClusterRole}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusteridentity.SliceWorkloadClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: virtualnode.KubeletClusterRole}},
 	} {
 		if err := u.deleteIfOurs(ctx, obj); err != nil {

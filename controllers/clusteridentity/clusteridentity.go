@@ -40,6 +40,11 @@ const (
 	// RemoteWorkloadClusterRole is what a consumer's identity is bound to in each of its remote
 	// namespaces on the provider: the objects a virtual kubelet reflects there, nothing else.
 	RemoteWorkloadClusterRole = "liqo-remote-workload"
+	// SliceWorkloadClusterRole is what the consumer's group (the organization of its
+	// ResourceSlice certificates) is bound to in each of its remote namespaces on the provider:
+	// upstream Liqo v1.2's name for the role its virtual kubelets use there
+	// (peerrbac.SliceWorkloadRules).
+	SliceWorkloadClusterRole = "liqo-virtual-kubelet-remote"
 	// managedByLabel marks the objects this package keeps.
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedBy      = "liqo-controller-manager"
@@ -453,6 +458,7 @@ func ensureClusterRoles(ctx context.Context, c client.Client) error {
 	for name, rules := range map[string][]rbacv1.PolicyRule{
 		RemoteControlPlaneClusterRole: peerrbac.ControlPlaneRules(),
 		RemoteWorkloadClusterRole:     peerrbac.WorkloadRules(),
+		SliceWorkloadClusterRole:      peerrbac.SliceWorkloadRules(),
 	} {
 		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		_, err := controllerutil.CreateOrPatch(ctx, c, role, func() error {

@@ -47,7 +47,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return o.GetNamespace() == r.Config.LiqoNamespace()
 	}))
 	peerRoles := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetName() == RemoteControlPlaneClusterRole || o.GetName() == RemoteWorkloadClusterRole
+		return o.GetName() == RemoteControlPlaneClusterRole || o.GetName() == RemoteWorkloadClusterRole || o.GetName() == SliceWorkloadClusterRole
 	}))
 	secretPolicy := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetName() == consts.ReflectedSecretsPolicy || o.GetName() == consts.SliceCordonPolicy

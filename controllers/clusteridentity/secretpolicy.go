@@ -19,29 +19,38 @@ import (
 // that a Secret it is about to overwrite or delete is one of its copies. The provider checks
 // for it, with a ValidatingAdmissionPolicy.
 //
-// Who is a consumer: the user named as the namespace's remote cluster ID (the label every remote
-// namespace carries), or any user in the consumers' group. Users whose name starts with
-// "system:" (service accounts, nodes, the control plane) are never matched: a cluster ID, a DNS
-// label, has no colon.
+// Who is a consumer: the namespace's owner (the remote cluster ID every remote namespace is
+// labelled with) as a user (the control-plane certificate, which our virtual kubelets use) or as
+// a group (the organization of its ResourceSlice certificates, which upstream Liqo's virtual
+// kubelets use), or any user in the consumers' group. Users whose name starts with "system:"
+// (service accounts, nodes, the control plane) are never matched: a cluster ID, a DNS label, has
+// no colon. The requester's cluster ID is the owner's when it is the owner, else its user name.
 //
-// What a consumer may do with a Secret: create one labelled as its copy (ReflectedLabel "true",
-// OriginClusterIDLabel its user name, which is its cluster ID), update or delete one that is so
-// labelled (and stays so), and never create a service-account token Secret, which the
-// provider's token controller would fill with a token of one of its service accounts.
+// What a consumer may do with a Secret: create one labelled as its copy (ReflectedLabel "true"
+// and OriginClusterIDLabel its cluster ID, or upstream's UpstreamOriginLabel its cluster ID, as
+// consts.ReflectionOrigin reads them), update or delete one that is so labelled (and stays so),
+// and never create a service-account token Secret, which the provider's token controller would
+// fill with a token of one of its service accounts.
 var (
-	secretPolicyVariables = []admissionregistrationv1.Variable{
+	// consumerVariables say who asks: owner, groups, isOwner, consumer and who (its cluster ID).
+	consumerVariables = []admissionregistrationv1.Variable{
 		{Name: "owner", Expression: `namespaceObject == null ? '' : ` +
 			`namespaceObject.metadata.?labels[?'` + consts.RemoteClusterIDLabel + `'].orValue('')`},
-		{Name: "consumer", Expression: `(variables.owner != '' && variables.owner == request.userInfo.username) || ` +
-			`'` + consts.ConsumerGroup + `' in request.userInfo.?groups.orValue([])`},
-		{Name: "newOurs", Expression: ours("object")},
-		{Name: "oldOurs", Expression: ours("oldObject")},
+		{Name: "groups", Expression: `request.userInfo.?groups.orValue([])`},
+		{Name: "isOwner", Expression: `variables.owner != '' && (variables.owner == request.userInfo.username || variables.owner in variables.groups)`},
+		{Name: "consumer", Expression: `variables.isOwner || '` + consts.ConsumerGroup + `' in variables.groups`},
+		{Name: "who", Expression: `variables.isOwner ? variables.owner : request.userInfo.username`},
 	}
+	secretPolicyVariables = append(append([]admissionregistrationv1.Variable{}, consumerVariables...),
+		admissionregistrationv1.Variable{Name: "newOurs", Expression: ours("object")},
+		admissionregistrationv1.Variable{Name: "oldOurs", Expression: ours("oldObject")},
+	)
 	secretPolicyValidations = []admissionregistrationv1.Validation{
 		{
 			Expression: `!variables.consumer || (variables.oldOurs && variables.newOurs)`,
 			Message: "a peered consumer may only create, change and delete the Secrets it reflects: labelled " +
-				consts.ReflectedLabel + "=true and " + consts.OriginClusterIDLabel + "=<its cluster ID>, before and after",
+				consts.ReflectedLabel + "=true and " + consts.OriginClusterIDLabel + "=<its cluster ID> (or upstream Liqo's " +
+				consts.UpstreamOriginLabel + "=<its cluster ID>), before and after",
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		},
 		{
@@ -53,11 +62,14 @@ var (
 )
 
 // ours is a CEL expression: the object of that variable is absent (the old object of a create,
-// the new one of a delete) or labelled as a copy reflected by the requesting consumer.
+// the new one of a delete) or labelled as a copy reflected by the requesting consumer, its
+// origin read as consts.ReflectionOrigin reads it (ours, upstream's, or both when they agree).
 func ours(v string) string {
 	label := func(key string) string { return v + `.metadata.?labels[?'` + key + `'].orValue('')` }
-	return v + ` == null || (` + label(consts.ReflectedLabel) + ` == 'true' && ` +
-		label(consts.OriginClusterIDLabel) + ` == request.userInfo.username)`
+	our := `(` + label(consts.ReflectedLabel) + ` == 'true' ? ` + label(consts.OriginClusterIDLabel) + ` : '')`
+	theirs := label(consts.UpstreamOriginLabel)
+	origin := `(` + our + ` == '' ? ` + theirs + ` : ((` + theirs + ` == '' || ` + theirs + ` == ` + our + `) ? ` + our + ` : ''))`
+	return v + ` == null || ` + origin + ` == variables.who`
 }
 
 // ensureSecretPolicy installs the policy on consumers' Secret writes, and its binding.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 
 // TestConsumerSecrets uses a consumer's identity as the provider binds it (the control-plane
@@ -143,11 +144,63 @@ func TestConsumerSecrets(t *testing.T) {
 				t.Errorf("creating a Secret %s: %v, want a denial by %s", what, err, consts.ReflectedSecretsPolicy)
 			}
 		}
-		// The provider itself is not held back.
-		if err := admin.CoreV1().Secrets(remoteNS).Delete(ctx, "others-copy", metav1.DeleteOptions{}); err != nil {
-			t.Errorf("the provider's admin deleting a Secret: %v", err)
+	})
+
+	// Upstream's virtual kubelet, with a slice certificate (organization: the consumer's ID),
+	// bound as a group to upstream's role: it may read the Secrets of its remote namespace and
+	// write its copies labelled upstream's way, and nothing else.
+	t.Run("a slice certificate writes only its copies, labelled either way", func(t *testing.T) {
+		if _, err := admin.RbacV1().RoleBindings(remoteNS).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "slice"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusteridentity.SliceWorkloadClusterRole},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: consumer}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		skc, err := cl.UserKubeconfig("myslice-0123456789ab", consumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := clientcmd.RESTConfigFromKubeConfig(skc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := kubernetes.NewForConfigOrDie(src).CoreV1().Secrets(remoteNS)
+		testenv.Eventually(t, "the slice certificate's role", 20*time.Second, func(ctx context.Context) bool {
+			_, err := s.List(ctx, metav1.ListOptions{})
+			return err == nil
+		})
+		upstreams := map[string]string{consts.UpstreamOriginLabel: consumer, consts.UpstreamDestinationLabel: "provider"}
+		mine := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pod-token", Labels: upstreams}, Data: map[string][]byte{"k": []byte("1")}}
+		if _, err := s.Create(ctx, mine, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating its copy labelled upstream's way: %v", err)
+		}
+		patch := []byte(`{"data":{"k":"Mg=="}}`)
+		if _, err := s.Patch(ctx, "pod-token", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Errorf("patching its copy: %v", err)
+		}
+		for _, name := range []string{"provider-owned", "others-copy"} {
+			if _, err := s.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); !deniedByPolicy(err) {
+				t.Errorf("patching %s: %v, want a denial by %s", name, err, consts.ReflectedSecretsPolicy)
+			}
+		}
+		for what, lbl := range map[string]map[string]string{
+			"as another consumer's, upstream's way": {consts.UpstreamOriginLabel: other},
+			"with our label and upstream's naming two clusters": {consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: consumer,
+				consts.UpstreamOriginLabel: other},
+		} {
+			forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "forged-upstream", Labels: lbl}}
+			if _, err := s.Create(ctx, forged, metav1.CreateOptions{}); !deniedByPolicy(err) {
+				t.Errorf("creating a Secret %s: %v, want a denial by %s", what, err, consts.ReflectedSecretsPolicy)
+			}
+		}
+		if err := s.Delete(ctx, "pod-token", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting its copy: %v", err)
 		}
 	})
+
+	// The provider itself is not held back.
+	if err := admin.CoreV1().Secrets(remoteNS).Delete(ctx, "others-copy", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("the provider's admin deleting a Secret: %v", err)
+	}
 }
 
 // deniedByPolicy says whether err is the refusal of the consumers' Secret policy.

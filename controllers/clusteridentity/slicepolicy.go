@@ -31,15 +31,15 @@ import (
 // and the negotiation leave alone. Nor may it write a slice's status (RBAC lets it, as
 // upstream's role does): that is the provider's grant, which the grant webhook enforces.
 //
-// Who is a consumer: as for the Secrets policy (the user named as the namespace's remote
-// cluster ID, or any user of the consumers' group; never a system user).
+// Who is a consumer: as for the Secrets policy (the namespace's remote cluster ID as a user or
+// a group, or any user of the consumers' group; never a system user).
 
 // providerCordonAnnotations are the annotations only the provider writes on its copies.
 var providerCordonAnnotations = []string{consts.CordonAnnotation, consts.CordonTenantAnnotation}
 
-// slicePolicyVariables are who asks (owner, consumer, as for Secrets) and whether the
+// slicePolicyVariables are who asks (consumerVariables, as for Secrets) and whether the
 // namespace is being deleted.
-var slicePolicyVariables = append(append([]admissionregistrationv1.Variable{}, secretPolicyVariables[:2]...),
+var slicePolicyVariables = append(append([]admissionregistrationv1.Variable{}, consumerVariables...),
 	admissionregistrationv1.Variable{Name: "namespaceGoing",
 		Expression: `namespaceObject != null && namespaceObject.metadata.?deletionTimestamp.hasValue()`})
 

@@ -3,7 +3,8 @@
 // remote (labelled offloading.liqo.io/remote-namespace=true and liqo.io/remote-cluster-id=<consumer>
 // and with Pod Security's labels at the consumer's level, annotated
 // offloading.liqo.io/origin-namespace=<local>), binds the ClusterRole
-// liqo-remote-workload there to the consumer's user, and reports status.currentMapping[local] =
+// liqo-remote-workload there to the consumer's user and liqo-virtual-kubelet-remote to its group
+// (as upstream Liqo v1.2 does, for the ResourceSlice certificates), and reports status.currentMapping[local] =
 // {remote, Accepted}. A name taken by a namespace that is not the consumer's remote namespace
 // for local is reported as CreationLoopBackOff with an Event. Mappings withdrawn from the spec
 // have their namespace deleted (Terminating until it is gone, then the entry disappears), and a
@@ -24,7 +25,7 @@
 // The consumer is bound in its remote namespaces only while it has a Tenant: a Tenant for its
 // cluster ID in the map's tenant namespace, not being deleted. Without one (never created,
 // being deleted, or gone), no remote namespace is created, the liqo-binding-liqo-remote-workload
-// bindings in the consumer's existing remote namespaces are deleted and not re-created, the
+// and liqo-binding-liqo-virtual-kubelet-remote bindings in the consumer's existing remote namespaces are deleted and not re-created, the
 // desired mappings are not reported (the consumer sees them as still in progress) and an Event
 // says why; the Tenants are watched, so a Tenant that appears (again) brings the mappings back.
 // The Tenant's condition does not matter here: a Cordoned tenant keeps its workloads by
@@ -70,6 +71,10 @@ const (
 	Finalizer = "offloading.liqo.io/namespace-map"
 	// RoleBindingName is the binding of the consumer's user in each of its remote namespaces.
 	RoleBindingName = "liqo-binding-liqo-remote-workload"
+	// SliceRoleBindingName is the binding of the consumer's group (the organization of its
+	// ResourceSlice certificates, as upstream Liqo v1.2 binds it) in each of its remote
+	// namespaces.
+	SliceRoleBindingName = "liqo-binding-liqo-virtual-kubelet-remote"
 	// Event reasons.
 	reasonConflict       = "NamespaceConflict"
 	reasonCreationFailed = "NamespaceCreationFailed"
@@ -205,18 +210,20 @@ func (r *Reconciler) unbind(ctx context.Context, nm *offv1beta1.NamespaceMap, co
 	current map[string]offv1beta1.RemoteNamespaceStatus) error {
 	for i := range ours {
 		ns := ours[i].Name
-		rb := &rbacv1.RoleBinding{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: RoleBindingName}, rb)
-		if apierrors.IsNotFound(err) {
-			continue
+		for _, b := range workloadBindings(consumer) {
+			rb := &rbacv1.RoleBinding{}
+			err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: b.name}, rb)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("reading RoleBinding %s/%s: %w", ns, b.name, err)
+			}
+			if err := r.Client.Delete(ctx, rb); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("unbinding %s, which has no Tenant, in namespace %s: %w", consumer, ns, err)
+			}
+			log.FromContext(ctx).Info("unbound the consumer in its remote namespace: it has no Tenant", "namespace", ns, "consumer", consumer, "binding", b.name)
 		}
-		if err != nil {
-			return fmt.Errorf("reading RoleBinding %s/%s: %w", ns, RoleBindingName, err)
-		}
-		if err := r.Client.Delete(ctx, rb); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("unbinding %s, which has no Tenant, in namespace %s: %w", consumer, ns, err)
-		}
-		log.FromContext(ctx).Info("unbound the consumer in its remote namespace: it has no Tenant", "namespace", ns, "consumer", consumer)
 	}
 	if len(nm.Spec.DesiredMapping) > 0 {
 		r.Recorder.Eventf(nm, nil, corev1.EventTypeWarning, reasonNoTenant, "Bind",
@@ -307,39 +314,74 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, nm *offv1beta1.Namespa
 	return state(offv1beta1.MappingAccepted), nil
 }
 
-// ensureBinding binds liqo-remote-workload in a remote namespace to the consumer's user, and
-// to nobody else; the binding is labelled with the consumer's cluster ID.
+// workloadBinding is one of the bindings of a consumer in each of its remote namespaces.
+type workloadBinding struct {
+	name     string
+	roleRef  rbacv1.RoleRef
+	subjects []rbacv1.Subject
+}
+
+// workloadBindings are a consumer's bindings in each of its remote namespaces: its user (the
+// control-plane certificate's name, which our virtual kubelets use) to liqo-remote-workload,
+// and its group (the organization of its ResourceSlice certificates, which upstream's virtual
+// kubelets use) to liqo-virtual-kubelet-remote.
+func workloadBindings(consumer string) []workloadBinding {
+	role := func(name string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+	}
+	return []workloadBinding{
+		{RoleBindingName, role(clusteridentity.RemoteWorkloadClusterRole), []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumer}}},
+		{SliceRoleBindingName, role(clusteridentity.SliceWorkloadClusterRole), []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: consumer}}},
+	}
+}
+
+// IsWorkloadBinding says whether a RoleBinding of that name in a remote namespace is one of its
+// consumer's bindings (which the tenant controller revokes with the Tenant).
+func IsWorkloadBinding(name string) bool {
+	return name == RoleBindingName || name == SliceRoleBindingName
+}
+
+// ensureBinding binds the consumer in a remote namespace (workloadBindings), and nobody else;
+// the bindings are labelled with the consumer's cluster ID.
 func (r *Reconciler) ensureBinding(ctx context.Context, namespace, consumer string) error {
-	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusteridentity.RemoteWorkloadClusterRole}
-	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: consumer}}
+	for _, b := range workloadBindings(consumer) {
+		if err := r.ensureOneBinding(ctx, namespace, consumer, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureOneBinding makes or restores one of the consumer's bindings in a remote namespace.
+func (r *Reconciler) ensureOneBinding(ctx context.Context, namespace, consumer string, b workloadBinding) error {
 	rb := &rbacv1.RoleBinding{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: RoleBindingName}, rb)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: b.name}, rb)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return fmt.Errorf("reading RoleBinding %s/%s: %w", namespace, RoleBindingName, err)
-	case rb.RoleRef != roleRef: // immutable: replaced
+		return fmt.Errorf("reading RoleBinding %s/%s: %w", namespace, b.name, err)
+	case rb.RoleRef != b.roleRef: // immutable: replaced
 		if err := r.Client.Delete(ctx, rb); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("replacing RoleBinding %s/%s, bound to %s: %w", namespace, RoleBindingName, rb.RoleRef.Name, err)
+			return fmt.Errorf("replacing RoleBinding %s/%s, bound to %s: %w", namespace, b.name, rb.RoleRef.Name, err)
 		}
-	case !equality.Semantic.DeepEqual(rb.Subjects, subjects) || rb.Labels[consts.RemoteClusterIDLabel] != consumer:
-		rb.Subjects = subjects
+	case !equality.Semantic.DeepEqual(rb.Subjects, b.subjects) || rb.Labels[consts.RemoteClusterIDLabel] != consumer:
+		rb.Subjects = b.subjects
 		if rb.Labels == nil {
 			rb.Labels = map[string]string{}
 		}
 		rb.Labels[consts.RemoteClusterIDLabel] = consumer // what the tenant controller revokes by
 		if err := r.Client.Update(ctx, rb); err != nil {
-			return fmt.Errorf("restoring the subjects and labels of RoleBinding %s/%s: %w", namespace, RoleBindingName, err)
+			return fmt.Errorf("restoring the subjects and labels of RoleBinding %s/%s: %w", namespace, b.name, err)
 		}
 		return nil
 	default:
 		return nil
 	}
-	rb = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: RoleBindingName,
-		Labels: map[string]string{consts.RemoteClusterIDLabel: consumer}}, RoleRef: roleRef, Subjects: subjects}
+	rb = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: b.name,
+		Labels: map[string]string{consts.RemoteClusterIDLabel: consumer}}, RoleRef: b.roleRef, Subjects: b.subjects}
 	if err := r.Client.Create(ctx, rb); err != nil {
 		return fmt.Errorf("binding %s to ClusterRole %s in namespace %s (the controller manager needs the bind verb on that ClusterRole): %w",
-			consumer, roleRef.Name, namespace, err)
+			consumer, b.roleRef.Name, namespace, err)
 	}
 	return nil
 }
@@ -399,7 +441,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&offv1beta1.NamespaceMap{}, builder.WithPredicates(predicate.NewPredicateFuncs(isCopy))).
 		Watches(&corev1.Namespace{}, ofNamespace).
 		Watches(&rbacv1.RoleBinding{}, ofBinding, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetName() == RoleBindingName
+			return IsWorkloadBinding(o.GetName())
 		}))).
 		Watches(&authv1beta1.Tenant{}, ofTenant).
 		Complete(r); err != nil {

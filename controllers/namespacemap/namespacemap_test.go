@@ -124,6 +124,13 @@ func TestNamespaceMap(t *testing.T) {
 		if rb.RoleRef.Name != clusteridentity.RemoteWorkloadClusterRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "cl-a" || rb.Subjects[0].Kind != rbacv1.UserKind {
 			t.Errorf("binding in %s: %+v %+v", remote, rb.RoleRef, rb.Subjects)
 		}
+		// Upstream's: its group, for the slice certificates upstream's virtual kubelets use.
+		if err := prov.Client.Get(ctx, client.ObjectKey{Namespace: remote, Name: namespacemap.SliceRoleBindingName}, rb); err != nil {
+			t.Fatal(err)
+		}
+		if rb.RoleRef.Name != clusteridentity.SliceWorkloadClusterRole || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "cl-a" || rb.Subjects[0].Kind != rbacv1.GroupKind {
+			t.Errorf("group binding in %s: %+v %+v", remote, rb.RoleRef, rb.Subjects)
+		}
 	}
 	if !strings.Contains(strings.Join(nm.Finalizers, ","), namespacemap.Finalizer) {
 		t.Errorf("finalizers %v, want %s", nm.Finalizers, namespacemap.Finalizer)
@@ -255,8 +262,10 @@ func TestNamespaceMap(t *testing.T) {
 	}
 	expectEvent(t, prov.Client, nm, "NoTenant")
 	time.Sleep(time.Second)
-	if err := prov.Client.Get(ctx, client.ObjectKey{Namespace: "demo-cl-a", Name: namespacemap.RoleBindingName}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
-		t.Errorf("binding in demo-cl-a without a Tenant: %v, want NotFound", err)
+	for _, name := range []string{namespacemap.RoleBindingName, namespacemap.SliceRoleBindingName} {
+		if err := prov.Client.Get(ctx, client.ObjectKey{Namespace: "demo-cl-a", Name: name}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+			t.Errorf("binding %s in demo-cl-a without a Tenant: %v, want NotFound", name, err)
+		}
 	}
 	if err := prov.Client.Get(ctx, client.ObjectKey{Name: "new-cl-a"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace new-cl-a created without a Tenant: %v, want NotFound", err)

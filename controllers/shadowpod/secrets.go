@@ -72,7 +72,7 @@ func secretNames(spec *corev1.PodSpec) []string {
 // may write Secrets in its remote namespaces but never read them: a pod mounting one that is
 // not its own would read it for the consumer (logs, exec).
 func (r *Reconciler) foreignSecret(ctx context.Context, sp *offv1beta1.ShadowPod) (foreign string, missing string, err error) {
-	origin := sp.Labels[consts.OriginClusterIDLabel]
+	origin := consts.ReflectionOrigin(sp.Labels)
 	for _, name := range secretNames(&sp.Spec.Pod) {
 		// Metadata only: the labels say whose copy it is; the content is none of our business.
 		meta := &metav1.PartialObjectMetadata{}
@@ -86,8 +86,7 @@ func (r *Reconciler) foreignSecret(ctx context.Context, sp *offv1beta1.ShadowPod
 			}
 			return "", "", fmt.Errorf("reading Secret %s/%s that ShadowPod %s refers to: %w", sp.Namespace, name, sp.Name, err)
 		}
-		l := meta.GetLabels()
-		if origin == "" || l[consts.ReflectedLabel] != "true" || l[consts.OriginClusterIDLabel] != origin {
+		if origin == "" || consts.ReflectionOrigin(meta.GetLabels()) != origin {
 			return name, missing, nil
 		}
 	}

@@ -14,7 +14,8 @@
 //   - A deleted ShadowPod takes its Pod with it: garbage collection through the owner
 //     reference, and an explicit delete here for clusters without it.
 //   - A pod may refer only to Secrets its own consumer reflected (labels
-//     offloading.liqo.io/reflected=true and liqo.io/origin-cluster-id = the ShadowPod's): a
+//     offloading.liqo.io/reflected=true and liqo.io/origin-cluster-id, or upstream Liqo's
+//     offloading.liqo.io/origin, naming the ShadowPod's consumer: consts.ReflectionOrigin): a
 //     consumer may write Secrets in its remote namespaces but never read them, and a pod
 //     mounting another Secret would read it for it (through logs or exec). Such a pod is not
 //     created (a Warning Event, SecretNotReflected, names the Secret); a pod whose Secret does
@@ -152,7 +153,7 @@ func (r *Reconciler) create(ctx context.Context, sp *offv1beta1.ShadowPod) error
 		return err
 	case foreign != "":
 		r.warn(sp, "SecretNotReflected", "the pod refers to Secret %s, which is not a copy reflected from cluster %q: "+
-			"an offloaded pod may only use its own cluster's Secrets; the pod is not created until that changes", foreign, sp.Labels[consts.OriginClusterIDLabel])
+			"an offloaded pod may only use its own cluster's Secrets; the pod is not created until that changes", foreign, consts.ReflectionOrigin(sp.Labels))
 		return errForeignSecret
 	case missing != "":
 		return errRetryLater // its reflection is on its way (a kubelet, too, waits for a pod's Secrets)

@@ -103,6 +103,9 @@ func TestShadowPodBecomesOwnedPod(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "providers-own"}, StringData: map[string]string{"k": "v"}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "others-copy", Labels: copyOf("cl-other")}, StringData: map[string]string{"k": "v"}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-copy", Labels: copyOf("cl-consumer")}, StringData: map[string]string{"k": "v"}},
+		// Upstream Liqo's virtual kubelet labels its copies its own way.
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-upstream-copy", Labels: map[string]string{consts.UpstreamOriginLabel: "cl-consumer"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "others-upstream-copy", Labels: map[string]string{consts.UpstreamOriginLabel: "cl-other"}}},
 	} {
 		if err := c.Client.Create(ctx, sec); err != nil {
 			t.Fatal(err)
@@ -121,16 +124,26 @@ func TestShadowPodBecomesOwnedPod(t *testing.T) {
 	envRef := corev1.PodSpec{InitContainers: []corev1.Container{{Name: "i", Image: "busybox", Env: []corev1.EnvVar{{Name: "K",
 		ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "others-copy"}, Key: "k"}}}}}}}
 	pull := corev1.PodSpec{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "providers-own"}}}
+	// A ShadowPod of upstream's virtual kubelet: its labels, its Secrets.
+	upstream := func(name, secret string) *offv1beta1.ShadowPod {
+		s := shadowUsing(name, volume(secret))
+		s.Labels = map[string]string{consts.UpstreamOriginLabel: "cl-consumer", consts.UpstreamDestinationLabel: "cl-provider"}
+		return s
+	}
 	refused := []*offv1beta1.ShadowPod{shadowUsing("mounts-providers", volume("providers-own")), shadowUsing("env-others", envRef),
-		shadowUsing("pulls-providers", pull)}
+		shadowUsing("pulls-providers", pull), upstream("upstream-mounts-others", "others-upstream-copy")}
 	own, later := shadowUsing("mounts-own", volume("own-copy")), shadowUsing("mounts-later", volume("not-yet"))
-	for _, s := range append(refused, own, later) {
+	upstreamOwn := upstream("upstream-mounts-own", "own-upstream-copy")
+	for _, s := range append(refused, own, later, upstreamOwn) {
 		if err := c.Client.Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
 	testenv.Eventually(t, "the pod of the ShadowPod mounting its own Secret copy", 30*time.Second, func(ctx context.Context) bool {
 		return c.Client.Get(ctx, client.ObjectKeyFromObject(own), &corev1.Pod{}) == nil
+	})
+	testenv.Eventually(t, "the pod of upstream's ShadowPod mounting its own Secret copy", 30*time.Second, func(ctx context.Context) bool {
+		return c.Client.Get(ctx, client.ObjectKeyFromObject(upstreamOwn), &corev1.Pod{}) == nil
 	})
 	for _, s := range refused {
 		testenv.Eventually(t, "a SecretNotReflected Warning on "+s.Name, 30*time.Second, func(ctx context.Context) bool {

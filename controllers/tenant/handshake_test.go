@@ -265,8 +265,10 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 		return apierrors.IsForbidden(shadowPod()) && apierrors.IsForbidden(getConfigMap()), nil
 	})
 	expectEvent(t, prov.Client, nm, "NoTenant")
-	if err := prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: namespacemap.RoleBindingName}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
-		t.Errorf("workload binding after the Tenant went: %v, want NotFound", err)
+	for _, name := range []string{namespacemap.RoleBindingName, namespacemap.SliceRoleBindingName} {
+		if err := prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: name}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+			t.Errorf("workload binding %s after the Tenant went: %v, want NotFound", name, err)
+		}
 	}
 	if err := prov.Client.Get(ctx, client.ObjectKey{Name: remoteNS}, &corev1.Namespace{}); err != nil {
 		t.Errorf("remote namespace after the Tenant went: %v", err)

@@ -290,7 +290,7 @@ func (r *Reconciler) revoke(ctx context.Context, t *authv1beta1.Tenant) error {
 		return fmt.Errorf("listing the workload bindings of %s: %w", t.Spec.ClusterID, err)
 	}
 	for i := range workload.Items {
-		if b := &workload.Items[i]; b.Name == namespacemap.RoleBindingName {
+		if b := &workload.Items[i]; namespacemap.IsWorkloadBinding(b.Name) {
 			if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("revoking access of %s in its remote namespace %s: %w", t.Spec.ClusterID, b.Namespace, err)
 			}

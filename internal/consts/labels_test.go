@@ -32,3 +32,24 @@ func TestPodCIDRNetworkName(t *testing.T) {
 		}
 	}
 }
+
+// A reflected object's origin: our labels, upstream's, or both when they agree; nothing when
+// they disagree or only half of ours is there.
+func TestReflectionOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{nil, ""},
+		{map[string]string{consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: "a"}, "a"},
+		{map[string]string{consts.OriginClusterIDLabel: "a"}, ""},
+		{map[string]string{consts.UpstreamOriginLabel: "b"}, "b"},
+		{map[string]string{consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: "a", consts.UpstreamOriginLabel: "a"}, "a"},
+		{map[string]string{consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: "a", consts.UpstreamOriginLabel: "b"}, ""},
+		{consts.ReflectionLabels("c", "p"), "c"},
+	} {
+		if got := consts.ReflectionOrigin(tc.labels); got != tc.want {
+			t.Errorf("ReflectionOrigin(%v) = %q, want %q", tc.labels, got, tc.want)
+		}
+	}
+}

@@ -73,7 +73,8 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 		}
 		asked = slice.ResourceVersion
 	}
-	what := fmt.Sprintf("%s to grant ResourceSlice %s", p.provider.Name, key)
+	what := fmt.Sprintf("%s to grant ResourceSlice %s and sign its certificate request (spec.csr, which the controller manager of %s fills)",
+		p.provider.Name, key, p.consumer.Name)
 	if class := p.sliceOptions().Class; class != authv1beta1.ResourceSliceClassDefault {
 		what += fmt.Sprintf(" (class %q: the provider's controller for that class decides it; Liqo's own controllers decide only the default class)", class)
 	}
@@ -91,7 +92,8 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 				!grantCovers(slice.Status.Resources, p.opts.Resources) && slice.ResourceVersion != asked {
 				return false, stop("%s denied ResourceSlice %s: %s (%s); ask for less, or share more on the provider", p.provider.Name, key, c.Message, c.Reason)
 			}
-			return c.Status == authv1beta1.ResourceSliceConditionAccepted && grantCovers(slice.Status.Resources, p.opts.Resources), nil
+			return c.Status == authv1beta1.ResourceSliceConditionAccepted && grantCovers(slice.Status.Resources, p.opts.Resources) &&
+				certified(slice), nil
 		}
 		return false, nil
 	})
@@ -190,6 +192,21 @@ func granted(s *authv1beta1.ResourceSlice) bool {
 		}
 	}
 	return false
+}
+
+// certified tells whether a slice whose authentication its provider decided has its own
+// certificate: the consumer's controller manager fills spec.csr, the provider signs it into
+// status.authParams when it accepts the slice's authentication, and the consumer's copy gets
+// it back. A slice whose Authentication condition no one wrote (a class whose controller
+// decides only resources) needs none. Waiting for it makes an apply return once the slice
+// stands still, and its identity (forge.ResourceSliceIdentityName) can be made.
+func certified(s *authv1beta1.ResourceSlice) bool {
+	for _, c := range s.Status.Conditions {
+		if c.Type == authv1beta1.ResourceSliceConditionTypeAuthentication && c.Status == authv1beta1.ResourceSliceConditionAccepted {
+			return len(s.Spec.CSR) > 0 && s.Status.AuthParams != nil && len(s.Status.AuthParams.SignedCRT) > 0
+		}
+	}
+	return true
 }
 
 // restoreGrant puts back the request that was granted before a re-negotiation failed, so that

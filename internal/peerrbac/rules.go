@@ -47,3 +47,22 @@ func WorkloadRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/attach"}, Verbs: []string{"create", "get"}},
 	}
 }
+
+// SliceWorkloadRules are what the holder of one of a consumer's ResourceSlice certificates
+// (organization: the consumer's cluster ID, as upstream Liqo v1.2 issues them; bound as a group)
+// may do in the consumer's remote namespaces: WorkloadRules and what upstream's virtual kubelet
+// needs beyond them, as its liqo-virtual-kubelet-remote role grants it: ShadowEndpointSlices
+// (its EndpointSlices), Events, port forwarding, pod metrics, and reading and patching
+// (server-side apply) the Secrets it reflects. So an upstream virtual kubelet may read the
+// Secrets of its own remote namespaces, which ours, bound as a user to WorkloadRules, may not;
+// its writes stay limited to its own labelled copies by consts.ReflectedSecretsPolicy, and the
+// ShadowPod controller runs no pod that mounts a Secret its consumer did not reflect.
+func SliceWorkloadRules() []rbacv1.PolicyRule {
+	return append(WorkloadRules(),
+		rbacv1.PolicyRule{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowendpointslices"}, Verbs: readWrite},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets", "events"}, Verbs: readWrite},
+		rbacv1.PolicyRule{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"list"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"create", "get"}},
+	)
+}

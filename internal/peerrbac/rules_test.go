@@ -4,10 +4,76 @@ import (
 	"slices"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	"github.com/peerkit/terraform-provider-liqo/internal/peerrbac"
 )
 
-// A consumer's virtual kubelet writes Secrets but may never read one back.
+// upstreamRemoteRole is upstream Liqo v1.2.0's liqo-virtual-kubelet-remote ClusterRole
+// (deployments/liqo/files/liqo-virtual-kubelet-remote-ClusterRole.yaml), which it binds to the
+// consumer's group in each remote namespace: what its virtual kubelet needs there.
+var upstreamRemoteRole = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "events", "persistentvolumeclaims", "secrets", "services"},
+		Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/attach", "pods/exec"}, Verbs: []string{"create"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get", "list"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"create", "get"}},
+	{APIGroups: []string{"", "metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
+	{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowendpointslices", "shadowpods"},
+		Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
+}
+
+// allows says whether rules grant verb on group/resource.
+func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+			return true
+		}
+	}
+	return false
+}
+
+// A slice certificate's holder may do in its consumer's remote namespaces all that upstream's
+// virtual kubelet may (so that upstream's runs against this provider), and all that ours may;
+// never with a wildcard, never deletecollection on Secrets (the reflected-secrets policy sees no
+// object in it), never a pod directly.
+func TestSliceWorkloadRulesCoverUpstreamAndNoMore(t *testing.T) {
+	ours := peerrbac.SliceWorkloadRules()
+	for _, r := range peerrbac.WorkloadRules() {
+		for _, res := range r.Resources {
+			for _, v := range r.Verbs {
+				if !allows(ours, r.APIGroups[0], res, v) {
+					t.Errorf("our virtual kubelet may %s %s; a slice certificate may not", v, res)
+				}
+			}
+		}
+	}
+	for _, r := range upstreamRemoteRole {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					if !allows(ours, g, res, v) {
+						t.Errorf("upstream's virtual kubelet may %s %s (group %q); ours may not", v, res, g)
+					}
+				}
+			}
+		}
+	}
+	for _, r := range ours {
+		if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
+			t.Errorf("rule %v uses a wildcard", r)
+		}
+	}
+	for _, forbidden := range [][3]string{{"", "secrets", "deletecollection"}, {"", "pods", "create"}, {"", "pods", "delete"},
+		{"", "nodes", "get"}, {"rbac.authorization.k8s.io", "rolebindings", "create"}} {
+		if allows(ours, forbidden[0], forbidden[1], forbidden[2]) {
+			t.Errorf("a consumer may %s %s (group %q)", forbidden[2], forbidden[1], forbidden[0])
+		}
+	}
+}
+
+// Our virtual kubelet's user writes Secrets but may never read one back.
 func TestWorkloadRulesNeverReadSecrets(t *testing.T) {
 	for _, r := range peerrbac.WorkloadRules() {
 		if !slices.Contains(r.Resources, "secrets") {

@@ -148,11 +148,10 @@ func (k *kind[T]) desired(env *vnode.Env, ns *reflection.Namespace, local T, rem
 	out := k.forge(env, ns, local)
 	out.SetName(remoteName)
 	out.SetNamespace(ns.Remote)
-	lbl := make(map[string]string, len(local.GetLabels())+2)
+	lbl := make(map[string]string, len(local.GetLabels())+4)
 	maps.Copy(lbl, local.GetLabels())
 	maps.Copy(lbl, k.labelOverrides)
-	lbl[consts.ReflectedLabel] = "true"
-	lbl[consts.OriginClusterIDLabel] = string(env.ConsumerID)
+	maps.Copy(lbl, consts.ReflectionLabels(string(env.ConsumerID), string(env.ProviderID)))
 	out.SetLabels(lbl)
 	ann := make(map[string]string, len(local.GetAnnotations())+1)
 	maps.Copy(ann, local.GetAnnotations())

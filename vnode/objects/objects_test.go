@@ -74,7 +74,8 @@ func TestReflection(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := waitConfigMap(t, b, remoteNS, "settings", func(r *corev1.ConfigMap) bool { return r.Data["a"] == "1" })
-		wantLabels := map[string]string{"app": "web", consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: string(rt.ConsumerID)}
+		wantLabels := map[string]string{"app": "web", consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: string(rt.ConsumerID),
+			consts.UpstreamOriginLabel: string(rt.ConsumerID), consts.UpstreamDestinationLabel: string(rt.ProviderID)}
 		if !maps.Equal(got.Labels, wantLabels) {
 			t.Errorf("remote labels %v, want %v", got.Labels, wantLabels)
 		}

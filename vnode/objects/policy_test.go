@@ -195,7 +195,8 @@ func TestPoliciesAndIngresses(t *testing.T) {
 		if !equality.Semantic.DeepEqual(got.Spec, created.Spec) {
 			t.Errorf("remote spec %+v, want the local one %+v", got.Spec, created.Spec)
 		}
-		wantLabels := map[string]string{"app": "web", consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: string(rt.ConsumerID)}
+		wantLabels := map[string]string{"app": "web", consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: string(rt.ConsumerID),
+			consts.UpstreamOriginLabel: string(rt.ConsumerID), consts.UpstreamDestinationLabel: string(rt.ProviderID)}
 		if !maps.Equal(got.Labels, wantLabels) || got.Annotations["nginx.ingress.kubernetes.io/rewrite-target"] != "/" ||
 			got.Annotations[consts.OriginNamespaceAnnotation] != policyLocalNS {
 			t.Errorf("remote labels %v, annotations %v", got.Labels, got.Annotations)

@@ -17,9 +17,12 @@ import (
 )
 
 // reflectionLabels are the labels every ShadowPod (and so its pod) carries on the provider:
-// reflected, from which consumer, through which virtual node.
-func reflectionLabels(consumer, node string) map[string]string {
-	return map[string]string{consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: consumer, consts.OriginNodeLabel: node}
+// reflected, from which consumer (ours and upstream's keys, which upstream's ShadowPod webhook
+// requires), for which provider, through which virtual node.
+func reflectionLabels(consumer, provider, node string) map[string]string {
+	l := consts.ReflectionLabels(consumer, provider)
+	l[consts.OriginNodeLabel] = node
+	return l
 }
 
 // refused says why a pod may not be offloaded, or "".

@@ -52,7 +52,7 @@ func patch() *offv1beta1.OffloadingPatch {
 // node affinity and runtime class, and not the labels and annotations the patch does not
 // reflect; the reflection labels stay. Without a patch the ShadowPod is as before.
 func TestShadowForAppliesOffloadingPatch(t *testing.T) {
-	refl := reflectionLabels("cl-consumer", "cl-provider")
+	refl := reflectionLabels("cl-consumer", "cl-provider", "liqo-cl-provider")
 	p := patch()
 	sp := shadowFor(patchedPod(), "demo-remote", refl, p)
 	s := sp.Spec.Pod

@@ -259,7 +259,7 @@ func newClients(env *vnode.Env, qps float32, burst int) (*clients, error) {
 
 // newReflection is a reflection of env's node with clients cl, living as long as ctx.
 func newReflection(ctx context.Context, env *vnode.Env, cl *clients) *reflection {
-	lbls := reflectionLabels(string(env.ConsumerID), env.NodeName)
+	lbls := reflectionLabels(string(env.ConsumerID), string(env.ProviderID), env.NodeName)
 	return &reflection{
 		env: env, log: env.Log.WithValues("reflector", "pods"), local: cl.local, remote: cl.remote, shadows: cl.shadows,
 		labels: lbls, selector: labels.SelectorFromSet(lbls).String(),

@@ -158,7 +158,8 @@ func TestOffloading(t *testing.T) {
 			if err := b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: p.Name}, sp); err != nil {
 				t.Fatalf("ShadowPod of %s: %v", p.Name, err)
 			}
-			wantLabels := map[string]string{"app": "web", consts.OriginClusterIDLabel: consumerID, consts.OriginNodeLabel: nodeName, consts.ReflectedLabel: "true"}
+			wantLabels := map[string]string{"app": "web", consts.OriginClusterIDLabel: consumerID, consts.OriginNodeLabel: nodeName, consts.ReflectedLabel: "true",
+				consts.UpstreamOriginLabel: consumerID, consts.UpstreamDestinationLabel: providerID} // upstream's, for its ShadowPod webhook
 			for k, v := range wantLabels {
 				if sp.Labels[k] != v {
 					t.Errorf("ShadowPod %s label %s=%q, want %q", sp.Name, k, sp.Labels[k], v)

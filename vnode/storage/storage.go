@@ -345,10 +345,9 @@ func (rn *run) release(ctx context.Context, remote *corev1.PersistentVolumeClaim
 
 // remoteMeta are the labels and annotations of a claim's copy.
 func (rn *run) remoteMeta(ns *reflection.Namespace, local *corev1.PersistentVolumeClaim) (map[string]string, map[string]string) {
-	lbl := make(map[string]string, len(local.Labels)+2)
+	lbl := make(map[string]string, len(local.Labels)+4)
 	maps.Copy(lbl, local.Labels)
-	lbl[consts.ReflectedLabel] = "true"
-	lbl[consts.OriginClusterIDLabel] = string(rn.env.ConsumerID)
+	maps.Copy(lbl, consts.ReflectionLabels(string(rn.env.ConsumerID), string(rn.env.ProviderID)))
 	ann := make(map[string]string, len(local.Annotations)+2)
 	maps.Copy(ann, local.Annotations)
 	for _, k := range controllerAnnotations {

@@ -1,0 +1,44 @@
+package consts
+
+// Upstream Liqo v1.2's reflection labels: its virtual kubelet marks every object it writes on a
+// provider with the consumer it comes from and the provider it goes to. Ours writes them too,
+// beside ReflectedLabel and OriginClusterIDLabel, so that either side may run either's
+// controllers.
+const (
+	// UpstreamOriginLabel names, on a reflected object (ShadowPod, Secret, ConfigMap, Service,
+	// ShadowEndpointSlice, ...), the consumer cluster it comes from.
+	UpstreamOriginLabel = "offloading.liqo.io/origin"
+	// UpstreamDestinationLabel names, on a reflected object, the provider cluster it is for.
+	UpstreamDestinationLabel = "offloading.liqo.io/destination"
+)
+
+// ReflectionOrigin is the consumer cluster a reflected object on a provider says it comes from,
+// by our labels (ReflectedLabel "true" and OriginClusterIDLabel) or by upstream's
+// (UpstreamOriginLabel); "" when it says none, or when the two name different clusters. Who
+// may write it is the provider's to check (RBAC, the reflected-secrets policy, the ShadowPod
+// webhook): the labels are only the consumer's claim.
+func ReflectionOrigin(labels map[string]string) string {
+	ours := ""
+	if labels[ReflectedLabel] == "true" {
+		ours = labels[OriginClusterIDLabel]
+	}
+	theirs := labels[UpstreamOriginLabel]
+	switch {
+	case ours == "":
+		return theirs
+	case theirs == "" || theirs == ours:
+		return ours
+	default:
+		return ""
+	}
+}
+
+// ReflectionLabels are the labels a virtual kubelet of consumer puts on what it writes on
+// provider: ours and upstream's, so that a provider running either's controllers knows the copy.
+func ReflectionLabels(consumer, provider string) map[string]string {
+	l := map[string]string{ReflectedLabel: "true", OriginClusterIDLabel: consumer, UpstreamOriginLabel: consumer}
+	if provider != "" {
+		l[UpstreamDestinationLabel] = provider
+	}
+	return l
+}
