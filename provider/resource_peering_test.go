@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
@@ -1020,6 +1021,11 @@ func checkSandboxGateways(clients map[string]client.Client, port int32, mtu int)
 	}
 	if gwc.Spec.Endpoint.Port != port || gwc.Spec.MTU != mtu {
 		return fmt.Errorf("GatewayClient on the consumer: endpoint port %d, MTU %d, want %d and %d", gwc.Spec.Endpoint.Port, gwc.Spec.MTU, port, mtu)
+	}
+	// Named templates, as upstream's gateway operators need them (ours read none as the default).
+	if gws.Spec.ServerTemplateRef.Name != workload.ServerTemplateName || gwc.Spec.ClientTemplateRef.Name != workload.ClientTemplateName {
+		return fmt.Errorf("template references %+v and %+v, want the default templates %s and %s", gws.Spec.ServerTemplateRef,
+			gwc.Spec.ClientTemplateRef, workload.ServerTemplateName, workload.ClientTemplateName)
 	}
 	for _, c := range []struct{ cluster, ns string }{{"consumer", consumerNS}, {"provider", providerNS}} {
 		conns := &netv1beta1.ConnectionList{}

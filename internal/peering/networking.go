@@ -163,7 +163,12 @@ func (p *pair) ensureServer(ctx context.Context, s side) (*netv1beta1.GatewaySer
 			"gateway with a NodePort Service)"
 	}
 	refused := false
-	err = p.write(ctx, s, "GatewayServer", gw, func() { forge.MutateGatewayServer(gw, string(s.remote), o) }, what,
+	err = p.write(ctx, s, "GatewayServer", gw, func() {
+		if gw.Spec.ServerTemplateRef.Name == "" { // upstream's operator needs one; ours reads none as the default
+			o.TemplateRef = ptr.To(workload.DefaultTemplateRefs(s.c.liqoNamespace())[0])
+		}
+		forge.MutateGatewayServer(gw, string(s.remote), o)
+	}, what,
 		func() bool {
 			refused = workload.PortRefusal(gw) != ""
 			return refused || gw.Status.Endpoint != nil && len(gw.Status.Endpoint.Addresses) > 0 && gw.Status.SecretRef != nil &&
@@ -209,7 +214,11 @@ func (p *pair) ensureClient(ctx context.Context, s side, server *netv1beta1.Gate
 	gw := &netv1beta1.GatewayClient{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
 	endpoint := clientEndpoint(*server.Status.Endpoint, p.opts.Gateway)
 	err = p.write(ctx, s, "GatewayClient", gw, func() {
-		forge.MutateGatewayClient(gw, string(s.remote), forge.GatewayClientOptions{MTU: p.opts.Gateway.MTU, Endpoint: endpoint})
+		o := forge.GatewayClientOptions{MTU: p.opts.Gateway.MTU, Endpoint: endpoint}
+		if gw.Spec.ClientTemplateRef.Name == "" { // upstream's operator needs one; ours reads none as the default
+			o.TemplateRef = ptr.To(workload.DefaultTemplateRefs(s.c.liqoNamespace())[1])
+		}
+		forge.MutateGatewayClient(gw, string(s.remote), o)
 	}, "have its keys", func() bool { return gw.Status.SecretRef != nil && gw.Status.SecretRef.Name != "" })
 	return gw, err
 }
