@@ -324,8 +324,13 @@ func TestUpstreamSchemaCheckFails(t *testing.T) {
 	gw := &netv1beta1.GatewayServer{}
 	forge.MutateGatewayServer(gw, upRemoteID, forge.GatewayServerOptions{ServiceType: "Headless", Port: 51840})
 	extra := map[string]any{}
-	data, _ := json.Marshal(gw)
-	_ = json.Unmarshal(data, &extra)
+	data, err := json.Marshal(gw)
+	if err == nil {
+		err = json.Unmarshal(data, &extra)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	extra["spec"].(map[string]any)["notUpstream"] = true
 	if errs := upstreamSchemaErrors(t, "gatewayservers", extra); len(errs) < 2 {
 		t.Errorf("service type Headless and an unknown field: %v, want both refused", errs)
