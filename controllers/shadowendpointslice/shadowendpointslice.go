@@ -13,6 +13,12 @@
 //     EndpointSlice, so that the two controllers do not fight over it.
 //   - Upstream's direct-connections annotation (liqo.io/direct-connections-data) is not copied,
 //     as upstream does not.
+//   - As upstream does, while the consumer's ForeignCluster reports its network (module enabled,
+//     NetworkConnectionStatus not Established) or its API server (APIServerStatus neither
+//     Established, Ready nor None) down, the endpoints the consumer says are ready (or does not
+//     say) are written not ready; those it says are not ready stay so. Unlike upstream, a
+//     consumer without a ForeignCluster here has its endpoints as it wrote them (upstream
+//     makes no EndpointSlice then).
 //   - A deleted ShadowEndpointSlice takes its EndpointSlice with it: garbage collection through
 //     the owner reference, and an explicit delete here for clusters without it.
 //   - Refused, with a Warning Event naming the object and the reason and no EndpointSlice (the
@@ -21,12 +27,11 @@
 //     liqo.io/origin-cluster-id; at least one, each present one equal) do not name the consumer
 //     of its namespace (OriginMismatch).
 //   - An EndpointSlice of the same name that the ShadowEndpointSlice does not own is never
-//     written (a Warning Event, NameTaken; looked at again every 30 s), unless an earlier ShadowEndpointSlice of the same
-//     name owns it: that one is deleted to make room.
+//     written (a Warning Event, NameTaken; looked at again every 30 s), unless an earlier
+//     ShadowEndpointSlice of the same name owns it: that one is deleted to make room.
 //
-// Not taken from upstream's controller: marking the endpoints not ready while the consumer's
-// ForeignCluster reports its network or API server down, and remapping the endpoints'
-// addresses through the consumer's Configuration (or direct provider-to-provider connections).
+// Not taken from upstream's controller: remapping the endpoints' addresses through the
+// consumer's Configuration (or direct provider-to-provider connections).
 package shadowendpointslice
 
 import (
@@ -42,15 +47,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/peerstatus"
 )
 
 const (
@@ -94,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if shadow.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil // garbage collection takes the EndpointSlice; deleteOwned once it is gone
 	}
-	reason, message, err := r.refusal(ctx, shadow)
+	consumer, reason, message, err := r.refusal(ctx, shadow)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -107,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	err = r.Client.Get(ctx, req.NamespacedName, eps)
 	switch {
 	case apierrors.IsNotFound(err):
-		return reconcile.Result{}, r.create(ctx, shadow)
+		return reconcile.Result{}, r.create(ctx, shadow, consumer)
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("reading EndpointSlice %s: %w", req, err)
 	}
@@ -123,7 +132,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if eps.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil // made again once gone
 	}
-	want := desired(shadow)
+	want, err := r.desired(ctx, shadow, consumer)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	if eps.AddressType != want.AddressType {
 		// addressType is immutable: replace the EndpointSlice (its deletion brings this back).
 		return reconcile.Result{}, r.delete(ctx, eps)
@@ -131,16 +143,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, r.update(ctx, eps, want)
 }
 
-// refusal says why shadow may not have an EndpointSlice here (a reason and a message), or
-// returns an empty reason.
-func (r *Reconciler) refusal(ctx context.Context, shadow *offv1beta1.ShadowEndpointSlice) (reason, message string, err error) {
+// refusal returns the consumer of shadow's namespace and says why shadow may not have an
+// EndpointSlice here (a reason and a message), or returns an empty reason.
+func (r *Reconciler) refusal(ctx context.Context, shadow *offv1beta1.ShadowEndpointSlice) (consumer, reason, message string, err error) {
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: shadow.Namespace}, ns); err != nil {
-		return "", "", fmt.Errorf("reading namespace %s of ShadowEndpointSlice %s: %w", shadow.Namespace, shadow.Name, err)
+		return "", "", "", fmt.Errorf("reading namespace %s of ShadowEndpointSlice %s: %w", shadow.Namespace, shadow.Name, err)
 	}
-	consumer := ns.Labels[consts.RemoteClusterIDLabel]
+	consumer = ns.Labels[consts.RemoteClusterIDLabel]
 	if ns.Labels[consts.RemoteNamespaceLabel] != "true" || consumer == "" {
-		return "NotInRemoteNamespace", fmt.Sprintf("ShadowEndpointSlice %s/%s is not in a consumer's remote namespace (labels %s=true and %s): "+
+		return consumer, "NotInRemoteNamespace", fmt.Sprintf("ShadowEndpointSlice %s/%s is not in a consumer's remote namespace (labels %s=true and %s): "+
 			"no EndpointSlice is made of it", shadow.Namespace, shadow.Name, consts.RemoteNamespaceLabel, consts.RemoteClusterIDLabel), nil
 	}
 	found := false
@@ -151,19 +163,24 @@ func (r *Reconciler) refusal(ctx context.Context, shadow *offv1beta1.ShadowEndpo
 		}
 		found = true
 		if origin != consumer {
-			return "OriginMismatch", fmt.Sprintf("ShadowEndpointSlice %s/%s has label %s=%q, but namespace %s belongs to consumer %q: "+
+			return consumer, "OriginMismatch", fmt.Sprintf("ShadowEndpointSlice %s/%s has label %s=%q, but namespace %s belongs to consumer %q: "+
 				"no EndpointSlice is made of it", shadow.Namespace, shadow.Name, key, origin, ns.Name, consumer), nil
 		}
 	}
 	if !found {
-		return "OriginMismatch", fmt.Sprintf("ShadowEndpointSlice %s/%s has neither label %s nor %s naming its consumer %q: "+
+		return consumer, "OriginMismatch", fmt.Sprintf("ShadowEndpointSlice %s/%s has neither label %s nor %s naming its consumer %q: "+
 			"no EndpointSlice is made of it", shadow.Namespace, shadow.Name, consts.UpstreamOriginLabel, consts.OriginClusterIDLabel, consumer), nil
 	}
-	return "", "", nil
+	return consumer, "", "", nil
 }
 
-// desired is the EndpointSlice shadow asks for, without owner reference.
-func desired(shadow *offv1beta1.ShadowEndpointSlice) *discoveryv1.EndpointSlice {
+// desired is the EndpointSlice shadow asks for, without owner reference, with its endpoints not
+// ready while the consumer's peering is down.
+func (r *Reconciler) desired(ctx context.Context, shadow *offv1beta1.ShadowEndpointSlice, consumer string) (*discoveryv1.EndpointSlice, error) {
+	up, err := r.peerUp(ctx, consumer)
+	if err != nil {
+		return nil, err
+	}
 	labels := maps.Clone(shadow.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -178,17 +195,45 @@ func desired(shadow *offv1beta1.ShadowEndpointSlice) *discoveryv1.EndpointSlice 
 		annotations = nil
 	}
 	tpl := shadow.Spec.Template.DeepCopy()
+	for i := range tpl.Endpoints {
+		if ready := tpl.Endpoints[i].Conditions.Ready; !up && (ready == nil || *ready) {
+			tpl.Endpoints[i].Conditions.Ready = ptr.To(false)
+		}
+	}
 	return &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: shadow.Name, Namespace: shadow.Namespace, Labels: labels, Annotations: annotations},
 		AddressType: tpl.AddressType,
 		Endpoints:   tpl.Endpoints,
 		Ports:       tpl.Ports,
+	}, nil
+}
+
+// peerUp tells whether the consumer's ForeignCluster reports its network and API server up or
+// not in use; true when it has none.
+func (r *Reconciler) peerUp(ctx context.Context, consumer string) (bool, error) {
+	fcs := &corev1beta1.ForeignClusterList{}
+	if err := r.Client.List(ctx, fcs); err != nil {
+		return false, fmt.Errorf("listing ForeignClusters for consumer %s: %w", consumer, err)
 	}
+	for _, fc := range fcs.Items {
+		if string(fc.Spec.ClusterID) != consumer {
+			continue
+		}
+		network := fc.Status.Modules.Networking
+		netUp := !network.Enabled ||
+			peerstatus.Summary(peerstatus.ConditionsOf(network, corev1beta1.NetworkConnectionStatusCondition)) == corev1beta1.ConditionStatusEstablished
+		api := peerstatus.Summary(peerstatus.ConditionsOf(corev1beta1.Module{Conditions: fc.Status.Conditions}, corev1beta1.APIServerStatusCondition))
+		return netUp && peerstatus.Severity(api) <= peerstatus.Severity(corev1beta1.ConditionStatusNone), nil
+	}
+	return true, nil
 }
 
 // create makes shadow's EndpointSlice.
-func (r *Reconciler) create(ctx context.Context, shadow *offv1beta1.ShadowEndpointSlice) error {
-	eps := desired(shadow)
+func (r *Reconciler) create(ctx context.Context, shadow *offv1beta1.ShadowEndpointSlice, consumer string) error {
+	eps, err := r.desired(ctx, shadow, consumer)
+	if err != nil {
+		return err
+	}
 	if err := controllerutil.SetControllerReference(shadow, eps, r.Client.Scheme()); err != nil {
 		return fmt.Errorf("owner reference of EndpointSlice %s/%s: %w", shadow.Namespace, shadow.Name, err)
 	}
@@ -254,6 +299,27 @@ func ownedByShadow(eps *discoveryv1.EndpointSlice) bool {
 	return ref != nil && ref.Kind == kind && ref.APIVersion == offv1beta1.GroupVersion.String()
 }
 
+// shadowsOf maps a ForeignCluster to the ShadowEndpointSlices of its cluster (by either origin
+// label), whose endpoints' readiness follows it.
+func (r *Reconciler) shadowsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	fc, ok := obj.(*corev1beta1.ForeignCluster)
+	if !ok || fc.Spec.ClusterID == "" {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, key := range []string{consts.UpstreamOriginLabel, consts.OriginClusterIDLabel} {
+		list := &offv1beta1.ShadowEndpointSliceList{}
+		if err := r.Client.List(ctx, list, client.MatchingLabels{key: string(fc.Spec.ClusterID)}); err != nil {
+			log.FromContext(ctx).Error(err, "listing the ShadowEndpointSlices of a ForeignCluster", "foreignCluster", fc.Name)
+			continue
+		}
+		for _, s := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+		}
+	}
+	return out
+}
+
 func (r *Reconciler) warn(shadow *offv1beta1.ShadowEndpointSlice, reason, format string, args ...any) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(shadow, nil, corev1.EventTypeWarning, reason, "Reflect", format, args...)
@@ -270,6 +336,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("shadowendpointslice").
 		For(&offv1beta1.ShadowEndpointSlice{}).
 		Owns(&discoveryv1.EndpointSlice{}).
+		Watches(&corev1beta1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(r.shadowsOf)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: n}).
 		Complete(r); err != nil {
 		return fmt.Errorf("setting up the ShadowEndpointSlice controller: %w", err)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowendpointslice"
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -77,6 +78,8 @@ func TestShadowEndpointSlices(t *testing.T) {
 	t.Run("made, updated, deleted", func(t *testing.T) { testLifecycle(t, c.Client) })
 	t.Run("wrong origin refused", func(t *testing.T) { testRefused(t, c.Client) })
 	t.Run("foreign EndpointSlice left alone", func(t *testing.T) { testForeign(t, c.Client) })
+	// Last: the consumer's ForeignCluster it makes stays.
+	t.Run("not ready while the peering is down", func(t *testing.T) { testPeerDown(t, c.Client) })
 }
 
 // testLifecycle: a ShadowEndpointSlice becomes an EndpointSlice it controls, with its labels,
@@ -202,4 +205,52 @@ func testForeign(t *testing.T, c client.Client) {
 		got.Labels[discoveryv1.LabelServiceName] != "mine" || got.Endpoints[0].Addresses[0] != "10.0.0.1" {
 		t.Errorf("the foreign EndpointSlice changed: %+v", got)
 	}
+}
+
+// testPeerDown: while the consumer's ForeignCluster reports its network tunnel not established,
+// the endpoints the consumer says are ready (or does not say) are not ready, one it says is not
+// ready stays so; once the tunnel is up they are as the consumer wrote them.
+func testPeerDown(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	fc := &corev1beta1.ForeignCluster{ObjectMeta: metav1.ObjectMeta{Name: consumer}, Spec: corev1beta1.ForeignClusterSpec{ClusterID: consumer}}
+	if err := c.Create(ctx, fc); err != nil {
+		t.Fatal(err)
+	}
+	setTunnel := func(s corev1beta1.ConditionStatusType) {
+		t.Helper()
+		fc.Status.Role = corev1beta1.ConsumerRole
+		fc.Status.Modules.Networking = corev1beta1.Module{Enabled: true,
+			Conditions: []corev1beta1.Condition{{Type: corev1beta1.NetworkConnectionStatusCondition, Status: s}}}
+		if err := c.Status().Update(ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setTunnel(corev1beta1.ConditionStatusPending)
+
+	sh := shadow("peer-down", consumer)
+	sh.Spec.Template.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.10"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
+		{Addresses: []string{"10.244.1.11"}}, {Addresses: []string{"10.244.1.12"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}}}
+	if err := c.Create(ctx, sh); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(sh)
+	readiness := func(ctx context.Context, want ...*bool) bool {
+		eps := &discoveryv1.EndpointSlice{}
+		if c.Get(ctx, key, eps) != nil || len(eps.Endpoints) != len(want) {
+			return false
+		}
+		for i, w := range want {
+			if got := eps.Endpoints[i].Conditions.Ready; (got == nil) != (w == nil) || got != nil && *got != *w {
+				return false
+			}
+		}
+		return true
+	}
+	testenv.Eventually(t, "every endpoint not ready while the tunnel is pending", timeout, func(ctx context.Context) bool {
+		return readiness(ctx, ptr.To(false), ptr.To(false), ptr.To(false))
+	})
+	setTunnel(corev1beta1.ConditionStatusEstablished)
+	testenv.Eventually(t, "the endpoints as the consumer wrote them once the tunnel is established", timeout, func(ctx context.Context) bool {
+		return readiness(ctx, ptr.To(true), nil, ptr.To(false))
+	})
 }
