@@ -19,6 +19,10 @@
 //     say) are written not ready; those it says are not ready stay so. Unlike upstream, a
 //     consumer without a ForeignCluster here has its endpoints as it wrote them (upstream
 //     makes no EndpointSlice then).
+//   - As upstream does, the endpoints' IPv4 addresses in the consumer's pod or external CIDRs
+//     are written as this cluster reaches them: remapped by the consumer's Configurations here
+//     (label liqo.io/remote-cluster-id; spec.remote to status.remote, package remap). Unlike
+//     upstream, a consumer without a Configuration here has its addresses as it wrote them.
 //   - A deleted ShadowEndpointSlice takes its EndpointSlice with it: garbage collection through
 //     the owner reference, and an explicit delete here for clusters without it.
 //   - Refused, with a Warning Event naming the object and the reason and no EndpointSlice (the
@@ -30,8 +34,8 @@
 //     written (a Warning Event, NameTaken; looked at again every 30 s), unless an earlier
 //     ShadowEndpointSlice of the same name owns it: that one is deleted to make room.
 //
-// Not taken from upstream's controller: remapping the endpoints' addresses through the
-// consumer's Configuration (or direct provider-to-provider connections).
+// Not taken from upstream's controller: direct provider-to-provider connections (its
+// liqo.io/direct-connections-data annotation and the option to drop those endpoints).
 package shadowendpointslice
 
 import (
@@ -57,9 +61,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/peerstatus"
+	"github.com/peerkit/terraform-provider-liqo/internal/remap"
 )
 
 const (
@@ -181,6 +187,10 @@ func (r *Reconciler) desired(ctx context.Context, shadow *offv1beta1.ShadowEndpo
 	if err != nil {
 		return nil, err
 	}
+	remaps, err := r.remaps(ctx, consumer)
+	if err != nil {
+		return nil, err
+	}
 	labels := maps.Clone(shadow.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -199,6 +209,9 @@ func (r *Reconciler) desired(ctx context.Context, shadow *offv1beta1.ShadowEndpo
 		if ready := tpl.Endpoints[i].Conditions.Ready; !up && (ready == nil || *ready) {
 			tpl.Endpoints[i].Conditions.Ready = ptr.To(false)
 		}
+		for j, addr := range tpl.Endpoints[i].Addresses {
+			tpl.Endpoints[i].Addresses[j] = remap.Local(addr, remaps)
+		}
 	}
 	return &discoveryv1.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Name: shadow.Name, Namespace: shadow.Namespace, Labels: labels, Annotations: annotations},
@@ -206,6 +219,24 @@ func (r *Reconciler) desired(ctx context.Context, shadow *offv1beta1.ShadowEndpo
 		Endpoints:   tpl.Endpoints,
 		Ports:       tpl.Ports,
 	}, nil
+}
+
+// remaps returns how this cluster sees the consumer's networks, from the consumer's
+// Configurations here (none when it has none).
+func (r *Reconciler) remaps(ctx context.Context, consumer string) ([]remap.Remap, error) {
+	confs := &netv1beta1.ConfigurationList{}
+	if err := r.Client.List(ctx, confs, client.MatchingLabels{consts.RemoteClusterIDLabel: consumer}); err != nil {
+		return nil, fmt.Errorf("listing the Configurations of consumer %s: %w", consumer, err)
+	}
+	var out []remap.Remap
+	for i := range confs.Items {
+		rs, err := remap.FromConfiguration(&confs.Items[i])
+		if err != nil {
+			return nil, fmt.Errorf("remapping the endpoints of consumer %s: %w", consumer, err)
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
 }
 
 // peerUp tells whether the consumer's ForeignCluster reports its network and API server up or
@@ -299,18 +330,32 @@ func ownedByShadow(eps *discoveryv1.EndpointSlice) bool {
 	return ref != nil && ref.Kind == kind && ref.APIVersion == offv1beta1.GroupVersion.String()
 }
 
-// shadowsOf maps a ForeignCluster to the ShadowEndpointSlices of its cluster (by either origin
-// label), whose endpoints' readiness follows it.
-func (r *Reconciler) shadowsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+// shadowsOfPeer maps a ForeignCluster to the ShadowEndpointSlices of its cluster, whose
+// endpoints' readiness follows it.
+func (r *Reconciler) shadowsOfPeer(ctx context.Context, obj client.Object) []reconcile.Request {
 	fc, ok := obj.(*corev1beta1.ForeignCluster)
-	if !ok || fc.Spec.ClusterID == "" {
+	if !ok {
+		return nil
+	}
+	return r.shadowsOf(ctx, string(fc.Spec.ClusterID))
+}
+
+// shadowsOfConfiguration maps a Configuration to the ShadowEndpointSlices of its cluster, whose
+// endpoints' addresses follow it.
+func (r *Reconciler) shadowsOfConfiguration(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.shadowsOf(ctx, obj.GetLabels()[consts.RemoteClusterIDLabel])
+}
+
+// shadowsOf lists the ShadowEndpointSlices of a consumer (by either origin label).
+func (r *Reconciler) shadowsOf(ctx context.Context, consumer string) []reconcile.Request {
+	if consumer == "" {
 		return nil
 	}
 	var out []reconcile.Request
 	for _, key := range []string{consts.UpstreamOriginLabel, consts.OriginClusterIDLabel} {
 		list := &offv1beta1.ShadowEndpointSliceList{}
-		if err := r.Client.List(ctx, list, client.MatchingLabels{key: string(fc.Spec.ClusterID)}); err != nil {
-			log.FromContext(ctx).Error(err, "listing the ShadowEndpointSlices of a ForeignCluster", "foreignCluster", fc.Name)
+		if err := r.Client.List(ctx, list, client.MatchingLabels{key: consumer}); err != nil {
+			log.FromContext(ctx).Error(err, "listing the ShadowEndpointSlices of a consumer", "consumer", consumer)
 			continue
 		}
 		for _, s := range list.Items {
@@ -336,7 +381,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("shadowendpointslice").
 		For(&offv1beta1.ShadowEndpointSlice{}).
 		Owns(&discoveryv1.EndpointSlice{}).
-		Watches(&corev1beta1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(r.shadowsOf)).
+		Watches(&corev1beta1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(r.shadowsOfPeer)).
+		Watches(&netv1beta1.Configuration{}, handler.EnqueueRequestsFromMapFunc(r.shadowsOfConfiguration)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: n}).
 		Complete(r); err != nil {
 		return fmt.Errorf("setting up the ShadowEndpointSlice controller: %w", err)

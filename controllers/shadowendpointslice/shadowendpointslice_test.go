@@ -18,6 +18,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowendpointslice"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -80,6 +81,7 @@ func TestShadowEndpointSlices(t *testing.T) {
 	t.Run("foreign EndpointSlice left alone", func(t *testing.T) { testForeign(t, c.Client) })
 	// Last: the consumer's ForeignCluster it makes stays.
 	t.Run("not ready while the peering is down", func(t *testing.T) { testPeerDown(t, c.Client) })
+	t.Run("addresses remapped", func(t *testing.T) { testRemapped(t, c.Client) })
 }
 
 // testLifecycle: a ShadowEndpointSlice becomes an EndpointSlice it controls, with its labels,
@@ -252,5 +254,50 @@ func testPeerDown(t *testing.T, c client.Client) {
 	setTunnel(corev1beta1.ConditionStatusEstablished)
 	testenv.Eventually(t, "the endpoints as the consumer wrote them once the tunnel is established", timeout, func(ctx context.Context) bool {
 		return readiness(ctx, ptr.To(true), nil, ptr.To(false))
+	})
+}
+
+// testRemapped: once the consumer's Configuration says this cluster sees its pod CIDR
+// 10.244.0.0/16 as 10.71.0.0/16, the endpoints in it are written under the remapped CIDR, the
+// others as they are.
+func testRemapped(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	sh := shadow("remapped", consumer)
+	sh.Spec.Template.Endpoints = append(sh.Spec.Template.Endpoints, discoveryv1.Endpoint{Addresses: []string{"192.168.5.5"}})
+	if err := c.Create(ctx, sh); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(sh)
+	addresses := func(ctx context.Context, want ...string) bool {
+		eps := &discoveryv1.EndpointSlice{}
+		if c.Get(ctx, key, eps) != nil || len(eps.Endpoints) != len(want) {
+			return false
+		}
+		for i, w := range want {
+			if eps.Endpoints[i].Addresses[0] != w {
+				return false
+			}
+		}
+		return true
+	}
+	testenv.Eventually(t, "the addresses as written without a Configuration", timeout, func(ctx context.Context) bool {
+		return addresses(ctx, "10.244.1.7", "192.168.5.5")
+	})
+	tenant := "liqo-tenant-" + consumer
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}}); err != nil {
+		t.Fatal(err)
+	}
+	conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: consumer,
+		Labels: map[string]string{consts.RemoteClusterIDLabel: consumer}},
+		Spec: netv1beta1.ConfigurationSpec{Remote: netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{"10.244.0.0/16"}}}}}
+	if err := c.Create(ctx, conf); err != nil {
+		t.Fatal(err)
+	}
+	conf.Status.Remote = &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{"10.71.0.0/16"}}}
+	if err := c.Status().Update(ctx, conf); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the pod address under the remapped CIDR", timeout, func(ctx context.Context) bool {
+		return addresses(ctx, "10.71.1.7", "192.168.5.5")
 	})
 }
