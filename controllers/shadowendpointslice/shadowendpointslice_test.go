@@ -47,12 +47,12 @@ func shadow(name, origin string) *offv1beta1.ShadowEndpointSlice {
 	}
 }
 
-// warned waits for a Warning Event with reason on the ShadowEndpointSlice named name.
-func warned(t *testing.T, c client.Client, name, reason string) {
+// warned waits for a Warning Event with reason on the ShadowEndpointSlice named name in namespace ns.
+func warned(t *testing.T, c client.Client, ns, name, reason string) {
 	t.Helper()
 	testenv.Eventually(t, "a "+reason+" Warning on "+name, timeout, func(ctx context.Context) bool {
 		evs := &eventsv1.EventList{}
-		return c.List(ctx, evs, client.InNamespace(remoteNS)) == nil && slices.ContainsFunc(evs.Items, func(e eventsv1.Event) bool {
+		return c.List(ctx, evs, client.InNamespace(ns)) == nil && slices.ContainsFunc(evs.Items, func(e eventsv1.Event) bool {
 			return e.Regarding.Name == name && e.Regarding.Kind == "ShadowEndpointSlice" && e.Reason == reason &&
 				e.Type == corev1.EventTypeWarning
 		})
@@ -153,15 +153,10 @@ func testRefused(t *testing.T, c client.Client) {
 			t.Fatal(err)
 		}
 	}
-	warned(t, c, "other-origin", "OriginMismatch")
-	warned(t, c, "ours-other-origin", "OriginMismatch")
-	warned(t, c, "no-origin", "OriginMismatch")
-	testenv.Eventually(t, "a NotInRemoteNamespace Warning on outside", timeout, func(ctx context.Context) bool {
-		evs := &eventsv1.EventList{}
-		return c.List(ctx, evs, client.InNamespace("plain")) == nil && slices.ContainsFunc(evs.Items, func(e eventsv1.Event) bool {
-			return e.Regarding.Name == "outside" && e.Reason == "NotInRemoteNamespace" && e.Type == corev1.EventTypeWarning
-		})
-	})
+	warned(t, c, remoteNS, "other-origin", "OriginMismatch")
+	warned(t, c, remoteNS, "ours-other-origin", "OriginMismatch")
+	warned(t, c, remoteNS, "no-origin", "OriginMismatch")
+	warned(t, c, "plain", "outside", "NotInRemoteNamespace")
 	for _, s := range []*offv1beta1.ShadowEndpointSlice{other, ours, none, outside} {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(s), &discoveryv1.EndpointSlice{}); !apierrors.IsNotFound(err) {
 			t.Errorf("EndpointSlice of refused ShadowEndpointSlice %s/%s: %v, want not found", s.Namespace, s.Name, err)
@@ -198,7 +193,7 @@ func testForeign(t *testing.T, c client.Client) {
 	if err := c.Create(ctx, shadow("taken", consumer)); err != nil {
 		t.Fatal(err)
 	}
-	warned(t, c, "taken", "NameTaken")
+	warned(t, c, remoteNS, "taken", "NameTaken")
 	got := &discoveryv1.EndpointSlice{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), got); err != nil {
 		t.Fatal(err)
