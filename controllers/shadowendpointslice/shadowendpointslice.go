@@ -27,9 +27,10 @@
 //     the owner reference, and an explicit delete here for clusters without it.
 //   - Refused, with a Warning Event naming the object and the reason and no EndpointSlice (the
 //     one it had is deleted): a ShadowEndpointSlice outside a remote namespace
-//     (NotInRemoteNamespace), or whose origin labels (upstream's offloading.liqo.io/origin, our
-//     liqo.io/origin-cluster-id; at least one, each present one equal) do not name the consumer
-//     of its namespace (OriginMismatch).
+//     (NotInRemoteNamespace), or whose origin (consts.ReflectionOrigin: upstream's
+//     offloading.liqo.io/origin, or ours, offloading.liqo.io/reflected=true and
+//     liqo.io/origin-cluster-id; the two agreeing) is not the consumer of its namespace
+//     (OriginMismatch).
 //   - An EndpointSlice of the same name that the ShadowEndpointSlice does not own is never
 //     written (a Warning Event, NameTaken; looked at again every 30 s), unless an earlier
 //     ShadowEndpointSlice of the same name owns it: that one is deleted to make room.
@@ -161,21 +162,10 @@ func (r *Reconciler) refusal(ctx context.Context, shadow *offv1beta1.ShadowEndpo
 		return consumer, "NotInRemoteNamespace", fmt.Sprintf("ShadowEndpointSlice %s/%s is not in a consumer's remote namespace (labels %s=true and %s): "+
 			"no EndpointSlice is made of it", shadow.Namespace, shadow.Name, consts.RemoteNamespaceLabel, consts.RemoteClusterIDLabel), nil
 	}
-	found := false
-	for _, key := range []string{consts.UpstreamOriginLabel, consts.OriginClusterIDLabel} {
-		origin, ok := shadow.Labels[key]
-		if !ok {
-			continue
-		}
-		found = true
-		if origin != consumer {
-			return consumer, "OriginMismatch", fmt.Sprintf("ShadowEndpointSlice %s/%s has label %s=%q, but namespace %s belongs to consumer %q: "+
-				"no EndpointSlice is made of it", shadow.Namespace, shadow.Name, key, origin, ns.Name, consumer), nil
-		}
-	}
-	if !found {
-		return consumer, "OriginMismatch", fmt.Sprintf("ShadowEndpointSlice %s/%s has neither label %s nor %s naming its consumer %q: "+
-			"no EndpointSlice is made of it", shadow.Namespace, shadow.Name, consts.UpstreamOriginLabel, consts.OriginClusterIDLabel, consumer), nil
+	if origin := consts.ReflectionOrigin(shadow.Labels); origin != consumer {
+		return consumer, "OriginMismatch", fmt.Sprintf("ShadowEndpointSlice %s/%s says it comes from cluster %q (labels %s, or %s=true and %s; "+
+			"empty when none or when they disagree), but namespace %s belongs to consumer %q: no EndpointSlice is made of it",
+			shadow.Namespace, shadow.Name, origin, consts.UpstreamOriginLabel, consts.ReflectedLabel, consts.OriginClusterIDLabel, ns.Name, consumer), nil
 	}
 	return consumer, "", "", nil
 }

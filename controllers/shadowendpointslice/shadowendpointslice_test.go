@@ -136,14 +136,15 @@ func testLifecycle(t *testing.T, c client.Client) {
 	})
 }
 
-// testRefused: a ShadowEndpointSlice naming another consumer (upstream's label or ours), or none,
-// or outside a remote namespace, gets a Warning and no EndpointSlice; one whose origin label
-// changes to another consumer loses its EndpointSlice.
+// testRefused: a ShadowEndpointSlice naming another consumer, or two (upstream's label and ours
+// disagreeing), or none, or outside a remote namespace, gets a Warning and no EndpointSlice; one
+// whose origin label changes to another consumer loses its EndpointSlice; one with our labels
+// only is accepted.
 func testRefused(t *testing.T, c client.Client) {
 	ctx := t.Context()
 	other := shadow("other-origin", "cl-other")
-	ours := shadow("ours-other-origin", consumer)
-	ours.Labels[consts.OriginClusterIDLabel] = "cl-other"
+	ours := shadow("ours-other-origin", consumer) // upstream's label and ours disagree
+	ours.Labels[consts.OriginClusterIDLabel], ours.Labels[consts.ReflectedLabel] = "cl-other", "true"
 	none := shadow("no-origin", consumer)
 	delete(none.Labels, consts.UpstreamOriginLabel)
 	outside := shadow("outside", consumer)
@@ -162,6 +163,16 @@ func testRefused(t *testing.T, c client.Client) {
 			t.Errorf("EndpointSlice of refused ShadowEndpointSlice %s/%s: %v, want not found", s.Namespace, s.Name, err)
 		}
 	}
+
+	oursOnly := shadow("ours-only", consumer)
+	delete(oursOnly.Labels, consts.UpstreamOriginLabel)
+	oursOnly.Labels[consts.OriginClusterIDLabel], oursOnly.Labels[consts.ReflectedLabel] = consumer, "true"
+	if err := c.Create(ctx, oursOnly); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the EndpointSlice of a ShadowEndpointSlice with our origin labels only", timeout, func(ctx context.Context) bool {
+		return c.Get(ctx, client.ObjectKeyFromObject(oursOnly), &discoveryv1.EndpointSlice{}) == nil
+	})
 
 	turned := shadow("turned", consumer)
 	if err := c.Create(ctx, turned); err != nil {
