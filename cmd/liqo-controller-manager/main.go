@@ -36,6 +36,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	"github.com/peerkit/terraform-provider-liqo/controllers/providernodes"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
+	"github.com/peerkit/terraform-provider-liqo/controllers/shadowendpointslice"
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
@@ -301,6 +302,10 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&shadowpod.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-shadowpod"),
 		PodSecurity: o.podSecurity}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ShadowPod reconciler: %w", err)
+	}
+	if err := (&shadowendpointslice.Reconciler{Client: mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("liqo-shadowendpointslice")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ShadowEndpointSlice reconciler: %w", err)
 	}
 	if err := (&virtualnode.SliceReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the slice virtual-node reconciler: %w", err)

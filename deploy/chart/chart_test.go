@@ -101,6 +101,8 @@ var valueSets = []struct {
 			t.Errorf("the virtual storage class: %v", sc)
 		}
 		wantVerbs(t, objs, "liqo-controller-manager", "customresourcedefinitions", "create", "update", "patch")
+		// The EndpointSlices made of ShadowEndpointSlices (controllers/shadowendpointslice).
+		wantVerbs(t, objs, "liqo-controller-manager", "endpointslices", "get", "list", "watch", "create", "update", "delete")
 		// The hook may delete our CRDs, and no other.
 		var want []string
 		all, err := crds.All()

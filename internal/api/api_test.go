@@ -68,7 +68,7 @@ func TestSamplesCoverEveryKind(t *testing.T) {
 		covered[gvks[0].Kind] = true
 	}
 	want := []string{"ForeignCluster", "Configuration", "GatewayServer", "GatewayClient", "PublicKey", "Connection",
-		"Tenant", "Identity", "ResourceSlice", "VirtualNode", "NamespaceOffloading", "NamespaceMap", "ShadowPod", "Network", "IP"}
+		"Tenant", "Identity", "ResourceSlice", "VirtualNode", "NamespaceOffloading", "NamespaceMap", "ShadowPod", "ShadowEndpointSlice", "Network", "IP"}
 	for _, k := range want {
 		if !covered[k] {
 			t.Errorf("no sample of kind %s", k)

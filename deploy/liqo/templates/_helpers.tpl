@@ -26,6 +26,7 @@ uninstall hook may delete. */}}
 - wggatewayservertemplates.networking.liqo.io
 - namespacemaps.offloading.liqo.io
 - namespaceoffloadings.offloading.liqo.io
+- shadowendpointslices.offloading.liqo.io
 - shadowpods.offloading.liqo.io
 - virtualnodes.offloading.liqo.io
 {{- end -}}
