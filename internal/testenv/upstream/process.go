@@ -37,6 +37,12 @@ type Process struct {
 // test process dies. When the test fails, the end of its log is logged.
 func Start(tb testing.TB, cl *testenv.Cluster, component string, args ...string) *Process {
 	tb.Helper()
+	return start(tb, cl, component, nil, args...)
+}
+
+// start is Start with more environment variables env.
+func start(tb testing.TB, cl *testenv.Cluster, component string, env []string, args ...string) *Process {
+	tb.Helper()
 	p := &Process{Name: component + " of " + cl.Name, Log: filepath.Join(tb.TempDir(), component+".log"), done: make(chan struct{})}
 	logf, err := os.Create(p.Log)
 	if err != nil {
@@ -44,6 +50,7 @@ func Start(tb testing.TB, cl *testenv.Cluster, component string, args ...string)
 	}
 	p.cmd = exec.Command(filepath.Join(BinDir(tb), component), args...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+cl.KubeconfigPath, "POD_NAMESPACE="+Namespace)
+	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p.Started = time.Now()
