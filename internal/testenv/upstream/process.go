@@ -127,11 +127,14 @@ func (p *Process) RSSKiB() (int, error) {
 	return 0, fmt.Errorf("upstream %s: no VmRSS in its status", p.Name)
 }
 
-// waitUntil polls ready until it holds, failing the test if the process exits first or timeout
-// passes; what names the state waited for.
-func (p *Process) waitUntil(tb testing.TB, what string, timeout time.Duration, ready func(ctx context.Context) bool) {
+// startTimeout is how long a component may take to become ready.
+const startTimeout = 2 * time.Minute
+
+// waitUntil polls ready until it holds, failing the test if the process exits first or
+// startTimeout passes; what names the state waited for.
+func (p *Process) waitUntil(tb testing.TB, what string, ready func(ctx context.Context) bool) {
 	tb.Helper()
-	testenv.Poll(tb, "upstream "+p.Name+" "+what, timeout, func(ctx context.Context) (bool, error) {
+	testenv.Poll(tb, "upstream "+p.Name+" "+what, startTimeout, func(ctx context.Context) (bool, error) {
 		if done, err := p.Exited(); done {
 			return false, fmt.Errorf("upstream %s exited (%v); its log ends:\n%s", p.Name, err, p.tail(20))
 		}
@@ -160,7 +163,7 @@ func StartControllerManager(tb testing.TB, cl *testenv.Cluster, objs []*unstruct
 	args := append(Args(tb, objs, "liqo-controller-manager"),
 		"--metrics-address=0", "--health-probe-address="+probe, "--webhook-port="+webhookPort)
 	p := Start(tb, cl, ControllerManager, append(args, extra...)...)
-	p.waitUntil(tb, "ready", 2*time.Minute, func(ctx context.Context) bool { return testenv.ProbeOK(ctx, probe, "/readyz") })
+	p.waitUntil(tb, "ready", func(ctx context.Context) bool { return testenv.ProbeOK(ctx, probe, "/readyz") })
 	return p
 }
 
@@ -171,6 +174,6 @@ func StartCRDReplicator(tb testing.TB, cl *testenv.Cluster, objs []*unstructured
 	tb.Helper()
 	args := append(Args(tb, objs, "liqo-crd-replicator"), "--metrics-address=0")
 	p := Start(tb, cl, CRDReplicator, append(args, extra...)...)
-	p.waitUntil(tb, "started", 2*time.Minute, func(context.Context) bool { return p.Logged("Starting crdReplicator manager") })
+	p.waitUntil(tb, "started", func(context.Context) bool { return p.Logged("Starting crdReplicator manager") })
 	return p
 }
