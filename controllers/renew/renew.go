@@ -4,13 +4,18 @@
 // tenant namespace on the provider, and read back from the status.
 //
 // A Renew is answered only in the tenant namespace of the consumer it names, which must have a
-// Tenant there. Its spec.csr is checked as the first request of the same identity is: for the
-// control plane, as the tenant controller checks the Tenant's spec.csr (and the Tenant must not
-// be refused); for a slice, as the negotiation controller checks the slice's spec.csr (and the
-// slice, the consumer's, must be authenticated). The certificate is signed through the CSR API
-// as theirs are (clientcert, with the same holders: one renewal rate per identity), and
-// status.authParams gets it with this cluster's CA and API server and the Tenant's proxy URL.
-// A refused Renew has no status.authParams and gets a Warning Event naming the field at fault.
+// Tenant there; for the control plane the Tenant must not be refused (tenant.Check), for a slice
+// spec.resourceSliceRef must name a slice of the consumer that the provider authenticated.
+//
+// Upstream Liqo v1.2's consumers write a Renew with no spec.csr (one per control-plane Identity,
+// kept for good): the identity's certificate is renewed by the provider's tenant controller, and
+// the Renew's status.authParams get a copy of what the Tenant's (the slice's) status holds, kept
+// current. A Renew with a spec.csr has it checked as the first request of the same identity is
+// (the Tenant's spec.csr by the tenant controller, the slice's by the negotiation controller) and
+// signed through the CSR API as theirs are (clientcert, with the same holders: one renewal rate
+// per identity); status.authParams then get the certificate with this cluster's CA and API
+// server and the Tenant's proxy URL. A refused Renew has no status.authParams and gets a Warning
+// Event naming the field at fault.
 package renew
 
 import (
@@ -73,10 +78,12 @@ type Reconciler struct {
 	CertificateValidity, RenewBefore, MinRenewalInterval time.Duration
 }
 
-// answer is what checking a Renew found: the holder to issue the certificate to and the Tenant
-// of its consumer, or why it is refused.
+// answer is what checking a Renew found: the Tenant of its consumer and either the holder to
+// issue spec.csr's certificate to or (no spec.csr) the identity's authParams in force to copy;
+// or why it is refused.
 type answer struct {
 	holder  clientcert.Holder
+	current *authv1beta1.AuthParams
 	tenant  *authv1beta1.Tenant
 	refusal *tenant.Refusal
 }
@@ -104,6 +111,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, nil // not a Renew of a tenant namespace's consumer: left alone
 		}
 		return reconcile.Result{}, r.setStatus(ctx, rn, nil)
+	}
+	if len(rn.Spec.CSR) == 0 {
+		if a.current == nil || len(a.current.SignedCRT) == 0 {
+			return reconcile.Result{}, nil // nothing issued yet: the Tenant's (slice's) update brings it back
+		}
+		return reconcile.Result{}, r.setStatus(ctx, rn, a.current.DeepCopy())
 	}
 	issuer := &clientcert.Issuer{Client: r.Client, Validity: r.CertificateValidity, RenewBefore: r.RenewBefore,
 		MinRenewalInterval: r.MinRenewalInterval}
@@ -175,6 +188,9 @@ func (r *Reconciler) checkControlPlane(ctx context.Context, rn *authv1beta1.Rene
 		return refuse(ReasonTenantRefused, "spec.consumerClusterID %q: its Tenant %s/%s is refused (%s: %s)",
 			rn.Spec.ConsumerClusterID, t.Namespace, t.Name, f.Reason, f.Message), nil
 	}
+	if len(rn.Spec.CSR) == 0 {
+		return answer{current: t.Status.AuthParams}, nil
+	}
 	if err := clientcert.CheckControlPlaneRequest(rn.Spec.CSR, t); err != nil {
 		return refuse(ReasonCSRInvalid, "spec.csr %v", err), nil
 	}
@@ -206,6 +222,9 @@ func (r *Reconciler) checkSlice(ctx context.Context, rn *authv1beta1.Renew, t *a
 	if negotiation.Condition(slice, authv1beta1.ResourceSliceConditionTypeAuthentication) != authv1beta1.ResourceSliceConditionAccepted {
 		return refuse(ReasonResourceSliceInvalid, "spec.resourceSliceRef: ResourceSlice %s/%s is not authenticated "+
 			"(its Authentication condition is not Accepted)", slice.Namespace, slice.Name), nil
+	}
+	if len(rn.Spec.CSR) == 0 {
+		return answer{current: slice.Status.AuthParams}, nil
 	}
 	if err := clientcert.CheckSliceRequest(rn.Spec.CSR, slice.Name, t); err != nil {
 		return refuse(ReasonCSRInvalid, "spec.csr %v", err), nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -156,7 +157,8 @@ func (p *peered) refused(t *testing.T, rn *authv1beta1.Renew, reason, field stri
 }
 
 // TestRenew: the consumer's control plane (its issued identity) creates Renews in its tenant
-// namespace and reads their status. A ControlPlane Renew gets a certificate for its request
+// namespace and reads their status. Upstream's Renew (no spec.csr) gets a copy of the Tenant's
+// status.authParams. A ControlPlane Renew with a spec.csr gets a certificate for its request
 // (CN the consumer's ID, O liqo.io), a ResourceSlice Renew one for the slice's user (as the
 // slice's own spec.csr would), each with this cluster's CA and API server and the Tenant's
 // proxy URL. A request of another key is refused (CSRInvalid, naming spec.csr), and so is a
@@ -181,6 +183,28 @@ func TestRenew(t *testing.T) {
 			t.Fatalf("the consumer's control plane creating a Renew: %v", err)
 		}
 		p.signed(t, p.peer, rn, consumerID, []string{consts.ConsumerGroup})
+	})
+
+	t.Run("upstream's, without csr", func(t *testing.T) {
+		// What upstream Liqo v1.2's CRD replicator writes: the consumer's permanent Renew of its
+		// control-plane Identity, with no request; the answer is the Tenant's identity in force.
+		rn := newRenew("upstream-cp", tenantNS, authv1beta1.ControlPlaneIdentityType, nil)
+		rn.Spec.PublicKey = nil
+		rn.Labels = map[string]string{consts.ReplicationLabel: "false", "liqo.io/replicated": "true", "liqo.io/originID": consumerID,
+			consts.RemoteClusterIDLabel: consumerID}
+		if err := p.peer.Create(ctx, rn); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Poll(t, "the Tenant's authParams in the Renew", waitLong, func(ctx context.Context) (bool, error) {
+			err := p.peer.Get(ctx, client.ObjectKeyFromObject(rn), rn)
+			return err == nil && rn.Status.AuthParams != nil, err
+		})
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(p.tenant), p.tenant); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(rn.Status.AuthParams, p.tenant.Status.AuthParams) {
+			t.Errorf("Renew authParams %+v, want the Tenant's %+v", rn.Status.AuthParams, p.tenant.Status.AuthParams)
+		}
 	})
 
 	t.Run("resource slice", func(t *testing.T) {
