@@ -40,7 +40,7 @@ func TenantKey(t *authv1beta1.Tenant) (ed25519.PublicKey, error) {
 	}
 	pub, err := signing.ParseTenantKey(t.Spec.PublicKey)
 	if err != nil {
-		return nil, fmt.Errorf("Tenant %s/%s spec.publicKey: %w", t.Namespace, t.Name, err)
+		return nil, fmt.Errorf("spec.publicKey of Tenant %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	return pub, nil
 }
