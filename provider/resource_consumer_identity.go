@@ -94,7 +94,7 @@ func (r *consumerIdentityResource) Schema(ctx context.Context, _ resource.Schema
 			"creates a CertificateSigningRequest for the signer `kubernetes.io/kube-apiserver-client` with common name "+
 			"the consumer cluster ID and organization `organization`, approves it, waits for the certificate, and binds "+
 			"the user in the tenant namespace with a RoleBinding: to a least-privilege Role this resource manages "+
-			"(create/read/update/delete of `resourceslices` and `namespacemaps` and their `/status`, nothing else) or to "+
+			"(create/read/update/delete of `resourceslices`, `namespacemaps` and `renews` and their `/status`, nothing else) or to "+
 			"the ClusterRole `role_name`. It exports a `kubeconfig` for the consumer, to pass to `liqo_identity` "+
 			"(`kubeconfig_wo = liqo_consumer_identity.x.kubeconfig`).\n\n"+
 			"**State:** `kubeconfig` holds the private key. It is Sensitive (hidden in plan output) but Terraform "+

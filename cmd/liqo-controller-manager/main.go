@@ -35,6 +35,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/negotiation"
 	"github.com/peerkit/terraform-provider-liqo/controllers/nonce"
 	"github.com/peerkit/terraform-provider-liqo/controllers/providernodes"
+	"github.com/peerkit/terraform-provider-liqo/controllers/renew"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowendpointslice"
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
@@ -292,6 +293,10 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults,
 		APIServerURL: o.apiServerURL, CAData: o.caData}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
+	}
+	if err := (&renew.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-renew"),
+		APIServerURL: o.apiServerURL, CAData: o.caData}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the renew reconciler: %w", err)
 	}
 	if err := (&providernodes.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the provider-nodes reconciler: %w", err)

@@ -35,7 +35,7 @@ import (
 // Names of the objects this package keeps.
 const (
 	// RemoteControlPlaneClusterRole is what a consumer's identity is bound to in its tenant
-	// namespace on the provider: resource slices and namespace maps there, nothing else.
+	// namespace on the provider: resource slices, namespace maps and renews there, nothing else.
 	RemoteControlPlaneClusterRole = "liqo-remote-controlplane"
 	// RemoteWorkloadClusterRole is what a consumer's identity is bound to in each of its remote
 	// namespaces on the provider: the objects a virtual kubelet reflects there, nothing else.

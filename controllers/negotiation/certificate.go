@@ -2,16 +2,11 @@ package negotiation
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/clientcert"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
-	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 )
 
 // ReasonCSRInvalid is the reason of the Authentication condition of a slice whose spec.csr is
@@ -25,29 +20,15 @@ const ReasonCSRInvalid = "CSRInvalid"
 // renewal), or why the request is refused.
 func (r *Reconciler) sliceCertificate(ctx context.Context, slice *authv1beta1.ResourceSlice, tenant *authv1beta1.Tenant) (
 	params *authv1beta1.AuthParams, again time.Duration, refused string, err error) {
-	consumer := string(tenant.Spec.ClusterID)
-	var pub ed25519.PublicKey
-	if tenant.Spec.AuthzPolicy != authv1beta1.AuthzPolicy("TolerateNoHandshake") {
-		if pub, err = signing.ParseTenantKey(tenant.Spec.PublicKey); err != nil {
-			return nil, 0, fmt.Sprintf("ResourceSlice %s/%s: spec.csr cannot be checked: Tenant %s/%s spec.publicKey: %v",
-				slice.Namespace, slice.Name, tenant.Namespace, tenant.Name, err), nil
-		}
+	if err := clientcert.CheckSliceRequest(slice.Spec.CSR, slice.Name, tenant); err != nil {
+		return nil, 0, fmt.Sprintf("ResourceSlice %s/%s: spec.csr %v", slice.Namespace, slice.Name, err), nil
 	}
-	if _, err := signing.CheckResourceSliceCSR(slice.Spec.CSR, slice.Name, consumer, pub); err != nil {
-		return nil, 0, fmt.Sprintf("ResourceSlice %s/%s: spec.csr refused: %v; it must be signed with the consumer's key "+
-			"(Tenant %s/%s spec.publicKey), with common name %q and organization %q", slice.Namespace, slice.Name, err,
-			tenant.Namespace, tenant.Name, signing.ResourceSliceCommonName(slice.Name, consumer), consumer), nil
-	}
-	h := clientcert.Holder{
-		Prefix:   "liqo-resourceslice-" + consumer,
-		Labels:   map[string]string{consts.RemoteClusterIDLabel: consumer, consts.ResourceSliceNameLabel: slice.Name},
-		Selector: labels.SelectorFromSet(labels.Set{consts.RemoteClusterIDLabel: consumer, consts.ResourceSliceNameLabel: slice.Name}),
-		Request:  slice.Spec.CSR, Describe: fmt.Sprintf("ResourceSlice %s/%s", slice.Namespace, slice.Name),
-		Reason: "LiqoResourceSliceVerified",
-	}
+	var current []byte
 	if slice.Status.AuthParams != nil {
-		h.Current = slice.Status.AuthParams.SignedCRT
+		current = slice.Status.AuthParams.SignedCRT
 	}
+	h := clientcert.ResourceSliceHolder(string(tenant.Spec.ClusterID), slice.Name, slice.Spec.CSR, current,
+		fmt.Sprintf("ResourceSlice %s/%s", slice.Namespace, slice.Name))
 	issuer := &clientcert.Issuer{Client: r.Client, Validity: r.CertificateValidity, RenewBefore: r.RenewBefore,
 		MinRenewalInterval: r.MinRenewalInterval}
 	cert, due, err := issuer.Ensure(ctx, h)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/clientcert"
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -64,13 +65,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil // another class: its own controller decides it
 	}
 	consumer := string(*slice.Spec.ConsumerClusterID)
-	tenant, err := r.tenantOf(ctx, slice.Namespace, consumer)
+	tenant, err := clientcert.TenantOf(ctx, r.Client, slice.Namespace, consumer)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	// A slice holding a grant keeps it whatever it asks for next (its virtual node and pods run
 	// on it): a new ask that cannot be granted leaves it in force (ResourceSliceGrantKept).
-	holds := condition(slice, authv1beta1.ResourceSliceConditionTypeResources) == authv1beta1.ResourceSliceConditionAccepted &&
+	holds := Condition(slice, authv1beta1.ResourceSliceConditionTypeResources) == authv1beta1.ResourceSliceConditionAccepted &&
 		len(slice.Status.Resources) > 0
 	accepted := holds && grantedAsAsked(slice, r.Defaults)
 
@@ -164,20 +165,6 @@ func Decides(class authv1beta1.ResourceSliceClass) bool {
 	return class == authv1beta1.ResourceSliceClassUnknown || class == authv1beta1.ResourceSliceClassDefault
 }
 
-// tenantOf finds the Tenant of a consumer in a namespace, or nil.
-func (r *Reconciler) tenantOf(ctx context.Context, namespace, consumer string) (*authv1beta1.Tenant, error) {
-	tenants := &authv1beta1.TenantList{}
-	if err := r.Client.List(ctx, tenants, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing tenants in %s: %w", namespace, err)
-	}
-	for i := range tenants.Items {
-		if string(tenants.Items[i].Spec.ClusterID) == consumer && tenants.Items[i].DeletionTimestamp == nil {
-			return &tenants.Items[i], nil
-		}
-	}
-	return nil, nil
-}
-
 // available is what is shared minus what other slices were granted. Every accepted slice
 // counts, whatever its class: a slice of another class accepted by its own controller runs on
 // the same nodes this policy shares, so what it was granted is no longer there to give (the
@@ -192,7 +179,7 @@ func (r *Reconciler) available(ctx context.Context, self *authv1beta1.ResourceSl
 		return nil, fmt.Errorf("listing slices: %w", err)
 	}
 	for _, s := range slices.Items {
-		if s.UID == self.UID || condition(&s, authv1beta1.ResourceSliceConditionTypeResources) != authv1beta1.ResourceSliceConditionAccepted {
+		if s.UID == self.UID || Condition(&s, authv1beta1.ResourceSliceConditionTypeResources) != authv1beta1.ResourceSliceConditionAccepted {
 			continue
 		}
 		if s.Labels[consts.ReplicationLabel] == "true" {
@@ -269,7 +256,8 @@ func shortfall(want, available corev1.ResourceList) string {
 	return strings.Join(short, "; ")
 }
 
-func condition(s *authv1beta1.ResourceSlice, t authv1beta1.ResourceSliceConditionType) authv1beta1.ResourceSliceConditionStatus {
+// Condition is the status of the slice's condition of type t, "" when it has none.
+func Condition(s *authv1beta1.ResourceSlice, t authv1beta1.ResourceSliceConditionType) authv1beta1.ResourceSliceConditionStatus {
 	for _, c := range s.Status.Conditions {
 		if c.Type == t {
 			return c.Status

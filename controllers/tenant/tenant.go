@@ -29,8 +29,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -154,20 +152,13 @@ func (r *Reconciler) issuer() *clientcert.Issuer {
 		MinRenewalInterval: r.MinRenewalInterval}
 }
 
-// holder is the tenant's consumer as the holder of its control-plane certificate: its CSR
-// objects are labelled with its cluster ID (those of its ResourceSlices, labelled with their
-// slice too, are not its).
+// holder is the tenant's consumer as the holder of its control-plane certificate.
 func holder(t *authv1beta1.Tenant) clientcert.Holder {
-	sel := labels.SelectorFromSet(labels.Set{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)})
-	if notSlice, err := labels.NewRequirement(consts.ResourceSliceNameLabel, selection.DoesNotExist, nil); err == nil {
-		sel = sel.Add(*notSlice)
-	}
-	h := clientcert.Holder{Prefix: "liqo-tenant-" + string(t.Spec.ClusterID), Labels: map[string]string{consts.RemoteClusterIDLabel: string(t.Spec.ClusterID)},
-		Selector: sel, Request: t.Spec.CSR, Describe: fmt.Sprintf("tenant %s/%s", t.Namespace, t.Name), Reason: "LiqoTenantVerified"}
+	var current []byte
 	if t.Status.AuthParams != nil {
-		h.Current = t.Status.AuthParams.SignedCRT
+		current = t.Status.AuthParams.SignedCRT
 	}
-	return h
+	return clientcert.ControlPlaneHolder(string(t.Spec.ClusterID), t.Spec.CSR, current, fmt.Sprintf("tenant %s/%s", t.Namespace, t.Name))
 }
 
 // Reconcile verifies one Tenant and issues or revokes the consumer's access.

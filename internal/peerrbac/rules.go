@@ -10,12 +10,13 @@ import rbacv1 "k8s.io/api/rbac/v1"
 var readWrite = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
 // ControlPlaneRules are what a consumer's control plane may do in its tenant namespace on the
-// provider: its ResourceSlices and NamespaceMaps and their status, and read its own Tenant (the
-// renewed certificate is picked up from its status). Nothing else.
+// provider: its ResourceSlices, NamespaceMaps and Renews and their status, and read its own Tenant
+// (the renewed certificate is picked up from its status, or from a Renew's). Nothing else.
 func ControlPlaneRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices", "resourceslices/status"}, Verbs: readWrite},
 		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"namespacemaps", "namespacemaps/status"}, Verbs: readWrite},
+		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"renews", "renews/status"}, Verbs: readWrite},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"get", "list", "watch"}},
 	}
 }

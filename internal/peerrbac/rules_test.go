@@ -108,3 +108,19 @@ func TestControlPlaneRulesLeastPrivilege(t *testing.T) {
 		t.Error("no rule lets the consumer read its Tenant (renewed certificates are read from its status)")
 	}
 }
+
+// A consumer's control plane writes Renews and their status in its tenant namespace: upstream
+// Liqo's consumers ask for new certificates through them, and read the answer from the status.
+func TestControlPlaneRulesWriteRenews(t *testing.T) {
+	for _, res := range []string{"renews", "renews/status"} {
+		granted := false
+		for _, r := range peerrbac.ControlPlaneRules() {
+			if slices.Contains(r.APIGroups, "authentication.liqo.io") && slices.Contains(r.Resources, res) {
+				granted = slices.Contains(r.Verbs, "create") && slices.Contains(r.Verbs, "get") && slices.Contains(r.Verbs, "update")
+			}
+		}
+		if !granted {
+			t.Errorf("no rule lets the consumer create, read and update %s", res)
+		}
+	}
+}

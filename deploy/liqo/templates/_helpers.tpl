@@ -7,6 +7,7 @@
 uninstall hook may delete. */}}
 {{- define "liqo.crdNames" -}}
 - identities.authentication.liqo.io
+- renews.authentication.liqo.io
 - resourceslices.authentication.liqo.io
 - tenants.authentication.liqo.io
 - foreignclusters.core.liqo.io
