@@ -136,7 +136,7 @@ func (p *Process) waitUntil(tb testing.TB, what string, ready func(ctx context.C
 	tb.Helper()
 	testenv.Poll(tb, "upstream "+p.Name+" "+what, startTimeout, func(ctx context.Context) (bool, error) {
 		if done, err := p.Exited(); done {
-			return false, fmt.Errorf("upstream %s exited (%v); its log ends:\n%s", p.Name, err, p.tail(20))
+			return false, fmt.Errorf("upstream %s exited (%w); its log ends:\n%s", p.Name, err, p.tail(20))
 		}
 		return ready(ctx), nil
 	})
