@@ -194,13 +194,16 @@ func granted(s *authv1beta1.ResourceSlice) bool {
 	return false
 }
 
-// certified tells whether a slice whose authentication its provider decided has its own
-// certificate: the consumer's controller manager fills spec.csr, the provider signs it into
-// status.authParams when it accepts the slice's authentication, and the consumer's copy gets
-// it back. A slice whose Authentication condition no one wrote (a class whose controller
-// decides only resources) needs none. Waiting for it makes an apply return once the slice
-// stands still, and its identity (forge.ResourceSliceIdentityName) can be made.
+// certified tells whether a slice of the default class whose authentication its provider
+// accepted has its own certificate: the consumer's controller manager fills spec.csr, the
+// provider's negotiation signs it into status.authParams, and the consumer's copy gets it back.
+// A slice of another class is decided by that class's controller, which may sign nothing.
+// Waiting for it makes an apply return once the slice stands still, and its identity
+// (forge.ResourceSliceIdentityName) can be made.
 func certified(s *authv1beta1.ResourceSlice) bool {
+	if s.Spec.Class != authv1beta1.ResourceSliceClassUnknown && s.Spec.Class != authv1beta1.ResourceSliceClassDefault {
+		return true
+	}
 	for _, c := range s.Status.Conditions {
 		if c.Type == authv1beta1.ResourceSliceConditionTypeAuthentication && c.Status == authv1beta1.ResourceSliceConditionAccepted {
 			return len(s.Spec.CSR) > 0 && s.Status.AuthParams != nil && len(s.Status.AuthParams.SignedCRT) > 0
