@@ -46,18 +46,7 @@ func activeTenant(namespace, consumer string) *authv1beta1.Tenant {
 // expectEvent waits for an Event with reason on obj.
 func expectEvent(t *testing.T, c client.Client, obj client.Object, reason string) {
 	t.Helper()
-	testenv.Eventually(t, "a "+reason+" Event on "+obj.GetName(), 30*time.Second, func(ctx context.Context) bool {
-		evs := &eventsv1.EventList{}
-		if c.List(ctx, evs, client.InNamespace(obj.GetNamespace())) != nil {
-			return false
-		}
-		for _, e := range evs.Items {
-			if e.Reason == reason && e.Regarding.Name == obj.GetName() {
-				return true
-			}
-		}
-		return false
-	})
+	testenv.ExpectEvent(t, c, obj, reason, 30*time.Second)
 }
 
 // TestNamespaceMap runs the provider's controller on replicated maps: remote namespaces are

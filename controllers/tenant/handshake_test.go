@@ -3,18 +3,15 @@ package tenant_test
 import (
 	"context"
 	"encoding/base64"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -401,24 +398,7 @@ func TestCordonedTenantGetsNoIdentity(t *testing.T) {
 // expectEvent waits for an Event with reason on obj.
 func expectEvent(t *testing.T, c client.Client, obj client.Object, reason string) {
 	t.Helper()
-	var seen []string
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 45*time.Second, true, func(ctx context.Context) (bool, error) {
-		list := &eventsv1.EventList{}
-		if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
-			return false, err
-		}
-		seen = seen[:0]
-		for _, e := range list.Items {
-			seen = append(seen, e.Reason+": "+e.Note)
-			if e.Regarding.Name == obj.GetName() && e.Reason == reason {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no %s event on %s: %v (events: %s)", reason, obj.GetName(), err, strings.Join(seen, "; "))
-	}
+	testenv.ExpectEvent(t, c, obj, reason, 45*time.Second)
 }
 
 // TestHandshakeConvergesAfterRestart: the provider's controllers stop right after the Tenant is
