@@ -42,3 +42,18 @@ func ReflectionLabels(consumer, provider string) map[string]string {
 	}
 	return l
 }
+
+// EndpointSlices reflected to a provider: the endpointslice.kubernetes.io/managed-by value of
+// upstream Liqo v1.2's virtual kubelet on the ShadowEndpointSlices it writes (and so on the
+// EndpointSlices made of them), which ours writes too, and the value our virtual kubelet put on
+// the EndpointSlices it wrote directly before it wrote ShadowEndpointSlices. Neither is
+// Kubernetes' own EndpointSlice controller's, which so leaves those slices alone.
+const (
+	// UpstreamEndpointSliceManagedBy is upstream's value, on ShadowEndpointSlices and the
+	// EndpointSlices made of them.
+	UpstreamEndpointSliceManagedBy = "endpointslice.reflection.liqo.io"
+	// LegacyEndpointSliceManagedBy is the value of the EndpointSlices our virtual kubelet
+	// reflected directly into remote namespaces before; the provider's ShadowEndpointSlice
+	// controller takes such a slice over when a ShadowEndpointSlice of its name comes.
+	LegacyEndpointSliceManagedBy = "endpointslice-reflection.liqo.io"
+)
