@@ -124,3 +124,20 @@ func TestControlPlaneRulesWriteRenews(t *testing.T) {
 		}
 	}
 }
+
+// Our virtual kubelet writes EndpointSlices only as ShadowEndpointSlices, as upstream's role
+// allows it: never EndpointSlices themselves, which the provider makes.
+func TestWorkloadRulesEndpointSlicesOnlyAsShadows(t *testing.T) {
+	for _, rules := range [][]rbacv1.PolicyRule{peerrbac.WorkloadRules(), peerrbac.SliceWorkloadRules()} {
+		for _, v := range []string{"get", "list", "watch", "create", "update", "delete"} {
+			if !allows(rules, "offloading.liqo.io", "shadowendpointslices", v) {
+				t.Errorf("a consumer may not %s shadowendpointslices", v)
+			}
+		}
+		for _, v := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"} {
+			if allows(rules, "discovery.k8s.io", "endpointslices", v) {
+				t.Errorf("a consumer may %s endpointslices", v)
+			}
+		}
+	}
+}
