@@ -10,9 +10,13 @@
 //     nodeSelector, affinity, topology spread, the virtual-node toleration, scheduler name,
 //     priority, scheduling and readiness gates); references keep their names (ConfigMaps and
 //     Secrets are reflected under the same names) except kube-root-ca.crt, which is
-//     liqo-kube-root-ca.crt on the provider. Service-account tokens: see remoteSpec; the
-//     service account of the same name is created in the remote namespace when missing. With
-//     Reflector.APIServer, the tokens are the consumer's instead (tokens.go).
+//     liqo-kube-root-ca.crt on the provider. Service accounts and tokens, as upstream's
+//     virtual kubelet forges them (serviceaccounts.go): no service account is created on the
+//     provider; the remote pod runs with none and automountServiceAccountToken false, with the
+//     consumer's tokens (Reflector.APIServer, tokens.go) or none, unless annotated
+//     liqo.io/api-server-support=remote (the provider's service account of its name, which
+//     must exist there; a pod the provider does not create gets a Warning Event and Ready
+//     False, reason ProviderPodNotCreated).
 //   - Offloading patch: the VirtualNode's spec.offloadingPatch (Env.OffloadingPatch), as
 //     upstream's virtual kubelet applies it: its nodeSelector, tolerations, node affinity and
 //     runtimeClassName go into the spec of the ShadowPods it creates (see patchSpec); the keys of
@@ -145,8 +149,6 @@ type reflection struct {
 	// released are the local namespaces whose offloading ended while this reflector ran: their
 	// pods bound to the node can run nowhere and are failed.
 	released map[string]bool
-	sas      sync.Map   // remote namespace/name of service accounts known to exist
-	saMu     sync.Mutex // serialises their creation
 	// apiServer is Reflector.APIServer; tokens the origin tokens written, with it.
 	apiServer *APIServerSupport
 	tokens    tokenStore
