@@ -168,7 +168,9 @@ func (b *mixedBed) offloadAndRun(t *testing.T) {
 		}
 	}
 	testenv.Poll(t, "Deployment demo/web's 2 pods Running on the upstream cluster, on virtual node provider", 3*time.Minute,
-		func(ctx context.Context) (bool, error) { return podsRunning(ctx, b.up.Client, "demo", labels, "provider", 2) })
+		func(ctx context.Context) (bool, error) {
+			return podsRunning(ctx, b.up.Client, "demo", labels, "provider", 2)
+		})
 	prov := b.client("provider")
 	testenv.Poll(t, "the 2 offloaded pods Running on the provider, in namespace demo", time.Minute,
 		func(ctx context.Context) (bool, error) { return podsRunning(ctx, prov, "demo", labels, "", 2) })
@@ -199,4 +201,3 @@ func podsRunning(ctx context.Context, c client.Client, ns string, labels map[str
 	}
 	return true, nil
 }
-
