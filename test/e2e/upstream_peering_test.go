@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,9 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv/upstream"
 )
@@ -44,13 +49,100 @@ func startMixedBed(t *testing.T) *mixedBed {
 	opts := upstream.ClusterOptions(t, upstreamCluster)
 	opts.Scheduler, opts.ControllerManager, opts.KubeletAPI, opts.PodCIDR = true, true, true, "10.210.0.0/16"
 	opts.Nodes = []testenv.NodeOptions{{Name: upstreamCluster + "-node-1", CPU: "8", Memory: "16Gi", PodCIDR: "10.210.1.0/24"}}
+	opts.KWOKConfigs = []string{kwokLogs(t)}
 	up := testenv.New(t, opts).Cluster(upstreamCluster)
-	objs := upstream.Render(t, upstreamCluster)
+	// The address peers reach its API server at: the chart's value for a cluster whose control
+	// plane runs on no node (upstream's controller manager otherwise looks for a control-plane
+	// node's address).
+	objs := upstream.Render(t, upstreamCluster, "apiServer.address="+up.Config.Host)
 	upstream.Install(t, up, objs)
 	upstream.StartWebhook(t, up, objs)
 	upstream.StartControllerManager(t, up, objs)
 	upstream.StartCRDReplicator(t, up, objs)
-	return &mixedBed{sandboxRun: r, up: up, liqoctl: bin, upsConfig: up.KubeconfigPath}
+	r.clients[upstreamCluster] = up.Client
+	b := &mixedBed{sandboxRun: r, up: up, liqoctl: bin, upsConfig: up.KubeconfigPath}
+	t.Cleanup(func() {
+		if t.Failed() {
+			b.logTerminating(t)
+		}
+	})
+	return b
+}
+
+// expectNothingLeft checks the sandbox's clusters as sandboxRun.expectNothingLeft does, and the
+// upstream cluster for the same objects but its ForeignCluster: upstream's controllers keep a
+// peer's ForeignCluster after `liqoctl unpeer` (nothing in v1.2.0 deletes it), with every module
+// disabled.
+func (b *mixedBed) expectNothingLeft(t *testing.T) {
+	t.Helper()
+	delete(b.clients, upstreamCluster)
+	defer func() { b.clients[upstreamCluster] = b.up.Client }()
+	b.sandboxRun.expectNothingLeft(t)
+	left, err := leftovers(t.Context(), b.up.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left = slices.DeleteFunc(left, func(s string) bool { return strings.HasSuffix(s, " foreignclusters") })
+	if len(left) > 0 {
+		t.Errorf("left on %s: %v", upstreamCluster, left)
+	}
+	fcs := &corev1beta1.ForeignClusterList{}
+	if err := b.up.Client.List(t.Context(), fcs); err != nil {
+		t.Fatal(err)
+	}
+	for _, fc := range fcs.Items {
+		if m := fc.Status.Modules; m.Authentication.Enabled || m.Offloading.Enabled || m.Networking.Enabled {
+			t.Errorf("ForeignCluster %s on %s after unpeer: modules %+v, want all disabled", fc.Name, upstreamCluster, m)
+		}
+	}
+}
+
+// logTerminating logs the namespaces still Terminating in every cluster, with their conditions
+// (what their deletion waits for).
+func (b *mixedBed) logTerminating(t *testing.T) {
+	for name, c := range b.clients {
+		nss := &corev1.NamespaceList{}
+		if err := c.List(context.Background(), nss); err != nil {
+			t.Logf("listing the namespaces of %s: %v", name, err)
+			continue
+		}
+		for _, ns := range nss.Items {
+			if ns.Status.Phase == corev1.NamespaceTerminating {
+				t.Logf("namespace %s of %s is Terminating: %+v", ns.Name, name, ns.Status.Conditions)
+			}
+		}
+	}
+}
+
+// mixedLogLine is what the web containers of namespace mixed on the upstream cluster log (KWOK
+// plays their logs from a file: kwokLogs).
+const mixedLogLine = "hello from a pod on upstream's provider"
+
+// kwokLogs writes a KWOK ClusterLogs configuration that gives the web containers of namespace
+// mixed a log of one line, mixedLogLine, and returns its path.
+func kwokLogs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "web.log")
+	line := time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + mixedLogLine + "\n"
+	if err := os.WriteFile(logFile, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "kwok-logs.yaml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: web-logs
+spec:
+  selector:
+    matchNamespaces: [mixed]
+  logs:
+  - containers: [web]
+    logsFile: %s
+`, logFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config
 }
 
 // kubeconfig returns the kubeconfig path of a sandbox cluster or of the upstream one.
@@ -62,12 +154,7 @@ func (b *mixedBed) kubeconfig(cluster string) string {
 }
 
 // client returns the client of a sandbox cluster or of the upstream one.
-func (b *mixedBed) client(cluster string) client.Client {
-	if cluster == upstreamCluster {
-		return b.up.Client
-	}
-	return b.clients[cluster]
-}
+func (b *mixedBed) client(cluster string) client.Client { return b.clients[cluster] }
 
 // run runs upstream liqoctl against cluster.
 func (b *mixedBed) run(t *testing.T, cluster string, args ...string) []byte {
@@ -92,7 +179,7 @@ func TestUpstreamConsumerOurProvider(t *testing.T) {
 		b.expectInfoPeer(t, upstreamCluster, "provider", "Provider")
 		b.expectInfoPeer(t, "provider", upstreamCluster, "Consumer")
 		if round == 1 {
-			b.offloadAndRun(t)
+			b.offloadAndRun(t, upstreamCluster, "provider", "provider", false)
 		}
 		b.run(t, upstreamCluster, "unpeer", "--remote-kubeconfig", b.kubeconfig("provider"), "--delete-namespaces", "--skip-confirm", "--timeout", "3m")
 		vk.Stop()
@@ -109,14 +196,8 @@ func (b *mixedBed) peerUpstreamConsumer(t *testing.T) *upstream.Process {
 	b.run(t, upstreamCluster, "peer", "--remote-kubeconfig", b.kubeconfig("provider"), "--networking-disabled", "--timeout", "3m")
 	t.Logf("liqoctl peer returned in %v", time.Since(start).Round(time.Millisecond))
 	vk := upstream.StartVirtualKubelet(t, b.up, "liqo-tenant-provider", "provider")
-	testenv.Poll(t, "virtual node provider Ready on the upstream cluster", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		n := &corev1.Node{}
-		if err := b.up.Client.Get(ctx, client.ObjectKey{Name: "provider"}, n); err != nil {
-			return false, err
-		}
-		return slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
-			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-		}), nil
+	testenv.Poll(t, "virtual node provider Ready on the upstream cluster", 2*time.Minute, func(context.Context) (bool, error) {
+		return b.nodeReady(t, upstreamCluster, "provider"), nil
 	})
 	t.Logf("virtual node Ready %v after liqoctl peer started", time.Since(start).Round(time.Millisecond))
 	return vk
@@ -143,45 +224,70 @@ func (b *mixedBed) expectInfoPeer(t *testing.T, cluster, peer, role string) {
 	}
 }
 
-// offloadAndRun offloads namespace demo of the upstream cluster to the provider and checks that
-// a Deployment's pods run there and its Service is reflected, then unoffloads it.
-func (b *mixedBed) offloadAndRun(t *testing.T) {
+// offloadAndRun offloads namespace mixed of consumer to provider (virtual node node on the
+// consumer) and checks that a Deployment's pods run there and its Service is reflected; when
+// logs is set, that the pods' logs come back through the virtual node; then unoffloads it.
+func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string, logs bool) {
 	t.Helper()
 	ctx := t.Context()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}
-	if err := b.up.Client.Create(ctx, ns); err != nil {
+	cons, prov := b.client(consumer), b.client(provider)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mixed"}}
+	if err := cons.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	b.run(t, upstreamCluster, "offload", "namespace", "demo", "--namespace-mapping-strategy", "EnforceSameName",
+	b.run(t, consumer, "offload", "namespace", "mixed", "--namespace-mapping-strategy", "EnforceSameName",
 		"--pod-offloading-strategy", "Remote", "--timeout", "2m")
 	labels := map[string]string{"app": "web"}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "demo"}, Spec: appsv1.DeploymentSpec{
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "mixed"}, Spec: appsv1.DeploymentSpec{
 		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/e2e-test-images/agnhost:2.53",
 				Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}}}}}}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "demo"}, Spec: corev1.ServiceSpec{
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "mixed"}, Spec: corev1.ServiceSpec{
 		Selector: labels, Ports: []corev1.ServicePort{{Port: 80}}}}
 	for _, o := range []client.Object{dep, svc} {
-		if err := b.up.Client.Create(ctx, o); err != nil {
+		if err := cons.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	testenv.Poll(t, "Deployment demo/web's 2 pods Running on the upstream cluster, on virtual node provider", 3*time.Minute,
-		func(ctx context.Context) (bool, error) {
-			return podsRunning(ctx, b.up.Client, "demo", labels, "provider", 2)
-		})
-	prov := b.client("provider")
-	testenv.Poll(t, "the 2 offloaded pods Running on the provider, in namespace demo", time.Minute,
-		func(ctx context.Context) (bool, error) { return podsRunning(ctx, prov, "demo", labels, "", 2) })
-	testenv.Poll(t, "Service demo/web reflected to the provider", time.Minute, func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, fmt.Sprintf("Deployment mixed/web's 2 pods Running on %s, on virtual node %s", consumer, node), 3*time.Minute,
+		func(ctx context.Context) (bool, error) { return podsRunning(ctx, cons, "mixed", labels, node, 2) })
+	testenv.Poll(t, "the 2 offloaded pods Running on "+provider+", in namespace mixed", time.Minute,
+		func(ctx context.Context) (bool, error) { return podsRunning(ctx, prov, "mixed", labels, "", 2) })
+	testenv.Poll(t, "Service mixed/web reflected to "+provider, time.Minute, func(ctx context.Context) (bool, error) {
 		return prov.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}) == nil, nil
 	})
-	b.run(t, upstreamCluster, "unoffload", "namespace", "demo", "--skip-confirm", "--timeout", "2m")
-	testenv.Poll(t, "namespace demo gone from the provider after unoffload", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		err := prov.Get(ctx, client.ObjectKey{Name: "demo"}, &corev1.Namespace{})
+	if logs {
+		b.expectLogs(t, consumer, labels)
+	}
+	b.run(t, consumer, "unoffload", "namespace", "mixed", "--skip-confirm", "--timeout", "2m")
+	testenv.Poll(t, "namespace mixed gone from "+provider+" after unoffload", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		err := prov.Get(ctx, client.ObjectKey{Name: "mixed"}, &corev1.Namespace{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+}
+
+// expectLogs: the logs of an offloaded pod, read on the consumer as `kubectl logs` reads them
+// (the API server asks the virtual node's kubelet endpoint), are the ones its copy logs on the
+// provider.
+func (b *mixedBed) expectLogs(t *testing.T, consumer string, labels map[string]string) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := b.client(consumer).List(t.Context(), pods, client.InNamespace("mixed"), client.MatchingLabels(labels)); err != nil || len(pods.Items) == 0 {
+		t.Fatalf("listing the web pods on %s: %v (%d)", consumer, err, len(pods.Items))
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfig(consumer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cs.CoreV1().Pods("mixed").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "web"}).DoRaw(t.Context())
+	if err != nil || !strings.Contains(string(out), mixedLogLine) {
+		t.Errorf("logs of pod mixed/%s on %s: %v\n%s\nwant a line %q", pods.Items[0].Name, consumer, err, out, mixedLogLine)
+	}
 }
 
 // podsRunning reports whether n pods labelled labels run in namespace ns (on node, when set).
@@ -200,4 +306,33 @@ func podsRunning(ctx context.Context, c client.Client, ns string, labels map[str
 		return false, fmt.Errorf("%d of %d pods Running (of %d)", running, n, len(pods.Items))
 	}
 	return true, nil
+}
+
+// TestOurConsumerUpstreamProvider: a cluster running our controllers consumes from one running
+// upstream Liqo v1.2.0's, peered with upstream's `liqoctl peer --networking-disabled`, with no
+// hand edit. Our consumer fills the slice's certificate request; upstream's provider signs it;
+// our virtual kubelet authenticates with that slice certificate (the Group upstream binds its
+// liqo-virtual-kubelet-remote role to) and the virtual node is Ready; `liqoctl info peer` is
+// healthy on both sides; a namespace offloaded with `liqoctl offload namespace` runs a
+// Deployment's pods on upstream's provider (its webhook accepts our ShadowPods' labels), Running
+// back on our consumer, its Service reflected, and their logs read through our virtual node;
+// unoffload and unpeer leave nothing on our consumer, and a second peering works after it.
+func TestOurConsumerUpstreamProvider(t *testing.T) {
+	b := startMixedBed(t)
+	for round := 1; round <= 2; round++ {
+		t.Logf("round %d: peering", round)
+		start := time.Now()
+		b.run(t, "consumer", "peer", "--remote-kubeconfig", b.kubeconfig(upstreamCluster), "--networking-disabled", "--timeout", "3m")
+		t.Logf("liqoctl peer returned in %v", time.Since(start).Round(time.Millisecond))
+		testenv.Poll(t, "virtual node upstream Ready on our consumer", 2*time.Minute, func(context.Context) (bool, error) {
+			return b.nodeReady(t, "consumer", upstreamCluster), nil
+		})
+		b.expectInfoPeer(t, "consumer", upstreamCluster, "Provider")
+		b.expectInfoPeer(t, upstreamCluster, "consumer", "Consumer")
+		if round == 1 {
+			b.offloadAndRun(t, "consumer", upstreamCluster, upstreamCluster, true)
+		}
+		b.run(t, "consumer", "unpeer", "--remote-kubeconfig", b.kubeconfig(upstreamCluster), "--delete-namespaces", "--skip-confirm", "--timeout", "3m")
+		b.expectNothingLeft(t)
+	}
 }
