@@ -229,10 +229,19 @@ func (b *mixedBed) peerWithTerraform(t *testing.T, consumer, provider string, st
 		done <- result{out, took, code}
 	}()
 	var vk *upstream.Process
-	if startVK != nil {
-		vk = startVK()
+	var res result
+	// Upstream's consumer makes the virtual kubelet's Deployment once the slice is granted, and
+	// apply waits for the node: run it then, unless apply ends first (its output says why).
+	for waiting := true; waiting; {
+		select {
+		case res = <-done:
+			waiting = false
+		case <-time.After(time.Second):
+			if startVK != nil && vk == nil && upstream.VirtualKubeletDeployed(t.Context(), b.up, "liqo-tenant-"+provider, provider) {
+				vk = startVK()
+			}
+		}
 	}
-	res := <-done
 	if res.code != 0 {
 		t.Fatalf("terraform apply of examples/peering from %s to %s: exit %d\n%s", consumer, provider, res.code, res.out)
 	}

@@ -71,23 +71,37 @@ func waitVirtualKubeletDeployment(tb testing.TB, cl *testenv.Cluster, namespace,
 	var found *appsv1.Deployment
 	what := fmt.Sprintf("upstream's controller manager to make the virtual kubelet Deployment of VirtualNode %s/%s", namespace, node)
 	testenv.Poll(tb, what, startTimeout, func(ctx context.Context) (bool, error) {
-		deps := &appsv1.DeploymentList{}
-		if err := cl.Client.List(ctx, deps, client.InNamespace(namespace)); err != nil {
-			return false, err
-		}
-		for i := range deps.Items {
-			for _, c := range deps.Items[i].Spec.Template.Spec.Containers {
-				for _, e := range c.Env {
-					if e.Name == virtualNodeEnv && e.Value == node {
-						found = &deps.Items[i]
-						return true, nil
-					}
+		var err error
+		found, err = virtualKubeletDeployment(ctx, cl, namespace, node)
+		return found != nil, err
+	})
+	return found
+}
+
+// VirtualKubeletDeployed reports whether upstream's controller manager has made the virtual
+// kubelet Deployment of VirtualNode node in namespace.
+func VirtualKubeletDeployed(ctx context.Context, cl *testenv.Cluster, namespace, node string) bool {
+	d, _ := virtualKubeletDeployment(ctx, cl, namespace, node)
+	return d != nil
+}
+
+// virtualKubeletDeployment returns the Deployment in namespace whose container names VirtualNode
+// node in virtualNodeEnv, or nil.
+func virtualKubeletDeployment(ctx context.Context, cl *testenv.Cluster, namespace, node string) (*appsv1.Deployment, error) {
+	deps := &appsv1.DeploymentList{}
+	if err := cl.Client.List(ctx, deps, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing the Deployments of %s in %s: %w", namespace, cl.Name, err)
+	}
+	for i := range deps.Items {
+		for _, c := range deps.Items[i].Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == virtualNodeEnv && e.Value == node {
+					return &deps.Items[i], nil
 				}
 			}
 		}
-		return false, nil
-	})
-	return found
+	}
+	return nil, nil
 }
 
 // resolveEnv replaces $(NAME) in args with env's values, as the kubelet expands a container's
