@@ -78,13 +78,6 @@ func waitVirtualKubeletDeployment(tb testing.TB, cl *testenv.Cluster, namespace,
 	return found
 }
 
-// VirtualKubeletDeployed reports whether upstream's controller manager has made the virtual
-// kubelet Deployment of VirtualNode node in namespace.
-func VirtualKubeletDeployed(ctx context.Context, cl *testenv.Cluster, namespace, node string) bool {
-	d, _ := virtualKubeletDeployment(ctx, cl, namespace, node)
-	return d != nil
-}
-
 // virtualKubeletDeployment returns the Deployment in namespace whose container names VirtualNode
 // node in virtualNodeEnv, or nil.
 func virtualKubeletDeployment(ctx context.Context, cl *testenv.Cluster, namespace, node string) (*appsv1.Deployment, error) {
