@@ -69,8 +69,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -85,6 +83,7 @@ import (
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
+	vreflection "github.com/peerkit/terraform-provider-liqo/vnode/reflection"
 )
 
 // Reasons of the local pod's status and Events.
@@ -195,7 +194,7 @@ func (r *Reflector) start(ctx context.Context, env *vnode.Env) (*reflection, err
 	}
 	env.Namespaces.Subscribe(func(c namespaces.Change) { rf.namespaceChanged(ctx, c) })
 	if env.TenantNamespace != "" {
-		confs, err := restClient(env.LocalConfig, cl.scheme, netv1beta1.GroupVersion)
+		confs, err := vreflection.GroupRESTClient(env.LocalConfig, cl.scheme, netv1beta1.GroupVersion)
 		if err != nil {
 			return nil, fmt.Errorf("pod reflector: Configuration client of the consumer cluster: %w", err)
 		}
@@ -252,7 +251,7 @@ func newClients(env *vnode.Env, qps float32, burst int) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod reflector: %w", err)
 	}
-	shadows, err := restClient(tune(env.RemoteConfig), scheme, offv1beta1.GroupVersion)
+	shadows, err := vreflection.GroupRESTClient(tune(env.RemoteConfig), scheme, offv1beta1.GroupVersion)
 	if err != nil {
 		return nil, fmt.Errorf("pod reflector: ShadowPod client of provider %s: %w", env.ProviderID, err)
 	}
@@ -309,20 +308,3 @@ func (rf *reflection) runWorkers(ctx context.Context, workers int, factories []i
 }
 
 func (rf *reflection) wait() { <-rf.done }
-
-// restClient is a REST client of API group version gv (a custom resource group: offloading.liqo.io
-// for the provider's ShadowPods, networking.liqo.io for the consumer's Configurations).
-func restClient(cfg *rest.Config, scheme *runtime.Scheme, gv schema.GroupVersion) (rest.Interface, error) {
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &gv
-	c.APIPath = "/apis"
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	if c.UserAgent == "" {
-		c.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
-	rc, err := rest.RESTClientFor(c)
-	if err != nil {
-		return nil, fmt.Errorf("REST client of %s: %w", gv, err)
-	}
-	return rc, nil
-}

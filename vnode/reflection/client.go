@@ -3,6 +3,7 @@ package reflection
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
@@ -29,6 +30,14 @@ func RESTClient(cfg *rest.Config, gv schema.GroupVersion, qps float32, burst int
 	if burst <= 0 {
 		c.Burst = DefaultBurst
 	}
+	return GroupRESTClient(c, scheme, gv)
+}
+
+// GroupRESTClient is a REST client of API group version gv of a custom resource group
+// (offloading.liqo.io, networking.liqo.io) on the cluster cfg reaches, with cfg's own rate
+// limits, decoding with scheme. Its errors name the group version.
+func GroupRESTClient(cfg *rest.Config, scheme *runtime.Scheme, gv schema.GroupVersion) (rest.Interface, error) {
+	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &gv
 	c.APIPath = "/apis"
 	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
