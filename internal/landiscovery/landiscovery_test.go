@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -18,64 +16,8 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/dnsdiscovery"
 	"github.com/peerkit/terraform-provider-liqo/internal/landiscovery"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
-
-// link is a link of network namespaces: a bridge in the browser's namespace and one veth per
-// announcer's namespace attached to it.
-type link struct {
-	browser    string // the browser's namespace (path)
-	bridge     string // the bridge's name, in browser
-	announcers []string
-	ifaces     []string // the veth in each announcer's namespace
-	addrs      []string // its IPv4 address
-}
-
-// run runs a command, failing the test with its output.
-func run(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-	}
-}
-
-// newLink makes the browser's namespace and n announcers' namespaces on one bridge, removed
-// when the test ends; it skips the test when not root.
-func newLink(t *testing.T, n int) *link {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("LAN discovery tests need root: they create network namespaces joined by a bridge")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("LAN discovery tests need ip (iproute2)")
-	}
-	id := fmt.Sprintf("%d", os.Getpid()%100000)
-	l := &link{bridge: "lqbr" + id}
-	ns := func(name string) string {
-		run(t, "ip", "netns", "add", name)
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
-		run(t, "ip", "-n", name, "link", "set", "lo", "up")
-		return name
-	}
-	b := ns("lqlanb" + id)
-	l.browser = netns.Named(b)
-	run(t, "ip", "-n", b, "link", "add", l.bridge, "type", "bridge")
-	run(t, "ip", "-n", b, "addr", "add", "10.231.0.1/24", "dev", l.bridge)
-	run(t, "ip", "-n", b, "link", "set", l.bridge, "up")
-	for i := range n {
-		a := ns(fmt.Sprintf("lqlana%d-%s", i, id))
-		inside, outside := fmt.Sprintf("lqa%d", i), fmt.Sprintf("lqp%d-%s", i, id)
-		addr := fmt.Sprintf("10.231.0.%d", i+2)
-		run(t, "ip", "-n", a, "link", "add", inside, "type", "veth", "peer", "name", outside, "netns", b)
-		run(t, "ip", "-n", a, "addr", "add", addr+"/24", "dev", inside)
-		run(t, "ip", "-n", a, "link", "set", inside, "up")
-		run(t, "ip", "-n", b, "link", "set", outside, "master", l.bridge)
-		run(t, "ip", "-n", b, "link", "set", outside, "up")
-		l.announcers = append(l.announcers, netns.Named(a))
-		l.ifaces = append(l.ifaces, inside)
-		l.addrs = append(l.addrs, addr)
-	}
-	return l
-}
 
 // logLines is a logger that keeps its lines.
 type logLines struct {
@@ -139,12 +81,12 @@ func announce(t *testing.T, ns string, opts landiscovery.AnnounceOptions) func()
 	return func() { once.Do(stop) }
 }
 
-// browse browses from the browser's namespace on the bridge.
-func (l *link) browse(t *testing.T, timeout time.Duration, log logr.Logger) *dnsdiscovery.Result {
+// browse browses from the LAN's hub on the bridge.
+func browse(t *testing.T, l *testenv.LAN, timeout time.Duration, log logr.Logger) *dnsdiscovery.Result {
 	t.Helper()
 	var res *dnsdiscovery.Result
-	if err := netns.Do(l.browser, func() (err error) {
-		res, err = landiscovery.Browse(context.Background(), landiscovery.BrowseOptions{Interface: l.bridge, Timeout: timeout, Log: log})
+	if err := netns.Do(l.Hub, func() (err error) {
+		res, err = landiscovery.Browse(context.Background(), landiscovery.BrowseOptions{Interface: l.Bridge, Timeout: timeout, Log: log})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -170,42 +112,42 @@ func summary(res *dnsdiscovery.Result) []string {
 // stopped is withdrawn: a browse running when it stops (the goodbye) and a later one do not
 // list it.
 func TestAnnounceBrowseWithdraw(t *testing.T) {
-	l := newLink(t, 2)
+	l := testenv.NewLAN(t, 2, false)
 	logs := &logLines{}
 
-	if got := summary(l.browse(t, 1500*time.Millisecond, logs.logger())); len(got) != 0 {
+	if got := summary(browse(t, l, 1500*time.Millisecond, logs.logger())); len(got) != 0 {
 		t.Fatalf("nothing announced yet, found %v", got)
 	}
 
-	stopRome := announce(t, l.announcers[0], landiscovery.AnnounceOptions{ClusterID: "cl-rome", Host: l.addrs[0], Port: 6443,
-		Version: "v1.2.0", Shares: "50%", Interface: l.ifaces[0], Log: logs.logger()})
-	announce(t, l.announcers[1], landiscovery.AnnounceOptions{ClusterID: "cl-turin", Host: "api.turin.example.com", Port: 443,
-		IPs: []net.IP{net.ParseIP(l.addrs[1])}, Version: "v1.2.0", Shares: "cpu=8,memory=16Gi", Interface: l.ifaces[1]})
+	stopRome := announce(t, l.Members[0].NS, landiscovery.AnnounceOptions{ClusterID: "cl-rome", Host: l.Members[0].Addr, Port: 6443,
+		Version: "v1.2.0", Shares: "50%", Interface: l.Members[0].Iface, Log: logs.logger()})
+	announce(t, l.Members[1].NS, landiscovery.AnnounceOptions{ClusterID: "cl-turin", Host: "api.turin.example.com", Port: 443,
+		IPs: []net.IP{net.ParseIP(l.Members[1].Addr)}, Version: "v1.2.0", Shares: "cpu=8,memory=16Gi", Interface: l.Members[1].Iface})
 	want := []string{
-		"cl-rome cl-rome 10.231.0.2:6443 map[cluster-id:cl-rome shares:50% version:v1.2.0]",
+		"cl-rome cl-rome " + l.Members[0].Addr + ":6443 map[cluster-id:cl-rome shares:50% version:v1.2.0]",
 		"cl-turin cl-turin api.turin.example.com:443 map[cluster-id:cl-turin shares:cpu=8,memory=16Gi version:v1.2.0]",
 	}
 	start := time.Now()
-	res := l.browse(t, 2*time.Second, logs.logger())
+	res := browse(t, l, 2*time.Second, logs.logger())
 	if got := summary(res); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("found %q, want %q\nlog:\n%s", got, want, logs)
 	}
 	if time.Since(start) > 3*time.Second {
 		t.Errorf("a browse of 2s took %s", time.Since(start))
 	}
-	if u := res.Clusters[0].Endpoints[0].URL(); u != "https://10.231.0.2:6443" {
-		t.Errorf("rome's URL %s, want https://10.231.0.2:6443", u)
+	if u := res.Clusters[0].Endpoints[0].URL(); u != "https://"+l.Members[0].Addr+":6443" {
+		t.Errorf("rome's URL %s, want https://%s:6443", u, l.Members[0].Addr)
 	}
 
 	// Stopped while a browse runs: its goodbye takes back what the browse received.
 	during := make(chan *dnsdiscovery.Result, 1)
-	go func() { during <- l.browse(t, 3*time.Second, logs.logger()) }()
+	go func() { during <- browse(t, l, 3*time.Second, logs.logger()) }()
 	time.Sleep(1500 * time.Millisecond)
 	stopRome()
 	if got := summary(<-during); fmt.Sprint(got) != fmt.Sprint(want[1:]) {
 		t.Errorf("browse while rome stopped found %q, want only %q\nlog:\n%s", got, want[1:], logs)
 	}
-	if got := summary(l.browse(t, 2*time.Second, logs.logger())); fmt.Sprint(got) != fmt.Sprint(want[1:]) {
+	if got := summary(browse(t, l, 2*time.Second, logs.logger())); fmt.Sprint(got) != fmt.Sprint(want[1:]) {
 		t.Errorf("browse after rome stopped found %q, want only %q", got, want[1:])
 	}
 	if !logs.has("cluster withdrawn", "cl-rome") {
@@ -232,17 +174,17 @@ func bad(name, addr string, txt ...string) []dns.RR {
 // an invalid one, one too large, one with a key that is not text) are left out, each with a log
 // line, while a good one next to them is found.
 func TestMalformedAnnouncementsIgnored(t *testing.T) {
-	l := newLink(t, 2)
+	l := testenv.NewLAN(t, 2, false)
 	logs := &logLines{}
-	announce(t, l.announcers[0], landiscovery.AnnounceOptions{ClusterID: "cl-good", Host: l.addrs[0], Port: 6443, Interface: l.ifaces[0]})
+	announce(t, l.Members[0].NS, landiscovery.AnnounceOptions{ClusterID: "cl-good", Host: l.Members[0].Addr, Port: 6443, Interface: l.Members[0].Iface})
 
 	big := strings.Repeat("x", 250)
 	msg := &dns.Msg{MsgHdr: dns.MsgHdr{Response: true, Authoritative: true}}
 	for _, rrs := range [][]dns.RR{
-		bad("noid", l.addrs[1], "version=v1"),
-		bad("badid", l.addrs[1], "cluster-id=CL_Bad"),
-		bad("huge", l.addrs[1], "cluster-id=cl-huge", "a="+big, "b="+big, "c="+big, "d="+big, "e="+big, "f="+big),
-		bad("binkey", l.addrs[1], "cluster-id=cl-binkey", "k\x01=v"),
+		bad("noid", l.Members[1].Addr, "version=v1"),
+		bad("badid", l.Members[1].Addr, "cluster-id=CL_Bad"),
+		bad("huge", l.Members[1].Addr, "cluster-id=cl-huge", "a="+big, "b="+big, "c="+big, "d="+big, "e="+big, "f="+big),
+		bad("binkey", l.Members[1].Addr, "cluster-id=cl-binkey", "k\x01=v"),
 	} {
 		msg.Answer = append(msg.Answer, rrs...)
 	}
@@ -251,8 +193,8 @@ func TestMalformedAnnouncementsIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	var conn *net.UDPConn
-	if err := netns.Do(l.announcers[1], func() (err error) {
-		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(l.addrs[1])})
+	if err := netns.Do(l.Members[1].NS, func() (err error) {
+		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(l.Members[1].Addr)})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -273,13 +215,13 @@ func TestMalformedAnnouncementsIgnored(t *testing.T) {
 		}
 	}()
 
-	res := l.browse(t, 2*time.Second, logs.logger())
-	want := []string{"cl-good cl-good 10.231.0.2:6443 map[cluster-id:cl-good]"}
+	res := browse(t, l, 2*time.Second, logs.logger())
+	want := []string{"cl-good cl-good " + l.Members[0].Addr + ":6443 map[cluster-id:cl-good]"}
 	if got := summary(res); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("found %q, want %q", got, want)
 	}
 	for _, line := range [][]string{
-		{"malformed mDNS packet", "10.231.0.3"},
+		{"malformed mDNS packet", l.Members[1].Addr + ":"},
 		{"ignoring an announcement", "noid._liqo._tcp.local.", "no cluster-id key"},
 		{"ignoring an announcement", "badid._liqo._tcp.local.", `cluster-id=\"CL_Bad\": not a cluster ID`},
 		{"ignoring an announcement", "huge._liqo._tcp.local.", "more than 1300"},
