@@ -288,3 +288,15 @@ func rawTXT(t *dns.TXT) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ValidateInterface checks a network interface's name as Linux allows it: 1 to 15 bytes,
+// no '/', ':' or white space, not "." or "..".
+func ValidateInterface(name string) error {
+	switch {
+	case name == "" || len(name) > 15:
+		return fmt.Errorf("%q is not a network interface name: it must have 1 to 15 characters", name)
+	case name == "." || name == ".." || strings.ContainsAny(name, "/: \t\n"):
+		return fmt.Errorf("%q is not a network interface name (e.g. eth0): no '/', ':' or spaces", name)
+	}
+	return nil
+}
