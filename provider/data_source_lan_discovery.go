@@ -47,9 +47,9 @@ func (d *lanDiscoveryDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 			"`liqo_dns_discovery`'s, so either can build the `clusters` map of the fleet's provider block (with " +
 			"credentials from elsewhere: an announcement says where a cluster is, never how to log in). It needs " +
 			"no cluster.\n\n" +
-			"An announcement that does not parse, whose TXT record lacks `cluster-id`, has an invalid one, a key " +
-			"that is not text or is larger than 1300 bytes, is left out with a warning (and a log line); one " +
-			"withdrawn while listening (a goodbye, TTL 0) is left out. Nothing announced gives an empty list and a " +
+			"An announcement whose TXT record lacks `cluster-id`, has an invalid one or a key that is not " +
+			"printable text, or is larger than 1300 bytes, is left out with a warning (and a log line), as is a " +
+			"packet that does not parse; one withdrawn while listening (a goodbye, TTL 0) is left out. Nothing announced gives an empty list and a " +
 			"warning. Multicast stays on one link: run Terraform on the clusters' network. IPv4 only.",
 		Attributes: map[string]schema.Attribute{
 			"interface": schema.StringAttribute{
