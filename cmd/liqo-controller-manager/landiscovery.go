@@ -54,7 +54,7 @@ func setupLANDiscovery(mgr ctrl.Manager, o *options) error {
 	log := mgr.GetLogger().WithName("lan-discovery")
 	opts := landiscovery.AnnounceOptions{ClusterID: string(o.identity.ClusterID), Host: u.Hostname(), Port: uint16(port),
 		Version: version.Version, Shares: shares(o.share), Interface: o.lan.iface, Log: log}
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		for {
 			a, err := landiscovery.NewAnnouncer(opts)
 			if err == nil {
@@ -70,6 +70,10 @@ func setupLANDiscovery(mgr ctrl.Manager, o *options) error {
 			}
 		}
 	}))
+	if err != nil {
+		return fmt.Errorf("adding the LAN discovery announcer to the manager: %w", err)
+	}
+	return nil
 }
 
 // shares is what the cluster shares, for the TXT key shares: the fixed amounts
