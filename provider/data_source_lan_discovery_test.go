@@ -2,8 +2,14 @@ package provider_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -120,5 +126,75 @@ func TestAccLANDiscoveryValidation(t *testing.T) {
 				}},
 			})
 		})
+	}
+}
+
+// TestLANDiscoveryExampleCLI applies examples/lan-discovery with the terraform CLI and the built
+// provider, browsing a bridge on which the provider test cluster (its API server by name,
+// localhost) and a cluster we have no credentials for are announced: the announced API server
+// configures the fleet's provider block and liqo_cluster reads the cluster through it. The
+// plan after apply is empty; our cluster announced under another ID fails the example's
+// postcondition; our cluster withdrawn leaves the fleet.
+func TestLANDiscoveryExampleCLI(t *testing.T) {
+	liqoSettled := liqoNamespaceSettled(t)
+	liqoSettled()
+	t.Cleanup(liqoSettled)
+	lan := testenv.NewLAN(t, 2, true)
+	id, _, _, _ := setupClusterFacts(t)
+	u, err := url.Parse(cluster("provider").Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil {
+		t.Fatalf("API server %s: %v", u, err)
+	}
+	localhost := []net.IP{net.IPv4(127, 0, 0, 1)}
+	stopProvider := lanAnnounce(t, lan.Members[0], landiscovery.AnnounceOptions{ClusterID: id, Host: "localhost", Port: uint16(port),
+		IPs: localhost, Version: "0.1.0", Shares: "50%"})
+	lanAnnounce(t, lan.Members[1], landiscovery.AnnounceOptions{ClusterID: "cl-stranger", Host: "api.stranger.example.com", Port: 6443,
+		IPs: localhost})
+
+	tf := newTerraformDir(t, filepath.Join("..", "examples", "lan-discovery"))
+	if out := tf.run(t, "fmt", "-check", "-diff", "-no-color"); strings.TrimSpace(out) != "" {
+		t.Errorf("terraform fmt -check: %s", out)
+	}
+	if err := os.WriteFile(filepath.Join(tf.dir, "versions.tf"), []byte(requiredProvidersBlock), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := tf.run(t, "validate", "-no-color"); !strings.Contains(out, "The configuration is valid") {
+		t.Errorf("terraform validate:\n%s", out)
+	}
+	vars := func(kubeconfigID string) []string {
+		return []string{"-input=false", "-no-color", "-var", "interface=" + lan.Bridge,
+			"-var", fmt.Sprintf("kubeconfigs={%q=%q}", kubeconfigID, cluster("provider").KubeconfigPath)}
+	}
+	args := vars(id)
+	tf.run(t, append([]string{"apply", "-auto-approve"}, args...)...)
+	var fleet map[string]map[string]string
+	if err := json.Unmarshal([]byte(tf.run(t, "output", "-json", "fleet")), &fleet); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]string{id: {"api": "https://localhost:" + u.Port(), "version": "0.1.0", "shares": "50%"}}
+	if fmt.Sprint(fleet) != fmt.Sprint(want) {
+		t.Errorf("output fleet: %v; want %v", fleet, want)
+	}
+	if code, out := tf.exitCode(t, append([]string{"plan", "-detailed-exitcode"}, args...)...); code != 0 {
+		t.Errorf("plan after apply: exit %d, want 0 (no changes):\n%s", code, out)
+	}
+
+	// Our kubeconfig's cluster announced under another ID: the postcondition stops the plan.
+	lanAnnounce(t, lan.Members[1], landiscovery.AnnounceOptions{ClusterID: "cl-impostor", Host: "localhost", Port: uint16(port), IPs: localhost})
+	code, out := tf.exitCode(t, append([]string{"plan"}, vars("cl-impostor")...)...)
+	if want := "https://localhost:" + u.Port() + " is announced as cl-impostor, but that cluster's ID is " + id + "."; code != 1 ||
+		!strings.Contains(oneLine(out), want) {
+		t.Errorf("plan with an impostor: exit %d, want 1 and %q:\n%s", code, want, out)
+	}
+
+	// Ours withdrawn (only the others announced): the fleet loses the cluster.
+	stopProvider()
+	code, out = tf.exitCode(t, append([]string{"plan", "-detailed-exitcode"}, args...)...)
+	if code != 2 || (!strings.Contains(out, "- "+id+" = {") && !strings.Contains(out, `- "`+id+`" = {`)) {
+		t.Errorf("plan with the cluster withdrawn: exit %d, want 2 (fleet loses %s):\n%s", code, id, out)
 	}
 }
