@@ -18,8 +18,8 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -78,6 +78,7 @@ type Announcer struct {
 	service *mdns.MDNSService
 	server  *mdns.Server
 	sender  *net.UDPConn
+	closing sync.Once
 }
 
 // NewAnnouncer checks opts and opens the sockets (in the calling thread's network namespace):
@@ -148,17 +149,15 @@ func (a *Announcer) Start(ctx context.Context) error {
 	}
 }
 
-// Close withdraws the cluster: it sends a goodbye and shuts the responder down. Closing twice
-// does nothing.
+// Close withdraws the cluster: it shuts the responder down, then sends a goodbye (so that no
+// answer follows it). Closing again does nothing; Start closes when its context ends.
 func (a *Announcer) Close() {
-	if a.sender == nil {
-		return
-	}
-	a.send(0)
-	_ = a.server.Shutdown()
-	_ = a.sender.Close()
-	a.sender = nil
-	a.opts.Log.V(1).Info("LAN discovery: cluster withdrawn", "clusterID", a.opts.ClusterID)
+	a.closing.Do(func() {
+		_ = a.server.Shutdown()
+		a.send(0)
+		_ = a.sender.Close()
+		a.opts.Log.V(1).Info("LAN discovery: cluster withdrawn", "clusterID", a.opts.ClusterID)
+	})
 }
 
 // defaultTTL is the TTL of the records sent unsolicited: hashicorp/mdns's.
@@ -282,7 +281,7 @@ func checkTXT(txt []string) error {
 		total += 1 + len(s)
 	}
 	if total > MaxTXTBytes {
-		return fmt.Errorf("%s bytes, more than %d", strconv.Itoa(total), MaxTXTBytes)
+		return fmt.Errorf("%d bytes, more than %d", total, MaxTXTBytes)
 	}
 	return nil
 }
