@@ -191,7 +191,7 @@ func hostRecords(opts AnnounceOptions, iface *net.Interface) (string, []net.IP, 
 			ips = []net.IP{ip}
 		}
 		host = opts.ClusterID + "." + strings.TrimSuffix(Domain, ".")
-	} else if _, err := dns.IsDomainName(host); !err || host == "" {
+	} else if _, ok := dns.IsDomainName(host); !ok || host == "" {
 		return "", nil, fmt.Errorf("the API server's host %q is neither an IP address nor a DNS name", opts.Host)
 	}
 	if len(ips) == 0 {
