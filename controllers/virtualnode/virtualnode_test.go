@@ -2,6 +2,8 @@ package virtualnode_test
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -39,7 +42,8 @@ func nodeReady(n *corev1.Node) corev1.ConditionStatus {
 // provider's control-plane identity, moved (with the virtual nodes made apart from the slice on
 // that identity, not those naming a Secret of their own) to the slice's own identity once it
 // names its kubeconfig Secret: the node turns Ready, that kubeconfig reaching the provider
-// where the control-plane one does not. It has the granted capacity, the virtual-node label and NoExecute taint, and a Lease heartbeat; when the
+// where the control-plane one does not; a new kubeconfig in that Secret (a renewed
+// certificate) restarts the node with it. It has the granted capacity, the virtual-node label and NoExecute taint, and a Lease heartbeat; when the
 // provider's API server goes away the node turns NotReady; deleting the slice removes the node.
 func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	consumerEnv := testenv.New(t, testenv.ClusterOptions{Name: "consumer", ControllerManager: true}) // garbage collection of owned objects
@@ -110,6 +114,18 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 		return cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vn) == nil && vn.Spec.KubeconfigSecretRef.Name == "kubeconfig-resourceslice-test" &&
 			cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == corev1.ConditionTrue
 	})
+	// A new kubeconfig in the same Secret (a renewed certificate) restarts the node with it.
+	for i, want := range []corev1.ConditionStatus{corev1.ConditionFalse, corev1.ConditionTrue} {
+		data := map[bool][]byte{true: unreachable, false: kc}[i == 0]
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-resourceslice-test"}}
+		if err := cons.Client.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
+			fmt.Appendf(nil, `{"data":{%q:%q}}`, consts.KubeconfigSecretKey, base64.StdEncoding.EncodeToString(data)))); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "the node "+string(want)+" with the Secret's new kubeconfig", 30*time.Second, func(ctx context.Context) bool {
+			return cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == want
+		})
+	}
 	for apart, want := range map[string]string{"apart-default": "kubeconfig-resourceslice-test", "apart-own": "mine"} {
 		testenv.Eventually(t, "virtual node "+apart+" on Secret "+want, 30*time.Second, func(ctx context.Context) bool {
 			got := &offv1beta1.VirtualNode{}
