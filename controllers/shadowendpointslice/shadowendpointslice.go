@@ -33,7 +33,11 @@
 //     (OriginMismatch).
 //   - An EndpointSlice of the same name that the ShadowEndpointSlice does not own is never
 //     written (a Warning Event, NameTaken; looked at again every 30 s), unless an earlier
-//     ShadowEndpointSlice of the same name owns it: that one is deleted to make room.
+//     ShadowEndpointSlice of the same name owns it: that one is deleted to make room; or unless
+//     our virtual kubelet of the same consumer reflected it directly before it wrote
+//     ShadowEndpointSlices (endpointslice.kubernetes.io/managed-by=
+//     consts.LegacyEndpointSliceManagedBy, the consumer's origin labels, no owner): the
+//     ShadowEndpointSlice takes it over (becomes its controller, its content in the same update).
 //
 // Not taken from upstream's controller: direct provider-to-provider connections (its
 // liqo.io/direct-connections-data annotation and the option to drop those endpoints).
@@ -79,7 +83,7 @@ const (
 	// kubeControllerValue is endpointslice.kubernetes.io/managed-by of Kubernetes' own
 	// EndpointSlice controller; reflectionValue is upstream Liqo's reflected slices' value.
 	kubeControllerValue = "endpointslice-controller.k8s.io"
-	reflectionValue     = "endpointslice.reflection.liqo.io"
+	reflectionValue     = consts.UpstreamEndpointSliceManagedBy
 	// directConnectionsAnnotation is upstream's annotation for provider-to-provider
 	// connections, which is not copied to the EndpointSlice.
 	directConnectionsAnnotation = "liqo.io/direct-connections-data"
@@ -131,6 +135,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if ownedByShadow(eps) {
 			// Left by an earlier ShadowEndpointSlice of the same name: make room for this one's.
 			return reconcile.Result{}, r.delete(ctx, eps)
+		}
+		if legacyReflection(eps, consumer) {
+			return reconcile.Result{}, r.adopt(ctx, shadow, eps, consumer)
 		}
 		r.warn(shadow, "NameTaken", "an EndpointSlice named %s that this ShadowEndpointSlice does not own already exists in %s: "+
 			"it is left as it is; delete or rename it", eps.Name, eps.Namespace)
@@ -284,6 +291,41 @@ func (r *Reconciler) update(ctx context.Context, eps, want *discoveryv1.Endpoint
 	if err := r.Client.Update(ctx, next); err != nil {
 		return fmt.Errorf("updating EndpointSlice %s/%s from its ShadowEndpointSlice: %w", eps.Namespace, eps.Name, err)
 	}
+	return nil
+}
+
+// legacyReflection tells whether eps is an EndpointSlice that our virtual kubelet of consumer
+// reflected directly, before it wrote ShadowEndpointSlices: labelled with our former
+// managed-by value and consumer's origin, and owned by nothing.
+func legacyReflection(eps *discoveryv1.EndpointSlice, consumer string) bool {
+	return eps.Labels[discoveryv1.LabelManagedBy] == consts.LegacyEndpointSliceManagedBy &&
+		consts.ReflectionOrigin(eps.Labels) == consumer && metav1.GetControllerOf(eps) == nil
+}
+
+// adopt takes over eps, an EndpointSlice of shadow's name that an earlier version of the
+// consumer's virtual kubelet reflected directly: shadow becomes its controller and its content
+// shadow's, in one update, so that the Service's endpoints never go (one of another address
+// type, which an EndpointSlice cannot change, is replaced instead).
+func (r *Reconciler) adopt(ctx context.Context, shadow *offv1beta1.ShadowEndpointSlice, eps *discoveryv1.EndpointSlice, consumer string) error {
+	want, err := r.desired(ctx, shadow, consumer)
+	if err != nil {
+		return err
+	}
+	if eps.AddressType != want.AddressType {
+		return r.delete(ctx, eps)
+	}
+	next := eps.DeepCopy()
+	if err := controllerutil.SetControllerReference(shadow, next, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("owner reference of EndpointSlice %s/%s: %w", eps.Namespace, eps.Name, err)
+	}
+	next.Labels, next.Annotations = want.Labels, want.Annotations
+	next.Endpoints, next.Ports = want.Endpoints, want.Ports
+	if err := r.Client.Update(ctx, next); err != nil {
+		return fmt.Errorf("taking over EndpointSlice %s/%s, reflected by an earlier virtual kubelet, for its ShadowEndpointSlice: %w",
+			eps.Namespace, eps.Name, err)
+	}
+	log.FromContext(ctx).Info("took over an EndpointSlice that an earlier virtual kubelet reflected directly",
+		"endpointSlice", client.ObjectKeyFromObject(eps))
 	return nil
 }
 

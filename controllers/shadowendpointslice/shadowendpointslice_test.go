@@ -79,6 +79,7 @@ func TestShadowEndpointSlices(t *testing.T) {
 	t.Run("made, updated, deleted", func(t *testing.T) { testLifecycle(t, c.Client) })
 	t.Run("wrong origin refused", func(t *testing.T) { testRefused(t, c.Client) })
 	t.Run("foreign EndpointSlice left alone", func(t *testing.T) { testForeign(t, c.Client) })
+	t.Run("EndpointSlice of an earlier virtual kubelet taken over", func(t *testing.T) { testAdopted(t, c.Client) })
 	// Last: the consumer's ForeignCluster it makes stays.
 	t.Run("not ready while the peering is down", func(t *testing.T) { testPeerDown(t, c.Client) })
 	t.Run("addresses remapped", func(t *testing.T) { testRemapped(t, c.Client) })
@@ -306,4 +307,50 @@ func testRemapped(t *testing.T, c client.Client) {
 	testenv.Eventually(t, "the pod address under the remapped CIDR", timeout, func(ctx context.Context) bool {
 		return addresses(ctx, "10.71.1.7", "192.168.5.5")
 	})
+}
+
+// legacySlice is an EndpointSlice as our virtual kubelet reflected it directly before it wrote
+// ShadowEndpointSlices, from cluster origin.
+func legacySlice(name, origin string) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNS, Name: name,
+		Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: consts.LegacyEndpointSliceManagedBy,
+			consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: origin}},
+		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.1"}}}}
+}
+
+// testAdopted: an EndpointSlice that our virtual kubelet of this consumer reflected directly
+// (an upgrade from before ShadowEndpointSlices) is taken over, the same object, by the
+// ShadowEndpointSlice of its name; one labelled so by another consumer is not.
+func testAdopted(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	old, foreign := legacySlice("upgraded", consumer), legacySlice("other-legacy", "cl-other")
+	for _, eps := range []*discoveryv1.EndpointSlice{old, foreign} {
+		if err := c.Create(ctx, eps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh := shadow("upgraded", consumer)
+	if err := c.Create(ctx, sh); err != nil {
+		t.Fatal(err)
+	}
+	eps := &discoveryv1.EndpointSlice{}
+	testenv.Eventually(t, "the earlier virtual kubelet's EndpointSlice controlled by the ShadowEndpointSlice", timeout, func(ctx context.Context) bool {
+		return c.Get(ctx, client.ObjectKeyFromObject(old), eps) == nil && metav1.IsControlledBy(eps, sh)
+	})
+	if eps.UID != old.UID || eps.Labels[discoveryv1.LabelManagedBy] != consts.UpstreamEndpointSliceManagedBy ||
+		eps.Labels["liqo.io/managed-by"] != "shadowendpointslice" || len(eps.Endpoints) != 1 || eps.Endpoints[0].Addresses[0] != "10.244.1.7" {
+		t.Errorf("taken-over EndpointSlice: uid %s (was %s), labels %v, endpoints %+v; want the same object with the ShadowEndpointSlice's labels and template",
+			eps.UID, old.UID, eps.Labels, eps.Endpoints)
+	}
+	if err := c.Create(ctx, shadow("other-legacy", consumer)); err != nil {
+		t.Fatal(err)
+	}
+	warned(t, c, remoteNS, "other-legacy", "NameTaken")
+	got := &discoveryv1.EndpointSlice{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != foreign.ResourceVersion || len(got.OwnerReferences) != 0 {
+		t.Errorf("another consumer's reflected EndpointSlice changed: %+v", got)
+	}
 }

@@ -245,9 +245,21 @@ func TestHandshakeIssuesLeastPrivilegeIdentity(t *testing.T) {
 		t.Errorf("refused tenant got credentials: %+v %v", bad.Status.AuthParams, err)
 	}
 
-	// Deleting the Tenant revokes the access: the same certificate is now forbidden.
+	// Deleting the Tenant revokes the access once the consumer's replicated Renews are gone (the
+	// copy upstream's CRD replicator deletes before it lets the consumer's original go): until
+	// then the consumer may still delete it.
+	renew := &authv1beta1.Renew{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: "controlplane-cl-provider",
+		Labels: map[string]string{consts.ReplicationOriginLabel: "cl-consumer", consts.ReplicatedLabel: "true"}},
+		Spec: authv1beta1.RenewSpec{ConsumerClusterID: "cl-consumer", IdentityType: authv1beta1.ControlPlaneIdentityType}}
+	if err := peer.Create(ctx, renew); err != nil {
+		t.Fatalf("the consumer's control plane replicating a Renew: %v", err)
+	}
 	if err := prov.Client.Delete(ctx, tn); err != nil {
 		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if err := peer.Delete(ctx, renew); err != nil {
+		t.Errorf("the consumer deleting its replicated Renew 3 s after its Tenant was deleted: %v, want it still allowed", err)
 	}
 	testenv.Poll(t, "access revoked", 45*time.Second, func(ctx context.Context) (bool, error) {
 		err := peer.List(ctx, &authv1beta1.ResourceSliceList{}, client.InNamespace(provNS))

@@ -168,6 +168,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if t.DeletionTimestamp != nil {
+		if wait, err := r.replicasLeft(ctx, t); err != nil || wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, err
+		}
 		return reconcile.Result{}, r.revoke(ctx, t)
 	}
 	if err := finalizers.Add(ctx, r.Client, t, finalizer, "tenant"); err != nil {
@@ -264,6 +267,37 @@ func validity(cert []byte, due time.Time) string {
 	}
 	return fmt.Sprintf("certificate valid from %s to %s, renewal due at %s", c.NotBefore.UTC().Format(time.RFC3339),
 		c.NotAfter.UTC().Format(time.RFC3339), due.UTC().Format(time.RFC3339))
+}
+
+// ReplicaGrace is how long, at most, a deleted Tenant keeps its consumer's access in the tenant
+// namespace while Renews the consumer replicated there (labelled with its ID as
+// liqo.io/originID) remain: upstream Liqo's CRD replicator deletes its copies on the provider
+// before it lets the consumer's originals go (a finalizer), and `liqoctl unpeer` deletes the
+// consumer's Identity (whose Renew follows it) just before the Tenant, while its slices and
+// NamespaceMaps went before. Revoked at once, the replicator's delete is Forbidden, and the
+// consumer's Renew and tenant namespace never go.
+// Upstream's provider keeps the tenant-namespace binding until the namespace goes; we keep it
+// only until the copies go, or this long.
+const ReplicaGrace = 30 * time.Second
+
+// replicaPoll is how often a deleted Tenant looks again for its consumer's copies.
+const replicaPoll = time.Second
+
+// replicasLeft tells how long to wait before revoking a deleted Tenant: 0 once no Renew its
+// consumer replicated remains in the tenant namespace, or ReplicaGrace after the deletion.
+func (r *Reconciler) replicasLeft(ctx context.Context, t *authv1beta1.Tenant) (time.Duration, error) {
+	if !controllerutil.ContainsFinalizer(t, finalizer) || t.Spec.ClusterID == "" || time.Since(t.DeletionTimestamp.Time) > ReplicaGrace {
+		return 0, nil
+	}
+	renews := &authv1beta1.RenewList{}
+	if err := r.Client.List(ctx, renews, client.InNamespace(t.Namespace),
+		client.MatchingLabels{consts.ReplicationOriginLabel: string(t.Spec.ClusterID)}); err != nil {
+		return 0, fmt.Errorf("listing the Renews %s replicated into %s: %w", t.Spec.ClusterID, t.Namespace, err)
+	}
+	if len(renews.Items) > 0 {
+		return replicaPoll, nil
+	}
+	return 0, nil
 }
 
 // revoke removes the consumer's bindings (in the tenant namespace and in its remote

@@ -42,3 +42,36 @@ func ReflectionLabels(consumer, provider string) map[string]string {
 	}
 	return l
 }
+
+// EndpointSlices reflected to a provider: the endpointslice.kubernetes.io/managed-by value of
+// upstream Liqo v1.2's virtual kubelet on the ShadowEndpointSlices it writes (and so on the
+// EndpointSlices made of them), which ours writes too, and the value our virtual kubelet put on
+// the EndpointSlices it wrote directly before it wrote ShadowEndpointSlices. Neither is
+// Kubernetes' own EndpointSlice controller's, which so leaves those slices alone.
+const (
+	// UpstreamEndpointSliceManagedBy is upstream's value, on ShadowEndpointSlices and the
+	// EndpointSlices made of them.
+	UpstreamEndpointSliceManagedBy = "endpointslice.reflection.liqo.io"
+	// LegacyEndpointSliceManagedBy is the value of the EndpointSlices our virtual kubelet
+	// reflected directly into remote namespaces before; the provider's ShadowEndpointSlice
+	// controller takes such a slice over when a ShadowEndpointSlice of its name comes.
+	LegacyEndpointSliceManagedBy = "endpointslice-reflection.liqo.io"
+)
+
+// Upstream Liqo v1.2's per-pod API-server support: an annotation of a pod offloaded through a
+// virtual node that overrides, for that pod, how its virtual kubelet gives it service-account
+// tokens on the provider.
+const (
+	// APIServerSupportAnnotation, on a pod, overrides its virtual kubelet's API-server support:
+	// APIServerSupportRemote or APIServerSupportDisabled (any other value: the default).
+	APIServerSupportAnnotation = "liqo.io/api-server-support"
+	// APIServerSupportRemote: the remote pod runs as a service account of the provider (the
+	// pod's, or the one RemoteServiceAccountNameAnnotation names), which must exist there, with
+	// the provider's tokens: it talks to the provider's API server.
+	APIServerSupportRemote = "remote"
+	// APIServerSupportDisabled: the remote pod runs with no service account token.
+	APIServerSupportDisabled = "disabled"
+	// RemoteServiceAccountNameAnnotation, on a pod annotated APIServerSupportRemote, names the
+	// provider's service account its remote pod runs as (default: the pod's own name).
+	RemoteServiceAccountNameAnnotation = "liqo.io/remote-service-account-name"
+)

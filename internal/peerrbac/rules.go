@@ -23,9 +23,12 @@ func ControlPlaneRules() []rbacv1.PolicyRule {
 
 // WorkloadRules are what a consumer's virtual kubelet may do in one of its remote namespaces on
 // the provider: pods only through ShadowPods (which the provider turns into pods it owns, within
-// the grant), the objects those pods need (ConfigMaps, Secrets, Services, EndpointSlices,
-// Ingresses, the PersistentVolumeClaims of the virtual storage class, service accounts), and
-// reading what the pods do.
+// the grant), the objects those pods need (ConfigMaps, Secrets, Services, Ingresses, the
+// PersistentVolumeClaims of the virtual storage class; EndpointSlices only through
+// ShadowEndpointSlices, which the provider turns into EndpointSlices it owns, as upstream Liqo's
+// role allows), and reading what the pods do. No service accounts: as upstream's, our virtual
+// kubelet creates none on the provider (a pod runs there with none, with the consumer's tokens
+// or none, or as a service account the provider's administrator made).
 //
 // Secrets are written and never read, not even through the answer to a write: no get, list or
 // watch; no patch (a JSON patch that copies /data/<key> to /metadata/name is refused with an
@@ -38,11 +41,10 @@ func WorkloadRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowpods"}, Verbs: all},
 		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowpods/status"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps", "services", "serviceaccounts", "persistentvolumeclaims"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "services", "persistentvolumeclaims"}, Verbs: all},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "update", "delete"}},
-		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: all},
+		{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowendpointslices"}, Verbs: readWrite},
 		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: all},
-		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "events"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/attach"}, Verbs: []string{"create", "get"}},
@@ -52,15 +54,14 @@ func WorkloadRules() []rbacv1.PolicyRule {
 // SliceWorkloadRules are what the holder of one of a consumer's ResourceSlice certificates
 // (organization: the consumer's cluster ID, as upstream Liqo v1.2 issues them; bound as a group)
 // may do in the consumer's remote namespaces: WorkloadRules and what upstream's virtual kubelet
-// needs beyond them, as its liqo-virtual-kubelet-remote role grants it: ShadowEndpointSlices
-// (its EndpointSlices), Events, port forwarding, pod metrics, and reading and patching
+// needs beyond them, as its liqo-virtual-kubelet-remote role grants it: Events, port
+// forwarding, pod metrics, and reading and patching
 // (server-side apply) the Secrets it reflects. So an upstream virtual kubelet may read the
 // Secrets of its own remote namespaces, which ours, bound as a user to WorkloadRules, may not;
 // its writes stay limited to its own labelled copies by consts.ReflectedSecretsPolicy, and the
 // ShadowPod controller runs no pod that mounts a Secret its consumer did not reflect.
 func SliceWorkloadRules() []rbacv1.PolicyRule {
 	return append(WorkloadRules(),
-		rbacv1.PolicyRule{APIGroups: []string{"offloading.liqo.io"}, Resources: []string{"shadowendpointslices"}, Verbs: readWrite},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets", "events"}, Verbs: readWrite},
 		rbacv1.PolicyRule{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"list"}},

@@ -37,7 +37,7 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 // A slice certificate's holder may do in its consumer's remote namespaces all that upstream's
 // virtual kubelet may (so that upstream's runs against this provider), and all that ours may;
 // never with a wildcard, never deletecollection on Secrets (the reflected-secrets policy sees no
-// object in it), never a pod directly.
+// object in it), never a pod or a service account directly.
 func TestSliceWorkloadRulesCoverUpstreamAndNoMore(t *testing.T) {
 	ours := peerrbac.SliceWorkloadRules()
 	for _, r := range peerrbac.WorkloadRules() {
@@ -66,7 +66,8 @@ func TestSliceWorkloadRulesCoverUpstreamAndNoMore(t *testing.T) {
 		}
 	}
 	for _, forbidden := range [][3]string{{"", "secrets", "deletecollection"}, {"", "pods", "create"}, {"", "pods", "delete"},
-		{"", "nodes", "get"}, {"rbac.authorization.k8s.io", "rolebindings", "create"}} {
+		{"", "nodes", "get"}, {"rbac.authorization.k8s.io", "rolebindings", "create"},
+		{"", "serviceaccounts", "create"}, {"", "serviceaccounts/token", "create"}} { // as upstream's, our virtual kubelet makes none
 		if allows(ours, forbidden[0], forbidden[1], forbidden[2]) {
 			t.Errorf("a consumer may %s %s (group %q)", forbidden[2], forbidden[1], forbidden[0])
 		}
@@ -121,6 +122,23 @@ func TestControlPlaneRulesWriteRenews(t *testing.T) {
 		}
 		if !granted {
 			t.Errorf("no rule lets the consumer create, read and update %s", res)
+		}
+	}
+}
+
+// Our virtual kubelet writes EndpointSlices only as ShadowEndpointSlices, as upstream's role
+// allows it: never EndpointSlices themselves, which the provider makes.
+func TestWorkloadRulesEndpointSlicesOnlyAsShadows(t *testing.T) {
+	for _, rules := range [][]rbacv1.PolicyRule{peerrbac.WorkloadRules(), peerrbac.SliceWorkloadRules()} {
+		for _, v := range []string{"get", "list", "watch", "create", "update", "delete"} {
+			if !allows(rules, "offloading.liqo.io", "shadowendpointslices", v) {
+				t.Errorf("a consumer may not %s shadowendpointslices", v)
+			}
+		}
+		for _, v := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"} {
+			if allows(rules, "discovery.k8s.io", "endpointslices", v) {
+				t.Errorf("a consumer may %s endpointslices", v)
+			}
 		}
 	}
 }

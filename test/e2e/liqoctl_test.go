@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,37 +20,17 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
 
-// liqoctlBin is upstream Liqo's liqoctl that `make liqoctl` builds (tools/liqoctl/build.sh);
-// `make test` names it in LIQO_LIQOCTL.
+// liqoctlBin is upstream Liqo's liqoctl that `make liqoctl` builds; `make test` names it.
 func liqoctlBin(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("LIQO_LIQOCTL")
-	if bin == "" {
-		t.Skip("LIQO_LIQOCTL is not set: run through `make test`, which builds upstream liqoctl v1.2.0 (make liqoctl)")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("LIQO_LIQOCTL=%s: %v (make liqoctl builds it)", bin, err)
-	}
-	return bin
+	return testenv.LiqoctlBin(t)
 }
 
 // liqoctl runs upstream liqoctl against the named sandbox cluster and returns its standard
 // output; it fails the test on a non-zero exit or on a warning on standard error.
 func (r *sandboxRun) liqoctl(t *testing.T, bin, cluster string, args ...string) []byte {
 	t.Helper()
-	// Bounded, whatever liqoctl's own --timeout: a hung wait fails this test, not the suite.
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append(args, "--kubeconfig", filepath.Join(r.state, cluster+".kubeconfig"))...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("liqoctl %s on %s: %v\n%s%s", strings.Join(args, " "), cluster, err, stdout.Bytes(), stderr.Bytes())
-	}
-	if strings.Contains(stderr.String(), "WARN") || strings.Contains(stderr.String(), "ERRO") {
-		t.Errorf("liqoctl %s on %s warns:\n%s", strings.Join(args, " "), cluster, stderr.Bytes())
-	}
-	return stdout.Bytes()
+	return testenv.RunLiqoctl(t, bin, filepath.Join(r.state, cluster+".kubeconfig"), args...)
 }
 
 // liqoctlInfo is what `liqoctl info -o json` says (the fields checked).

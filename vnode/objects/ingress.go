@@ -53,7 +53,7 @@ func (r *IngressReflector) Run(ctx context.Context, env *vnode.Env) error {
 }
 
 func ingresses(policy Policy, remoteClass string) handler {
-	k := &kind[*networkingv1.Ingress]{
+	k := &sameKind[*networkingv1.Ingress]{
 		plural: "ingresses",
 		policy: policy,
 		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -19,8 +20,12 @@ import (
 type handler interface {
 	// resource is the kind's plural resource name.
 	resource() string
-	// newInformer watches the kind in one namespace of the cluster cs reaches; tweak filters.
+	// newInformer watches the kind's local objects in one namespace of the consumer; tweak filters.
 	newInformer(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer
+	// newRemoteInformer watches the kind's copies in one namespace of the provider; tweak filters.
+	newRemoteInformer(rn *run, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer
+	// offloading says whether the kind's copies are of our offloading.liqo.io API (run.offloading).
+	offloading() bool
 	// localFilter narrows the local informer (nil: every object).
 	localFilter(*metav1.ListOptions)
 	// localName returns the local name a remote copy stands for ("" if none).
@@ -48,14 +53,22 @@ type api[T object] interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// kind says how one kind of object is reflected; the rest is common.
-type kind[T object] struct {
-	// plural is the resource name.
-	plural string
-	// informer builds the kind's informer (client-go's NewFiltered*Informer).
+// kind says how one kind of object (L) is reflected as copies of type R on the provider: most
+// kinds are copied as themselves (sameKind); EndpointSlices become ShadowEndpointSlices, a
+// custom resource of offloading.liqo.io. The rest is common.
+type kind[L, R object] struct {
+	// plural is the local resource name; remotePlural the copies' when they are of another
+	// kind.
+	plural, remotePlural string
+	// informer builds the kind's informer (client-go's NewFiltered*Informer), which watches the
+	// copies too when they are of the same type.
 	informer func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer
-	// client is the kind's typed client in a namespace.
-	client func(cs kubernetes.Interface, ns string) api[T]
+	// client is the copies' typed client in a namespace of the provider.
+	client func(cs kubernetes.Interface, ns string) api[R]
+	// remoteInformer and remoteClient, when set, replace informer and client on the provider,
+	// for copies of our offloading.liqo.io API; they get the provider's REST client of it.
+	remoteInformer func(rc rest.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer
+	remoteClient   func(rc rest.Interface, ns string) api[R]
 	// filter narrows the local informer, e.g. by field selector. Optional.
 	filter func(*metav1.ListOptions)
 	// toRemote and toLocal rename objects between the clusters ("" = not reflected). Optional:
@@ -65,18 +78,18 @@ type kind[T object] struct {
 	// EndpointSlices follow their Service); exempt, optional, names objects reflected whatever
 	// the policy but for an explicit opt-out (the root CA ConfigMap, which offloaded pods need).
 	policy Policy
-	exempt func(obj T) bool
+	exempt func(obj L) bool
 	// skip says why a local object is not reflected ("" = reflect it). Optional.
-	skip func(ns *reflection.Namespace, obj T) string
+	skip func(ns *reflection.Namespace, obj L) string
 	// forge returns the remote copy's content (without metadata) for a local object.
-	forge func(env *vnode.Env, ns *reflection.Namespace, local T) T
+	forge func(env *vnode.Env, ns *reflection.Namespace, local L) R
 	// labelOverrides replace local labels on the copy (e.g. an EndpointSlice's managed-by).
 	labelOverrides map[string]string
 	// dropAnnotations are local annotations the copy does not get. Optional.
 	dropAnnotations []string
 	// content copies desired's content onto next (a copy of the current remote object), keeping
 	// what the provider allocated itself, and says whether next changed.
-	content func(next, desired T) bool
+	content func(next, desired R) bool
 	// dependsOn names a resource whose local changes concern objects of this kind, and dependents
 	// which of them. Optional.
 	dependsOn  string
@@ -86,35 +99,63 @@ type kind[T object] struct {
 	ledger string
 }
 
-func (k *kind[T]) resource() string { return k.plural }
+// sameKind is a kind whose copies are of its own type.
+type sameKind[T object] = kind[T, T]
 
-func (k *kind[T]) ledgerName() string { return k.ledger }
+func (k *kind[L, R]) resource() string { return k.plural }
 
-func (k *kind[T]) newInformer(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+func (k *kind[L, R]) ledgerName() string { return k.ledger }
+
+// copies is the resource name of the copies, for logs and errors.
+func (k *kind[L, R]) copies() string {
+	if k.remotePlural != "" {
+		return k.remotePlural
+	}
+	return k.plural
+}
+
+func (k *kind[L, R]) offloading() bool { return k.remoteInformer != nil }
+
+func (k *kind[L, R]) newInformer(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
 	return k.informer(cs, ns, tweak)
 }
 
-func (k *kind[T]) localFilter(o *metav1.ListOptions) {
+func (k *kind[L, R]) newRemoteInformer(rn *run, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+	if k.remoteInformer != nil {
+		return k.remoteInformer(rn.offloading, ns, tweak)
+	}
+	return k.informer(rn.env.Remote, ns, tweak)
+}
+
+// remoteAPI is the copies' client in the provider's namespace ns.
+func (k *kind[L, R]) remoteAPI(rn *run, ns string) api[R] {
+	if k.remoteClient != nil {
+		return k.remoteClient(rn.offloading, ns)
+	}
+	return k.client(rn.env.Remote, ns)
+}
+
+func (k *kind[L, R]) localFilter(o *metav1.ListOptions) {
 	if k.filter != nil {
 		k.filter(o)
 	}
 }
 
-func (k *kind[T]) remoteName(local string) string {
+func (k *kind[L, R]) remoteName(local string) string {
 	if k.toRemote == nil {
 		return local
 	}
 	return k.toRemote(local)
 }
 
-func (k *kind[T]) localName(remote string) string {
+func (k *kind[L, R]) localName(remote string) string {
 	if k.toLocal == nil {
 		return remote
 	}
 	return k.toLocal(remote)
 }
 
-func (k *kind[T]) related() (string, func(*reflection.Namespace, any) []string) {
+func (k *kind[L, R]) related() (string, func(*reflection.Namespace, any) []string) {
 	return k.dependsOn, k.dependents
 }
 
@@ -125,7 +166,7 @@ func reflected(o metav1.Object, env *vnode.Env) bool {
 }
 
 // skipReason says why a local object is not reflected, or "".
-func (k *kind[T]) skipReason(ns *reflection.Namespace, obj T) string {
+func (k *kind[L, R]) skipReason(ns *reflection.Namespace, obj L) string {
 	if optedOut(obj) {
 		return "opted out with " + consts.SkipReflectionAnnotation
 	}
@@ -144,7 +185,7 @@ func (k *kind[T]) skipReason(ns *reflection.Namespace, obj T) string {
 }
 
 // desired returns the remote copy of a local object.
-func (k *kind[T]) desired(env *vnode.Env, ns *reflection.Namespace, local T, remoteName string) T {
+func (k *kind[L, R]) desired(env *vnode.Env, ns *reflection.Namespace, local L, remoteName string) R {
 	out := k.forge(env, ns, local)
 	out.SetName(remoteName)
 	out.SetNamespace(ns.Remote)
@@ -165,7 +206,7 @@ func (k *kind[T]) desired(env *vnode.Env, ns *reflection.Namespace, local T, rem
 
 // reconcile makes the remote copy of the local object name match it: created, updated, or
 // deleted when the local object is gone or not to be reflected.
-func (k *kind[T]) reconcile(ctx context.Context, rn *run, ns *reflection.Namespace, name string) error {
+func (k *kind[L, R]) reconcile(ctx context.Context, rn *run, ns *reflection.Namespace, name string) error {
 	if k.ledger != "" {
 		return k.reconcileWriteOnly(ctx, rn, ns, name)
 	}
@@ -173,8 +214,8 @@ func (k *kind[T]) reconcile(ctx context.Context, rn *run, ns *reflection.Namespa
 	if remoteName == "" {
 		return nil
 	}
-	local, hasLocal := reflection.Cached[T](ns.LocalInf[k.plural], ns.Local, name)
-	remote, hasRemote := reflection.Cached[T](ns.RemoteInf[k.plural], ns.Remote, remoteName)
+	local, hasLocal := reflection.Cached[L](ns.LocalInf[k.plural], ns.Local, name)
+	remote, hasRemote := reflection.Cached[R](ns.RemoteInf[k.plural], ns.Remote, remoteName)
 	if hasRemote && !reflected(remote, rn.env) {
 		return nil // the selector keeps these out; never touch one anyway
 	}
@@ -182,7 +223,7 @@ func (k *kind[T]) reconcile(ctx context.Context, rn *run, ns *reflection.Namespa
 	if hasLocal {
 		reason = k.skipReason(ns, local)
 	}
-	cl := k.client(rn.env.Remote, ns.Remote)
+	cl := k.remoteAPI(rn, ns.Remote)
 	if reason != "" {
 		if !hasRemote {
 			return nil
@@ -197,12 +238,12 @@ func (k *kind[T]) reconcile(ctx context.Context, rn *run, ns *reflection.Namespa
 			return nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return errorf(err, "creating %s %s/%s on the provider", k.plural, ns.Remote, remoteName)
+			return errorf(err, "creating %s %s/%s on the provider", k.copies(), ns.Remote, remoteName)
 		}
 		// Not in the cache yet, or not ours.
 		cur, err := cl.Get(ctx, remoteName, metav1.GetOptions{})
 		if err != nil {
-			return errorf(err, "reading %s %s/%s on the provider", k.plural, ns.Remote, remoteName)
+			return errorf(err, "reading %s %s/%s on the provider", k.copies(), ns.Remote, remoteName)
 		}
 		if !reflected(cur, rn.env) {
 			rn.log.Info("not reflected: the provider has an object of that name that is not a copy from this cluster; rename one of them",
@@ -217,8 +258,8 @@ func (k *kind[T]) reconcile(ctx context.Context, rn *run, ns *reflection.Namespa
 // update brings the remote copy current to want; if the provider refuses because a field
 // that cannot change did (a Secret's type, an immutable ConfigMap's data, a Service's cluster
 // IP mode), it replaces the copy.
-func (k *kind[T]) update(ctx context.Context, rn *run, cl api[T], current, want T) error {
-	next, ok := current.DeepCopyObject().(T)
+func (k *kind[L, R]) update(ctx context.Context, rn *run, cl api[R], current, want R) error {
+	next, ok := current.DeepCopyObject().(R)
 	if !ok {
 		return nil
 	}
@@ -237,28 +278,28 @@ func (k *kind[T]) update(ctx context.Context, rn *run, cl api[T], current, want 
 	_, err := cl.Update(ctx, next, metav1.UpdateOptions{})
 	switch {
 	case err == nil:
-		rn.log.V(1).Info("updated reflection", "resource", k.plural, "remoteNamespace", current.GetNamespace(), "name", current.GetName())
+		rn.log.V(1).Info("updated reflection", "resource", k.copies(), "remoteNamespace", current.GetNamespace(), "name", current.GetName())
 		return nil
 	case apierrors.IsInvalid(err):
 		if err := k.delete(ctx, rn, cl, current, "a field that cannot change did: replacing it"); err != nil {
 			return err
 		}
 		if _, err := cl.Create(ctx, want, metav1.CreateOptions{}); err != nil {
-			return errorf(err, "creating %s %s/%s on the provider again", k.plural, want.GetNamespace(), want.GetName())
+			return errorf(err, "creating %s %s/%s on the provider again", k.copies(), want.GetNamespace(), want.GetName())
 		}
 		return nil
 	default:
-		return errorf(err, "updating %s %s/%s on the provider", k.plural, current.GetNamespace(), current.GetName())
+		return errorf(err, "updating %s %s/%s on the provider", k.copies(), current.GetNamespace(), current.GetName())
 	}
 }
 
 // delete removes a remote copy, if it is still the one we saw.
-func (k *kind[T]) delete(ctx context.Context, rn *run, cl api[T], remote T, reason string) error {
+func (k *kind[L, R]) delete(ctx context.Context, rn *run, cl api[R], remote R, reason string) error {
 	uid := remote.GetUID()
 	err := cl.Delete(ctx, remote.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return errorf(err, "deleting %s %s/%s on the provider (%s)", k.plural, remote.GetNamespace(), remote.GetName(), reason)
+		return errorf(err, "deleting %s %s/%s on the provider (%s)", k.copies(), remote.GetNamespace(), remote.GetName(), reason)
 	}
-	rn.log.V(1).Info("deleted reflection", "resource", k.plural, "remoteNamespace", remote.GetNamespace(), "name", remote.GetName(), "reason", reason)
+	rn.log.V(1).Info("deleted reflection", "resource", k.copies(), "remoteNamespace", remote.GetNamespace(), "name", remote.GetName(), "reason", reason)
 	return nil
 }

@@ -4,12 +4,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -18,19 +16,11 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/vnode/reflection"
 )
 
-// EndpointSliceManagedBy is the endpointslice.kubernetes.io/managed-by label of reflected
-// EndpointSlices, so that the provider's EndpointSlice controller (which manages only slices
-// labelled endpointslice-controller.k8s.io) leaves them alone.
-const EndpointSliceManagedBy = "endpointslice-reflection.liqo.io"
-
 // noResync: informers hear of changes through their watch only.
 const noResync time.Duration = 0
 
 // resourceServices is the Services' resource name, which EndpointSlices depend on.
 const resourceServices = "services"
-
-// serviceIndex indexes EndpointSlices by the Service they belong to.
-const serviceIndex = "service"
 
 // RemoteConfigMapName returns the provider-side name of a local ConfigMap: kube-root-ca.crt
 // becomes liqo-kube-root-ca.crt (every namespace of the provider has its own kube-root-ca.crt);
@@ -60,7 +50,7 @@ func otherSideConfigMapName(name, rootCA, otherRootCA string) string {
 }
 
 func configMaps(policy Policy) handler {
-	return &kind[*corev1.ConfigMap]{
+	return &sameKind[*corev1.ConfigMap]{
 		plural: "configmaps",
 		policy: policy,
 		// Offloaded pods mount the root CA: reflected whatever the policy, unless opted out.
@@ -89,7 +79,7 @@ func configMaps(policy Policy) handler {
 // secrets are reflected write-only (writeonly.go): the consumer may not read Secrets on the
 // provider.
 func secrets(policy Policy) handler {
-	return &kind[*corev1.Secret]{
+	return &sameKind[*corev1.Secret]{
 		plural: "secrets",
 		policy: policy,
 		ledger: SecretLedgerConfigMap,
@@ -116,7 +106,7 @@ func secrets(policy Policy) handler {
 }
 
 func services(policy Policy) handler {
-	return &kind[*corev1.Service]{
+	return &sameKind[*corev1.Service]{
 		plural: resourceServices,
 		policy: policy,
 		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
@@ -183,85 +173,4 @@ func serviceContent(next, want *corev1.Service) bool {
 	}
 	next.Spec = spec
 	return true
-}
-
-// endpointSlices follow their Service, judged by the Services' policy (servicePolicy), and their
-// own opt-out.
-func endpointSlices(servicePolicy Policy) handler {
-	return &kind[*discoveryv1.EndpointSlice]{
-		plural: "endpointslices",
-		informer: func(cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-			return discoveryinformers.NewFilteredEndpointSliceInformer(cs, ns, noResync,
-				cache.Indexers{serviceIndex: func(obj any) ([]string, error) {
-					if m := reflection.Meta(obj); m != nil && m.GetLabels()[discoveryv1.LabelServiceName] != "" {
-						return []string{m.GetLabels()[discoveryv1.LabelServiceName]}, nil
-					}
-					return nil, nil
-				}}, tweak)
-		},
-		client: func(cs kubernetes.Interface, ns string) api[*discoveryv1.EndpointSlice] {
-			return cs.DiscoveryV1().EndpointSlices(ns)
-		},
-		skip: func(ns *reflection.Namespace, es *discoveryv1.EndpointSlice) string {
-			return skipEndpointSlice(ns, es, servicePolicy)
-		},
-		forge:          forgeEndpointSlice,
-		labelOverrides: map[string]string{discoveryv1.LabelManagedBy: EndpointSliceManagedBy},
-		content: func(next, want *discoveryv1.EndpointSlice) bool {
-			if next.AddressType == want.AddressType && equality.Semantic.DeepEqual(next.Ports, want.Ports) &&
-				equality.Semantic.DeepEqual(next.Endpoints, want.Endpoints) {
-				return false
-			}
-			next.AddressType, next.Ports, next.Endpoints = want.AddressType, want.Ports, want.Endpoints
-			return true
-		},
-		dependsOn: resourceServices,
-		dependents: func(ns *reflection.Namespace, obj any) []string {
-			if m := reflection.Meta(obj); m != nil {
-				return reflection.IndexedNames(ns.LocalInf["endpointslices"], serviceIndex, m.GetName())
-			}
-			return nil
-		},
-	}
-}
-
-// skipEndpointSlice reflects the slices of the Services that are reflected (under policy).
-func skipEndpointSlice(ns *reflection.Namespace, es *discoveryv1.EndpointSlice, policy Policy) string {
-	name := es.Labels[discoveryv1.LabelServiceName]
-	if name == "" {
-		return "it belongs to no Service"
-	}
-	svc, ok := reflection.Cached[*corev1.Service](ns.LocalInf[resourceServices], ns.Local, name)
-	switch {
-	case !ok:
-		return "its Service is not there"
-	case svc.Labels[consts.ReflectedLabel] == "true":
-		return "its Service is itself a reflected copy"
-	}
-	if why := policy.reason(svc); why != "" {
-		return "its Service is not reflected: " + why
-	}
-	return ""
-}
-
-// forgeEndpointSlice keeps the endpoints that live in the consumer's cluster. Endpoints on the
-// virtual node itself are dropped: they are the offloaded pods, which run on the provider,
-// where the reflected Service selects them and the provider's own EndpointSlice controller
-// lists them with their real addresses (the consumer sees them under their remapped ones).
-// What points into the consumer's topology (node name, zone, hints, the local pod reference)
-// means nothing on the provider and goes too.
-func forgeEndpointSlice(env *vnode.Env, _ *reflection.Namespace, l *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
-	out := &discoveryv1.EndpointSlice{AddressType: l.AddressType, Endpoints: []discoveryv1.Endpoint{}}
-	for _, p := range l.Ports {
-		out.Ports = append(out.Ports, *p.DeepCopy())
-	}
-	for _, ep := range l.Endpoints {
-		if ep.NodeName != nil && *ep.NodeName == env.NodeName {
-			continue
-		}
-		e := *ep.DeepCopy()
-		e.NodeName, e.Zone, e.Hints, e.TargetRef = nil, nil, nil, nil
-		out.Endpoints = append(out.Endpoints, e)
-	}
-	return out
 }

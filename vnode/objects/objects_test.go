@@ -15,9 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/shadowendpointslice"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
@@ -39,6 +43,7 @@ func TestReflection(t *testing.T) {
 	mapper := namespaces.Static(map[string]string{localNS: remoteNS})
 	top := t // the reflector lives as long as the whole test, not a subtest
 	stop := rt.Start(top, objects.New(), b.Env(top, mapper))
+	startShadowEndpointSlices(top, b)
 	ctx := t.Context()
 	lcm, rcm := b.Local.CoreV1().ConfigMaps(localNS), b.Admin.CoreV1().ConfigMaps(remoteNS)
 
@@ -313,7 +318,7 @@ func TestReflection(t *testing.T) {
 			t.Errorf("remote spec %+v", remote.Spec)
 		}
 
-		lslices, rslices := b.Local.DiscoveryV1().EndpointSlices(localNS), b.Admin.DiscoveryV1().EndpointSlices(remoteNS)
+		lslices := b.Local.DiscoveryV1().EndpointSlices(localNS)
 		slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-abcde",
 			Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
 			AddressType: discoveryv1.AddressTypeIPv4,
@@ -327,18 +332,22 @@ func TestReflection(t *testing.T) {
 		if _, err := lslices.Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		var rslice *discoveryv1.EndpointSlice
-		rt.Eventually(t, "the remote EndpointSlice", timeout, func(ctx context.Context) (bool, error) {
-			var err error
-			rslice, err = rslices.Get(ctx, "web-abcde", metav1.GetOptions{})
-			return err == nil, err
-		})
-		if rslice.Labels[discoveryv1.LabelManagedBy] != objects.EndpointSliceManagedBy || rslice.Labels[discoveryv1.LabelServiceName] != "web" {
-			t.Errorf("remote slice labels %v", rslice.Labels)
+		shadow := waitShadowSlice(t, b, remoteNS, "web-abcde", func(*offv1beta1.ShadowEndpointSlice) bool { return true })
+		wantLabels := map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: consts.UpstreamEndpointSliceManagedBy,
+			consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: string(rt.ConsumerID),
+			consts.UpstreamOriginLabel: string(rt.ConsumerID), consts.UpstreamDestinationLabel: string(rt.ProviderID)}
+		if !maps.Equal(shadow.Labels, wantLabels) {
+			t.Errorf("ShadowEndpointSlice labels %v, want %v", shadow.Labels, wantLabels)
 		}
-		if len(rslice.Endpoints) != 1 || rslice.Endpoints[0].Addresses[0] != "10.244.1.5" || rslice.Endpoints[0].NodeName != nil ||
-			rslice.Endpoints[0].TargetRef != nil {
-			t.Errorf("remote endpoints %+v, want only the consumer-side one, without node and pod reference", rslice.Endpoints)
+		tpl := shadow.Spec.Template
+		if tpl.AddressType != discoveryv1.AddressTypeIPv4 || len(tpl.Ports) != 1 || ptr.Deref(tpl.Ports[0].Port, 0) != 8080 ||
+			len(tpl.Endpoints) != 1 || tpl.Endpoints[0].Addresses[0] != "10.244.1.5" || tpl.Endpoints[0].NodeName != nil ||
+			tpl.Endpoints[0].TargetRef != nil {
+			t.Errorf("ShadowEndpointSlice template %+v, want only the consumer-side endpoint, without node and pod reference", tpl)
+		}
+		eps := waitProviderSlice(t, b, remoteNS, "web-abcde", func(e *discoveryv1.EndpointSlice) bool { return metav1.IsControlledBy(e, shadow) })
+		if len(eps.Endpoints) != 1 || eps.Endpoints[0].Addresses[0] != "10.244.1.5" || eps.Labels[discoveryv1.LabelServiceName] != "web" {
+			t.Errorf("the provider's EndpointSlice: labels %v endpoints %+v", eps.Labels, eps.Endpoints)
 		}
 		slice, err := lslices.Get(ctx, "web-abcde", metav1.GetOptions{})
 		if err != nil {
@@ -349,9 +358,8 @@ func TestReflection(t *testing.T) {
 		if _, err := lslices.Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rt.Eventually(t, "the new endpoint remotely", timeout, func(ctx context.Context) (bool, error) {
-			r, err := rslices.Get(ctx, "web-abcde", metav1.GetOptions{})
-			return err == nil && len(r.Endpoints) == 2 && r.Endpoints[1].Addresses[0] == "10.244.2.9", err
+		waitProviderSlice(t, b, remoteNS, "web-abcde", func(e *discoveryv1.EndpointSlice) bool {
+			return len(e.Endpoints) == 2 && e.Endpoints[1].Addresses[0] == "10.244.2.9"
 		})
 		// The Service opts out: it and its slices leave the provider.
 		svc, err = ls.Get(ctx, "web", metav1.GetOptions{})
@@ -366,10 +374,17 @@ func TestReflection(t *testing.T) {
 			_, err := rs.Get(ctx, "web", metav1.GetOptions{})
 			return err
 		})
-		waitGone(t, "the opted-out Service's remote slice deleted", func(ctx context.Context) error {
-			_, err := rslices.Get(ctx, "web-abcde", metav1.GetOptions{})
+		waitGone(t, "the opted-out Service's ShadowEndpointSlice deleted", func(ctx context.Context) error {
+			return b.Provider.Client.Get(ctx, client.ObjectKey{Namespace: remoteNS, Name: "web-abcde"}, &offv1beta1.ShadowEndpointSlice{})
+		})
+		waitGone(t, "the opted-out Service's EndpointSlice on the provider deleted", func(ctx context.Context) error {
+			_, err := b.Admin.DiscoveryV1().EndpointSlices(remoteNS).Get(ctx, "web-abcde", metav1.GetOptions{})
 			return err
 		})
+	})
+
+	t.Run("upgrade: an EndpointSlice an earlier version reflected directly is taken over, the same object", func(t *testing.T) {
+		testUpgradedEndpointSlice(t, b)
 	})
 
 	t.Run("after a restart, changes made meanwhile are reflected", func(t *testing.T) {
@@ -600,4 +615,76 @@ func waitGone(t *testing.T, what string, get func(ctx context.Context) error) {
 		err := get(ctx)
 		return apierrors.IsNotFound(err), err
 	})
+}
+
+// startShadowEndpointSlices runs, until t ends, the provider's ShadowEndpointSlice controller,
+// which makes the EndpointSlices of the reflected ShadowEndpointSlices.
+func startShadowEndpointSlices(t *testing.T, b *rt.Bed) {
+	testenv.StartManager(t, b.Provider, func(mgr ctrl.Manager) error {
+		return (&shadowendpointslice.Reconciler{Client: mgr.GetClient(),
+			Recorder: mgr.GetEventRecorder("liqo-shadowendpointslice")}).SetupWithManager(mgr)
+	})
+}
+
+// waitShadowSlice waits for the ShadowEndpointSlice ns/name on the provider to satisfy ok.
+func waitShadowSlice(t *testing.T, b *rt.Bed, ns, name string, ok func(*offv1beta1.ShadowEndpointSlice) bool) *offv1beta1.ShadowEndpointSlice {
+	t.Helper()
+	got := &offv1beta1.ShadowEndpointSlice{}
+	rt.Eventually(t, "the ShadowEndpointSlice "+ns+"/"+name, timeout, func(ctx context.Context) (bool, error) {
+		err := b.Provider.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got)
+		return err == nil && ok(got), err
+	})
+	return got
+}
+
+// waitProviderSlice waits for the EndpointSlice ns/name on the provider to satisfy ok.
+func waitProviderSlice(t *testing.T, b *rt.Bed, ns, name string, ok func(*discoveryv1.EndpointSlice) bool) *discoveryv1.EndpointSlice {
+	t.Helper()
+	var got *discoveryv1.EndpointSlice
+	rt.Eventually(t, "the provider's EndpointSlice "+ns+"/"+name, timeout, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = b.Admin.DiscoveryV1().EndpointSlices(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && ok(got), err
+	})
+	return got
+}
+
+// testUpgradedEndpointSlice: an EndpointSlice that an earlier version of our virtual kubelet
+// reflected directly into the remote namespace (its managed-by value, our reflection labels) is
+// not left beside the one made of the ShadowEndpointSlice now reflected: the provider takes it
+// over, the same object, with the new content.
+func testUpgradedEndpointSlice(t *testing.T, b *rt.Bed) {
+	ctx := t.Context()
+	legacy := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "legacy-abcde",
+		Labels: map[string]string{discoveryv1.LabelServiceName: "legacy", discoveryv1.LabelManagedBy: consts.LegacyEndpointSliceManagedBy,
+			consts.ReflectedLabel: "true", consts.OriginClusterIDLabel: string(rt.ConsumerID)},
+		Annotations: map[string]string{consts.OriginNamespaceAnnotation: localNS}},
+		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.3.1"}}}}
+	legacy, err := b.Admin.DiscoveryV1().EndpointSlices(remoteNS).Create(ctx, legacy, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Local.CoreV1().Services(localNS).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "legacy"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Local.DiscoveryV1().EndpointSlices(localNS).Create(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{
+		Name: "legacy-abcde", Labels: map[string]string{discoveryv1.LabelServiceName: "legacy"}}, AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.3.2"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	shadow := waitShadowSlice(t, b, remoteNS, "legacy-abcde", func(*offv1beta1.ShadowEndpointSlice) bool { return true })
+	eps := waitProviderSlice(t, b, remoteNS, "legacy-abcde", func(e *discoveryv1.EndpointSlice) bool { return metav1.IsControlledBy(e, shadow) })
+	if eps.UID != legacy.UID || len(eps.Endpoints) != 1 || eps.Endpoints[0].Addresses[0] != "10.244.3.2" ||
+		eps.Labels[discoveryv1.LabelManagedBy] != consts.UpstreamEndpointSliceManagedBy {
+		t.Errorf("EndpointSlice after the upgrade: uid %s (earlier %s), labels %v, endpoints %+v; want the earlier object, taken over",
+			eps.UID, legacy.UID, eps.Labels, eps.Endpoints)
+	}
+	list, err := b.Admin.DiscoveryV1().EndpointSlices(remoteNS).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=legacy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Errorf("%d EndpointSlices of Service legacy on the provider, want 1", len(list.Items))
+	}
 }

@@ -13,7 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 	"github.com/peerkit/terraform-provider-liqo/vnode/objects"
@@ -146,7 +148,8 @@ func TestPoliciesAndIngresses(t *testing.T) {
 
 	t.Run("AllowList of Services: EndpointSlices follow their Service", func(t *testing.T) {
 		ls, rs := b.Local.CoreV1().Services(policyLocalNS), b.Admin.CoreV1().Services(policyRemoteNS)
-		lslices, rslices := b.Local.DiscoveryV1().EndpointSlices(policyLocalNS), b.Admin.DiscoveryV1().EndpointSlices(policyRemoteNS)
+		lslices := b.Local.DiscoveryV1().EndpointSlices(policyLocalNS)
+		shadowKey := client.ObjectKey{Namespace: policyRemoteNS, Name: "api-1"}
 		if _, err := ls.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "api"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -158,7 +161,7 @@ func TestPoliciesAndIngresses(t *testing.T) {
 		}
 		rt.Never(t, "a Service not allowed, or its slice, reflected", time.Second, func(ctx context.Context) bool {
 			_, e1 := rs.Get(ctx, "api", metav1.GetOptions{})
-			_, e2 := rslices.Get(ctx, "api-1", metav1.GetOptions{})
+			e2 := b.Provider.Client.Get(ctx, shadowKey, &offv1beta1.ShadowEndpointSlice{})
 			return !apierrors.IsNotFound(e1) || !apierrors.IsNotFound(e2)
 		})
 		svc, err := ls.Get(ctx, "api", metav1.GetOptions{})
@@ -171,7 +174,7 @@ func TestPoliciesAndIngresses(t *testing.T) {
 		}
 		rt.Eventually(t, "the allowed Service and its slice reflected", timeout, func(ctx context.Context) (bool, error) {
 			_, e1 := rs.Get(ctx, "api", metav1.GetOptions{})
-			_, e2 := rslices.Get(ctx, "api-1", metav1.GetOptions{})
+			e2 := b.Provider.Client.Get(ctx, shadowKey, &offv1beta1.ShadowEndpointSlice{})
 			return e1 == nil && e2 == nil, nil
 		})
 	})

@@ -14,7 +14,9 @@
 //
 // Secrets are the exception: the consumer may write them on the provider but not read them, so
 // they have no remote informer and are reflected write-only, their copies recorded in a ledger
-// ConfigMap (writeonly.go).
+// ConfigMap (writeonly.go). EndpointSlices are copied as ShadowEndpointSlices (offloading.liqo.io,
+// as upstream Liqo's virtual kubelet does; endpointslices.go), of which the provider makes the
+// EndpointSlices: the consumer may not write EndpointSlices there.
 //
 // Which objects are reflected (policy.go): never those annotated liqo.io/skip-reflection (with
 // any value but "false"), nor copies reflected here from elsewhere; under a kind's AllowList
@@ -28,6 +30,7 @@ package objects
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,7 +38,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 
+	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/reflection"
@@ -79,6 +84,9 @@ type run struct {
 	refresh time.Duration
 	// ledgers holds the ledgers of write-only kinds, by ledgerKey.
 	ledgers sync.Map
+	// offloading is the provider's offloading.liqo.io/v1beta1 REST client, for kinds whose copies
+	// are of that API (nil when none is).
+	offloading rest.Interface
 }
 
 // Run reflects until ctx ends.
@@ -111,6 +119,11 @@ func runKinds(ctx context.Context, env *vnode.Env, name string, l limits, refres
 		return err
 	}
 	rn := &run{env: env, kinds: kinds, log: env.Log.WithValues("reflector", name), refresh: refresh}
+	if slices.ContainsFunc(kinds, handler.offloading) {
+		if rn.offloading, err = reflection.RESTClient(env.RemoteConfig, offv1beta1.GroupVersion, l.qps, l.burst); err != nil {
+			return fmt.Errorf("%s reflector: the provider's %w", name, err)
+		}
+	}
 	workers := l.workers
 	if workers <= 0 {
 		workers = DefaultWorkers
@@ -150,7 +163,7 @@ func (rn *run) setup(ns *reflection.Namespace, enqueue func(reflection.Key)) err
 			rn.setupWriteOnly(ns, i, k, enqueue)
 			continue
 		}
-		ri := k.newInformer(rn.env.Remote, ns.Remote, func(o *metav1.ListOptions) { o.LabelSelector = remoteSelector })
+		ri := k.newRemoteInformer(rn, ns.Remote, func(o *metav1.ListOptions) { o.LabelSelector = remoteSelector })
 		ns.RemoteInf[k.resource()] = ri
 		if _, err := ri.AddEventHandler(reflection.Handler(enqueue, keys(k.localName))); err != nil {
 			return fmt.Errorf("watching remote %s: %w", k.resource(), err)

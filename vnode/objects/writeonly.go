@@ -308,7 +308,7 @@ func (rn *run) setupWriteOnly(ns *reflection.Namespace, i int, k handler, enqueu
 // reconcileWriteOnly makes the copy of the local object name match it without reading the
 // provider; name sweepKey reconciles the names of the ledger that have no local object to
 // reflect.
-func (k *kind[T]) reconcileWriteOnly(ctx context.Context, rn *run, ns *reflection.Namespace, name string) error {
+func (k *kind[L, R]) reconcileWriteOnly(ctx context.Context, rn *run, ns *reflection.Namespace, name string) error {
 	led := rn.ledgerOf(ns, k.plural)
 	if led == nil {
 		return nil // the namespace stopped being reflected
@@ -324,7 +324,7 @@ func (k *kind[T]) reconcileWriteOnly(ctx context.Context, rn *run, ns *reflectio
 			if l == "" {
 				continue
 			}
-			if obj, ok := reflection.Cached[T](ns.LocalInf[k.plural], ns.Local, l); ok && k.skipReason(ns, obj) == "" {
+			if obj, ok := reflection.Cached[L](ns.LocalInf[k.plural], ns.Local, l); ok && k.skipReason(ns, obj) == "" {
 				continue
 			}
 			led.enqueue(l)
@@ -335,12 +335,12 @@ func (k *kind[T]) reconcileWriteOnly(ctx context.Context, rn *run, ns *reflectio
 	if remoteName == "" {
 		return nil
 	}
-	local, hasLocal := reflection.Cached[T](ns.LocalInf[k.plural], ns.Local, name)
+	local, hasLocal := reflection.Cached[L](ns.LocalInf[k.plural], ns.Local, name)
 	reason := "deleted locally"
 	if hasLocal {
 		reason = k.skipReason(ns, local)
 	}
-	cl := k.client(rn.env.Remote, ns.Remote)
+	cl := k.remoteAPI(rn, ns.Remote)
 	if reason != "" {
 		if !led.has(remoteName) {
 			return nil
@@ -364,14 +364,14 @@ func (k *kind[T]) reconcileWriteOnly(ctx context.Context, rn *run, ns *reflectio
 // nothing (the ledger says which to try first). A field that cannot change (a Secret's type, an
 // immutable Secret's data) makes it replace the copy. A refusal by the provider's admission
 // policy means the object of that name is not ours: it is left alone.
-func (k *kind[T]) write(ctx context.Context, rn *run, rns *reflection.Namespace, cl api[T], led *ledger, want T) error {
+func (k *kind[L, R]) write(ctx context.Context, rn *run, rns *reflection.Namespace, cl api[R], led *ledger, want R) error {
 	name, ns := want.GetName(), want.GetNamespace()
 	if !led.has(name) {
 		if err := led.add(ctx, name, k.toRecord(rns, led, name)); err != nil {
 			return err
 		}
 	}
-	var got T
+	var got R
 	var err error
 	created := false
 	if led.isFresh(name) {
@@ -413,13 +413,13 @@ const maxRecordBatch = 500
 // toRecord returns, so that a burst of new local objects costs a few ledger writes rather than
 // one each, the remote names of other local objects to reflect than remoteName whose copies are
 // not recorded yet (up to maxRecordBatch).
-func (k *kind[T]) toRecord(ns *reflection.Namespace, led *ledger, remoteName string) []string {
+func (k *kind[L, R]) toRecord(ns *reflection.Namespace, led *ledger, remoteName string) []string {
 	var out []string
 	for _, obj := range ns.LocalInf[k.plural].GetStore().List() {
 		if len(out) >= maxRecordBatch {
 			break
 		}
-		o, ok := obj.(T)
+		o, ok := obj.(L)
 		if !ok {
 			continue
 		}

@@ -113,12 +113,11 @@ func patchSpec(s *corev1.PodSpec, patch *offv1beta1.OffloadingPatch) {
 // only the local cluster's admission may set; references to reflected objects keep their names
 // but for the root CA ConfigMap, reflected under another name.
 //
-// Service-account token: a projected serviceAccountToken source is kept, so the provider's
-// kubelet requests the token (TokenRequest on the provider, for the service account of the
-// same name in the remote namespace, which the reflector creates when missing), bound to the
-// remote pod and rotated by the kubelet; the CA in that projected volume stays the provider's
-// own kube-root-ca.crt, the one that verifies the API server the token is for. Other
-// references to kube-root-ca.crt (the consumer's CA) become liqo-kube-root-ca.crt.
+// Service-account token: a projected volume with a serviceAccountToken source is left as it is
+// here (its CA stays the provider's own kube-root-ca.crt, the one that verifies the provider's
+// API server); forgeShadow then sets the service account and rewrites or drops the token
+// sources by the pod's token mode (serviceaccounts.go). Other references to kube-root-ca.crt
+// (the consumer's CA) become liqo-kube-root-ca.crt.
 func remoteSpec(local *corev1.PodSpec) *corev1.PodSpec {
 	s := local.DeepCopy()
 	s.NodeName = ""

@@ -10,9 +10,13 @@
 //     nodeSelector, affinity, topology spread, the virtual-node toleration, scheduler name,
 //     priority, scheduling and readiness gates); references keep their names (ConfigMaps and
 //     Secrets are reflected under the same names) except kube-root-ca.crt, which is
-//     liqo-kube-root-ca.crt on the provider. Service-account tokens: see remoteSpec; the
-//     service account of the same name is created in the remote namespace when missing. With
-//     Reflector.APIServer, the tokens are the consumer's instead (tokens.go).
+//     liqo-kube-root-ca.crt on the provider. Service accounts and tokens, as upstream's
+//     virtual kubelet forges them (serviceaccounts.go): no service account is created on the
+//     provider; the remote pod runs with none and automountServiceAccountToken false, with the
+//     consumer's tokens (Reflector.APIServer, tokens.go) or none, unless annotated
+//     liqo.io/api-server-support=remote (the provider's service account of its name, which
+//     must exist there; a pod the provider does not create gets a Warning Event and Ready
+//     False, reason ProviderPodNotCreated).
 //   - Offloading patch: the VirtualNode's spec.offloadingPatch (Env.OffloadingPatch), as
 //     upstream's virtual kubelet applies it: its nodeSelector, tolerations, node affinity and
 //     runtimeClassName go into the spec of the ShadowPods it creates (see patchSpec); the keys of
@@ -65,8 +69,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -81,6 +83,7 @@ import (
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
+	vreflection "github.com/peerkit/terraform-provider-liqo/vnode/reflection"
 )
 
 // Reasons of the local pod's status and Events.
@@ -145,8 +148,6 @@ type reflection struct {
 	// released are the local namespaces whose offloading ended while this reflector ran: their
 	// pods bound to the node can run nowhere and are failed.
 	released map[string]bool
-	sas      sync.Map   // remote namespace/name of service accounts known to exist
-	saMu     sync.Mutex // serialises their creation
 	// apiServer is Reflector.APIServer; tokens the origin tokens written, with it.
 	apiServer *APIServerSupport
 	tokens    tokenStore
@@ -193,7 +194,7 @@ func (r *Reflector) start(ctx context.Context, env *vnode.Env) (*reflection, err
 	}
 	env.Namespaces.Subscribe(func(c namespaces.Change) { rf.namespaceChanged(ctx, c) })
 	if env.TenantNamespace != "" {
-		confs, err := restClient(env.LocalConfig, cl.scheme, netv1beta1.GroupVersion)
+		confs, err := vreflection.GroupRESTClient(env.LocalConfig, cl.scheme, netv1beta1.GroupVersion)
 		if err != nil {
 			return nil, fmt.Errorf("pod reflector: Configuration client of the consumer cluster: %w", err)
 		}
@@ -250,7 +251,7 @@ func newClients(env *vnode.Env, qps float32, burst int) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod reflector: %w", err)
 	}
-	shadows, err := restClient(tune(env.RemoteConfig), scheme, offv1beta1.GroupVersion)
+	shadows, err := vreflection.GroupRESTClient(tune(env.RemoteConfig), scheme, offv1beta1.GroupVersion)
 	if err != nil {
 		return nil, fmt.Errorf("pod reflector: ShadowPod client of provider %s: %w", env.ProviderID, err)
 	}
@@ -307,20 +308,3 @@ func (rf *reflection) runWorkers(ctx context.Context, workers int, factories []i
 }
 
 func (rf *reflection) wait() { <-rf.done }
-
-// restClient is a REST client of API group version gv (a custom resource group: offloading.liqo.io
-// for the provider's ShadowPods, networking.liqo.io for the consumer's Configurations).
-func restClient(cfg *rest.Config, scheme *runtime.Scheme, gv schema.GroupVersion) (rest.Interface, error) {
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &gv
-	c.APIPath = "/apis"
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	if c.UserAgent == "" {
-		c.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
-	rc, err := rest.RESTClientFor(c)
-	if err != nil {
-		return nil, fmt.Errorf("REST client of %s: %w", gv, err)
-	}
-	return rc, nil
-}

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -109,6 +108,9 @@ func (rf *reflection) reconcile(ctx context.Context, key string) error {
 		}
 		return rf.fail(ctx, pod, ReasonRefused, why)
 	}
+	if pod.Status.StartTime == nil && (sp.Status.Phase == "" || sp.Status.Phase == corev1.PodPending) && pod.Status.Phase == corev1.PodPending {
+		return rf.reportNotCreated(ctx, pod, sp)
+	}
 	if pod.Status.StartTime != nil && rf.providerUp.Load() {
 		if st := notReady(&pod.Status, ReasonRemoteRecreating, "the provider re-creates the remote pod"); st != nil {
 			return rf.updateStatus(ctx, pod, st)
@@ -150,18 +152,13 @@ func (rf *reflection) reconcileDeleting(ctx context.Context, pod *corev1.Pod, sp
 	return rf.finalize(ctx, pod)
 }
 
-// createShadow creates the ShadowPod of a local pod, and first its service account (and its
-// origin tokens, with API server support).
+// createShadow creates the ShadowPod of a local pod (forgeShadow's), and first its origin
+// tokens Secret when it has one. No service account is created on the provider
+// (serviceaccounts.go).
 func (rf *reflection) createShadow(ctx context.Context, pod *corev1.Pod, remoteNs string) error {
-	if err := rf.ensureServiceAccount(ctx, remoteNs, serviceAccount(&pod.Spec)); err != nil {
+	sp := rf.forgeShadow(pod, remoteNs)
+	if err := rf.syncTokens(ctx, pod, remoteNs, nil); err != nil {
 		return err
-	}
-	sp := shadowFor(pod, remoteNs, rf.labels, rf.env.OffloadingPatch)
-	if rf.apiServer != nil {
-		rf.apiServer.rewrite(&sp.Spec.Pod, pod.Name)
-		if err := rf.syncTokens(ctx, pod, remoteNs, nil); err != nil {
-			return err
-		}
 	}
 	err := rf.shadows.Post().Namespace(remoteNs).Resource("shadowpods").Body(sp).Do(ctx).Error()
 	switch {
@@ -188,24 +185,13 @@ const refusalEventWait = 10 * time.Second
 // refusalEventWait after the ShadowPod's creation, no such Event yet is an error (retried).
 func (rf *reflection) refusedBy(ctx context.Context, sp *offv1beta1.ShadowPod) (string, error) {
 	why := fmt.Sprintf("provider %s did not run the pod: its ShadowPod %s/%s is Failed", rf.env.ProviderID, sp.Namespace, sp.Name)
-	evs, err := rf.remote.CoreV1().Events(sp.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
-		"involvedObject.kind": "ShadowPod", "involvedObject.name": sp.Name}.AsSelector().String()})
+	last, err := rf.latestWarning(ctx, sp)
 	waiting := time.Since(sp.CreationTimestamp.Time) < refusalEventWait
 	switch {
 	case err != nil && waiting:
-		return "", fmt.Errorf("reading the Events of ShadowPod %s/%s on provider %s, which say why it failed: %w",
-			sp.Namespace, sp.Name, rf.env.ProviderID, err)
+		return "", fmt.Errorf("%w (they say why it failed)", err)
 	case err != nil:
 		return why + " (the provider's Events on it say why)", nil
-	}
-	var last *corev1.Event
-	for i := range evs.Items {
-		ev := &evs.Items[i]
-		if ev.Type == corev1.EventTypeWarning && ev.InvolvedObject.UID == sp.UID && (last == nil || eventTime(ev).After(eventTime(last))) {
-			last = ev
-		}
-	}
-	switch {
 	case last != nil:
 		return fmt.Sprintf("%s (%s): %s", why, last.Reason, last.Message), nil
 	case waiting:
@@ -225,26 +211,6 @@ func eventTime(ev *corev1.Event) time.Time {
 		return ev.LastTimestamp.Time
 	}
 	return ev.CreationTimestamp.Time
-}
-
-// ensureServiceAccount creates the remote service account a pod runs as, when missing.
-func (rf *reflection) ensureServiceAccount(ctx context.Context, ns, name string) error {
-	key := ns + "/" + name
-	if _, ok := rf.sas.Load(key); ok {
-		return nil
-	}
-	// Once per service account, not once per worker that meets it first.
-	rf.saMu.Lock()
-	defer rf.saMu.Unlock()
-	if _, ok := rf.sas.Load(key); ok {
-		return nil
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: rf.labels}}
-	if _, err := rf.remote.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating service account %s on provider %s for the pods that run as it: %w", key, rf.env.ProviderID, err)
-	}
-	rf.sas.Store(key, struct{}{})
-	return nil
 }
 
 func (rf *reflection) updateShadow(ctx context.Context, sp *offv1beta1.ShadowPod) (*offv1beta1.ShadowPod, error) {

@@ -173,12 +173,12 @@ func (s *tokenStore) forget(key string) {
 	delete(s.pods, key)
 }
 
-// syncTokens writes the origin tokens Secret of a local pod when it is due: never written (by
+// syncTokens writes the origin tokens Secret of a local pod in mode tokensOrigin when it is due: never written (by
 // this run) for this pod, a token to refresh, or a ShadowPod (sp; nil before its creation) to
 // be owned by. It schedules the next refresh.
 func (rf *reflection) syncTokens(ctx context.Context, pod *corev1.Pod, remoteNs string, sp *offv1beta1.ShadowPod) error {
 	sources := tokenSources(&pod.Spec)
-	if rf.apiServer == nil || len(sources) == 0 || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if tokenModeOf(pod, rf.apiServer) != tokensOrigin || len(sources) == 0 || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return nil
 	}
 	key := pod.Namespace + "/" + pod.Name

@@ -177,3 +177,6 @@ func StartCRDReplicator(tb testing.TB, cl *testenv.Cluster, objs []*unstructured
 	p.waitUntil(tb, "started", func(context.Context) bool { return p.Logged("Starting crdReplicator manager") })
 	return p
 }
+
+// Stop ends the process (SIGTERM, then SIGKILL after 10 s) before the test ends.
+func (p *Process) Stop() { p.stop() }

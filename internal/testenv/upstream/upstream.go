@@ -63,13 +63,18 @@ func ClusterOptions(tb testing.TB, name string) testenv.ClusterOptions {
 	return testenv.ClusterOptions{Name: name, SkipLiqoCRDs: true, CRDPaths: []string{crds}}
 }
 
-// Render renders upstream's chart with networking disabled and clusterID as the cluster's ID,
-// as `helm template` does (hooks included).
-func Render(tb testing.TB, clusterID string) []*unstructured.Unstructured {
+// Render renders upstream's chart with networking disabled, clusterID as the cluster's ID and
+// more values sets (each key=value, as helm's --set takes them), as `helm template` does (hooks
+// included).
+func Render(tb testing.TB, clusterID string, sets ...string) []*unstructured.Unstructured {
 	tb.Helper()
 	dir := filepath.Join(BinDir(tb), "chart")
-	out, err := chart.New(tb).Run(tb.Context(), "template", Release, dir, "--namespace", Namespace,
-		"--set", "networking.enabled=false", "--set", "tag=v1.2.0", "--set", "discovery.config.clusterID="+clusterID)
+	args := []string{"template", Release, dir, "--namespace", Namespace,
+		"--set", "networking.enabled=false", "--set", "tag=v1.2.0", "--set", "discovery.config.clusterID=" + clusterID}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	out, err := chart.New(tb).Run(tb.Context(), args...)
 	if err != nil {
 		tb.Fatalf("rendering upstream's chart: %v", err)
 	}
