@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,6 +49,7 @@ func startMixedBed(t *testing.T) *mixedBed {
 	opts := upstream.ClusterOptions(t, upstreamCluster)
 	opts.Scheduler, opts.ControllerManager, opts.KubeletAPI, opts.PodCIDR = true, true, true, "10.210.0.0/16"
 	opts.Nodes = []testenv.NodeOptions{{Name: upstreamCluster + "-node-1", CPU: "8", Memory: "16Gi", PodCIDR: "10.210.1.0/24"}}
+	opts.KWOKConfigs = []string{kwokLogs(t)}
 	up := testenv.New(t, opts).Cluster(upstreamCluster)
 	// The address peers reach its API server at: the chart's value for a cluster whose control
 	// plane runs on no node (upstream's controller manager otherwise looks for a control-plane
@@ -130,6 +133,37 @@ func (b *mixedBed) logTerminating(t *testing.T) {
 	}
 }
 
+// mixedLogLine is what the web containers of namespace mixed on the upstream cluster log (KWOK
+// plays their logs from a file: kwokLogs).
+const mixedLogLine = "hello from a pod on upstream's provider"
+
+// kwokLogs writes a KWOK ClusterLogs configuration that gives the web containers of namespace
+// mixed a log of one line, mixedLogLine, and returns its path.
+func kwokLogs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "web.log")
+	line := time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + mixedLogLine + "\n"
+	if err := os.WriteFile(logFile, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "kwok-logs.yaml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: web-logs
+spec:
+  selector:
+    matchNamespaces: [mixed]
+  logs:
+  - containers: [web]
+    logsFile: %s
+`, logFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
+
 // kubeconfig returns the kubeconfig path of a sandbox cluster or of the upstream one.
 func (b *mixedBed) kubeconfig(cluster string) string {
 	if cluster == upstreamCluster {
@@ -164,7 +198,7 @@ func TestUpstreamConsumerOurProvider(t *testing.T) {
 		b.expectInfoPeer(t, upstreamCluster, "provider", "Provider")
 		b.expectInfoPeer(t, "provider", upstreamCluster, "Consumer")
 		if round == 1 {
-			b.offloadAndRun(t, upstreamCluster, "provider", "provider")
+			b.offloadAndRun(t, upstreamCluster, "provider", "provider", false)
 		}
 		b.run(t, upstreamCluster, "unpeer", "--remote-kubeconfig", b.kubeconfig("provider"), "--delete-namespaces", "--skip-confirm", "--timeout", "3m")
 		vk.Stop()
@@ -210,9 +244,9 @@ func (b *mixedBed) expectInfoPeer(t *testing.T, cluster, peer, role string) {
 }
 
 // offloadAndRun offloads namespace mixed of consumer to provider (virtual node node on the
-// consumer) and checks that a Deployment's pods run there and its Service is reflected, then
-// unoffloads it.
-func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string) {
+// consumer) and checks that a Deployment's pods run there and its Service is reflected; when
+// logs is set, that the pods' logs come back through the virtual node; then unoffloads it.
+func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string, logs bool) {
 	t.Helper()
 	ctx := t.Context()
 	cons, prov := b.client(consumer), b.client(provider)
@@ -242,11 +276,37 @@ func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string) 
 	testenv.Poll(t, "Service mixed/web reflected to "+provider, time.Minute, func(ctx context.Context) (bool, error) {
 		return prov.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}) == nil, nil
 	})
+	if logs {
+		b.expectLogs(t, consumer, labels)
+	}
 	b.run(t, consumer, "unoffload", "namespace", "mixed", "--skip-confirm", "--timeout", "2m")
 	testenv.Poll(t, "namespace mixed gone from "+provider+" after unoffload", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		err := prov.Get(ctx, client.ObjectKey{Name: "mixed"}, &corev1.Namespace{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+}
+
+// expectLogs: the logs of an offloaded pod, read on the consumer as `kubectl logs` reads them
+// (the API server asks the virtual node's kubelet endpoint), are the ones its copy logs on the
+// provider.
+func (b *mixedBed) expectLogs(t *testing.T, consumer string, labels map[string]string) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := b.client(consumer).List(t.Context(), pods, client.InNamespace("mixed"), client.MatchingLabels(labels)); err != nil || len(pods.Items) == 0 {
+		t.Fatalf("listing the web pods on %s: %v (%d)", consumer, err, len(pods.Items))
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfig(consumer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cs.CoreV1().Pods("mixed").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "web"}).DoRaw(t.Context())
+	if err != nil || !strings.Contains(string(out), mixedLogLine) {
+		t.Errorf("logs of pod mixed/%s on %s: %v\n%s\nwant a line %q", pods.Items[0].Name, consumer, err, out, mixedLogLine)
+	}
 }
 
 // podsRunning reports whether n pods labelled labels run in namespace ns (on node, when set).
@@ -265,4 +325,33 @@ func podsRunning(ctx context.Context, c client.Client, ns string, labels map[str
 		return false, fmt.Errorf("%d of %d pods Running (of %d)", running, n, len(pods.Items))
 	}
 	return true, nil
+}
+
+// TestOurConsumerUpstreamProvider: a cluster running our controllers consumes from one running
+// upstream Liqo v1.2.0's, peered with upstream's `liqoctl peer --networking-disabled`, with no
+// hand edit. Our consumer fills the slice's certificate request; upstream's provider signs it;
+// our virtual kubelet authenticates with that slice certificate (the Group upstream binds its
+// liqo-virtual-kubelet-remote role to) and the virtual node is Ready; `liqoctl info peer` is
+// healthy on both sides; a namespace offloaded with `liqoctl offload namespace` runs a
+// Deployment's pods on upstream's provider (its webhook accepts our ShadowPods' labels), Running
+// back on our consumer, its Service reflected, and their logs read through our virtual node;
+// unoffload and unpeer leave nothing on our consumer, and a second peering works after it.
+func TestOurConsumerUpstreamProvider(t *testing.T) {
+	b := startMixedBed(t)
+	for round := 1; round <= 2; round++ {
+		t.Logf("round %d: peering", round)
+		start := time.Now()
+		b.run(t, "consumer", "peer", "--remote-kubeconfig", b.kubeconfig(upstreamCluster), "--networking-disabled", "--timeout", "3m")
+		t.Logf("liqoctl peer returned in %v", time.Since(start).Round(time.Millisecond))
+		testenv.Poll(t, "virtual node upstream Ready on our consumer", 2*time.Minute, func(context.Context) (bool, error) {
+			return b.nodeReady(t, "consumer", upstreamCluster), nil
+		})
+		b.expectInfoPeer(t, "consumer", upstreamCluster, "Provider")
+		b.expectInfoPeer(t, upstreamCluster, "consumer", "Consumer")
+		if round == 1 {
+			b.offloadAndRun(t, "consumer", upstreamCluster, upstreamCluster, true)
+		}
+		b.run(t, "consumer", "unpeer", "--remote-kubeconfig", b.kubeconfig(upstreamCluster), "--delete-namespaces", "--skip-confirm", "--timeout", "3m")
+		b.expectNothingLeft(t)
+	}
 }
