@@ -34,9 +34,8 @@ const upstreamCluster = "upstream"
 // arguments its chart gives them, networking disabled: docs/upstream-testbed.md).
 type mixedBed struct {
 	*sandboxRun
-	up        *testenv.Cluster
-	liqoctl   string
-	upsConfig string
+	up      *testenv.Cluster
+	liqoctl string
 }
 
 // startMixedBed starts the sandbox (consumer and provider) and the upstream cluster, with a
@@ -60,7 +59,7 @@ func startMixedBed(t *testing.T) *mixedBed {
 	upstream.StartControllerManager(t, up, objs)
 	upstream.StartCRDReplicator(t, up, objs)
 	r.clients[upstreamCluster] = up.Client
-	b := &mixedBed{sandboxRun: r, up: up, liqoctl: bin, upsConfig: up.KubeconfigPath}
+	b := &mixedBed{sandboxRun: r, up: up, liqoctl: bin}
 	t.Cleanup(func() {
 		if t.Failed() {
 			b.logTerminating(t)
@@ -167,7 +166,7 @@ spec:
 // kubeconfig returns the kubeconfig path of a sandbox cluster or of the upstream one.
 func (b *mixedBed) kubeconfig(cluster string) string {
 	if cluster == upstreamCluster {
-		return b.upsConfig
+		return b.up.KubeconfigPath
 	}
 	return filepath.Join(b.state, cluster+".kubeconfig")
 }
