@@ -302,10 +302,18 @@ func (b *mixedBed) expectLogs(t *testing.T, consumer string, labels map[string]s
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cs.CoreV1().Pods("mixed").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "web"}).DoRaw(t.Context())
-	if err != nil || !strings.Contains(string(out), mixedLogLine) {
-		t.Errorf("logs of pod mixed/%s on %s: %v\n%s\nwant a line %q", pods.Items[0].Name, consumer, err, out, mixedLogLine)
-	}
+	// As `kubectl logs` right after a node joined: its serving certificate may still be on its
+	// way (the virtual kubelet asks for it when it starts; the node's CSR is approved once the
+	// Node has its address).
+	start := time.Now()
+	testenv.Poll(t, "logs of pod mixed/"+pods.Items[0].Name+" on "+consumer, 30*time.Second, func(ctx context.Context) (bool, error) {
+		out, err := cs.CoreV1().Pods("mixed").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "web"}).DoRaw(ctx)
+		if err != nil || !strings.Contains(string(out), mixedLogLine) {
+			return false, fmt.Errorf("%v\n%s\nwant a line %q", err, out, mixedLogLine)
+		}
+		return true, nil
+	})
+	t.Logf("logs of an offloaded pod through the virtual node after %v", time.Since(start).Round(time.Millisecond))
 }
 
 // podsRunning reports whether n pods labelled labels run in namespace ns (on node, when set).
