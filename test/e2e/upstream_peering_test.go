@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,8 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,7 +47,7 @@ func startMixedBed(t *testing.T) *mixedBed {
 	opts := upstream.ClusterOptions(t, upstreamCluster)
 	opts.Scheduler, opts.ControllerManager, opts.KubeletAPI, opts.PodCIDR = true, true, true, "10.210.0.0/16"
 	opts.Nodes = []testenv.NodeOptions{{Name: upstreamCluster + "-node-1", CPU: "8", Memory: "16Gi", PodCIDR: "10.210.1.0/24"}}
-	opts.KWOKConfigs = []string{kwokLogs(t)}
+	opts.KWOKConfigs = []string{kwokWorkloads(t)}
 	up := testenv.New(t, opts).Cluster(upstreamCluster)
 	// The address peers reach its API server at: the chart's value for a cluster whose control
 	// plane runs on no node (upstream's controller manager otherwise looks for a control-plane
@@ -132,21 +131,32 @@ func (b *mixedBed) logTerminating(t *testing.T) {
 	}
 }
 
-// mixedLogLine is what the web containers of namespace mixed on the upstream cluster log (KWOK
-// plays their logs from a file: kwokLogs).
-const mixedLogLine = "hello from a pod on upstream's provider"
+// mixedLogLine is what the web containers of namespace mixed on the upstream cluster log, and
+// mixedExecOutput what `cat marker` prints in them (KWOK plays their logs from a file and runs
+// their exec commands in a folder: kwokWorkloads).
+const (
+	mixedLogLine    = "hello from a pod on upstream's provider"
+	mixedExecOutput = "exec'd on upstream's provider"
+)
 
-// kwokLogs writes a KWOK ClusterLogs configuration that gives the web containers of namespace
-// mixed a log of one line, mixedLogLine, and returns its path.
-func kwokLogs(t *testing.T) string {
+// kwokWorkloads writes a KWOK configuration that gives the web containers of namespace mixed a
+// log of one line, mixedLogLine, and runs their exec commands in a folder holding the file
+// marker (mixedExecOutput); it returns its path.
+func kwokWorkloads(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	logFile := filepath.Join(dir, "web.log")
+	logFile, workDir := filepath.Join(dir, "web.log"), filepath.Join(dir, "web")
 	line := time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + mixedLogLine + "\n"
 	if err := os.WriteFile(logFile, []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	config := filepath.Join(dir, "kwok-logs.yaml")
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(workDir, "marker"), []byte(mixedExecOutput), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "kwok-workloads.yaml")
 	if err := os.WriteFile(config, fmt.Appendf(nil, `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterLogs
 metadata:
@@ -157,7 +167,19 @@ spec:
   logs:
   - containers: [web]
     logsFile: %s
-`, logFile), 0o600); err != nil {
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: web-exec
+spec:
+  selector:
+    matchNamespaces: [mixed]
+  execs:
+  - containers: [web]
+    local:
+      workDir: %s
+`, logFile, workDir), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return config
@@ -244,7 +266,8 @@ func (b *mixedBed) expectInfoPeer(t *testing.T, cluster, peer, role string) {
 
 // offloadAndRun offloads namespace mixed of consumer to provider (virtual node node on the
 // consumer) and checks that a Deployment's pods run there and its Service is reflected; when
-// logs is set, that the pods' logs come back through the virtual node; then unoffloads it.
+// logs is set, that `kubectl logs` and `kubectl exec` reach them through the virtual node; then
+// unoffloads it.
 func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string, logs bool) {
 	t.Helper()
 	ctx := t.Context()
@@ -276,7 +299,7 @@ func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string, 
 		return prov.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}) == nil, nil
 	})
 	if logs {
-		b.expectLogs(t, consumer, labels)
+		b.expectLogsAndExec(t, consumer, labels)
 	}
 	b.run(t, consumer, "unoffload", "namespace", "mixed", "--skip-confirm", "--timeout", "2m")
 	testenv.Poll(t, "namespace mixed gone from "+provider+" after unoffload", 2*time.Minute, func(ctx context.Context) (bool, error) {
@@ -285,35 +308,41 @@ func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string, 
 	})
 }
 
-// expectLogs: the logs of an offloaded pod, read on the consumer as `kubectl logs` reads them
-// (the API server asks the virtual node's kubelet endpoint), are the ones its copy logs on the
-// provider.
-func (b *mixedBed) expectLogs(t *testing.T, consumer string, labels map[string]string) {
+// expectLogsAndExec: `kubectl logs` of an offloaded pod on the consumer (the API server asks
+// the virtual node's kubelet endpoint) shows what its copy logs on the provider, and `kubectl
+// exec` runs in its copy's container there.
+func (b *mixedBed) expectLogsAndExec(t *testing.T, consumer string, labels map[string]string) {
 	t.Helper()
 	pods := &corev1.PodList{}
 	if err := b.client(consumer).List(t.Context(), pods, client.InNamespace("mixed"), client.MatchingLabels(labels)); err != nil || len(pods.Items) == 0 {
 		t.Fatalf("listing the web pods on %s: %v (%d)", consumer, err, len(pods.Items))
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfig(consumer))
-	if err != nil {
-		t.Fatal(err)
+	kubectl := func(ctx context.Context, args ...string) (string, error) {
+		args = append([]string{"--kubeconfig", b.kubeconfig(consumer), "-n", "mixed"}, args...)
+		out, err := exec.CommandContext(ctx, filepath.Join(mustBinDir(t), "kubectl"), args...).CombinedOutput()
+		return string(out), err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As `kubectl logs` right after a node joined: its serving certificate may still be on its
-	// way (the virtual kubelet asks for it when it starts; the node's CSR is approved once the
-	// Node has its address).
+	pod := pods.Items[0].Name
+	// Right after a node joined, its serving certificate may still be on its way (the virtual
+	// kubelet asks for it when it starts; the CSR is approved once the Node has its address):
+	// as a user would, ask again.
 	start := time.Now()
-	testenv.Poll(t, "logs of pod mixed/"+pods.Items[0].Name+" on "+consumer, 30*time.Second, func(ctx context.Context) (bool, error) {
-		out, err := cs.CoreV1().Pods("mixed").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "web"}).DoRaw(ctx)
-		if err != nil || !strings.Contains(string(out), mixedLogLine) {
-			return false, fmt.Errorf("%v\n%s\nwant a line %q", err, out, mixedLogLine)
-		}
-		return true, nil
-	})
-	t.Logf("logs of an offloaded pod through the virtual node after %v", time.Since(start).Round(time.Millisecond))
+	for _, c := range []struct {
+		what, want string
+		args       []string
+	}{
+		{"kubectl logs", mixedLogLine, []string{"logs", pod, "-c", "web"}},
+		{"kubectl exec cat marker", mixedExecOutput, []string{"exec", pod, "-c", "web", "--", "cat", "marker"}},
+	} {
+		testenv.Poll(t, c.what+" of pod mixed/"+pod+" on "+consumer, 30*time.Second, func(ctx context.Context) (bool, error) {
+			out, err := kubectl(ctx, c.args...)
+			if err != nil || !strings.Contains(out, c.want) {
+				return false, fmt.Errorf("%v: %s (want %q)", err, out, c.want)
+			}
+			return true, nil
+		})
+	}
+	t.Logf("logs and exec of an offloaded pod through the virtual node within %v", time.Since(start).Round(time.Millisecond))
 }
 
 // podsRunning reports whether n pods labelled labels run in namespace ns (on node, when set).
@@ -341,7 +370,7 @@ func podsRunning(ctx context.Context, c client.Client, ns string, labels map[str
 // liqo-virtual-kubelet-remote role to) and the virtual node is Ready; `liqoctl info peer` is
 // healthy on both sides; a namespace offloaded with `liqoctl offload namespace` runs a
 // Deployment's pods on upstream's provider (its webhook accepts our ShadowPods' labels), Running
-// back on our consumer, its Service reflected, and their logs read through our virtual node;
+// back on our consumer, its Service reflected, and `kubectl logs`/`exec` reaching them through our virtual node;
 // unoffload and unpeer leave nothing on our consumer, and a second peering works after it.
 func TestOurConsumerUpstreamProvider(t *testing.T) {
 	b := startMixedBed(t)
