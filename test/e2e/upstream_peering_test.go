@@ -225,6 +225,9 @@ func TestUpstreamConsumerOurProvider(t *testing.T) {
 		vk.Stop()
 		b.expectNothingLeft(t)
 	}
+	b.peerWithTerraform(t, upstreamCluster, "provider", func() *upstream.Process {
+		return upstream.StartVirtualKubelet(t, b.up, "liqo-tenant-provider", "provider")
+	})
 }
 
 // peerUpstreamConsumer peers the upstream cluster (consumer) with the sandbox's provider and
@@ -241,6 +244,54 @@ func (b *mixedBed) peerUpstreamConsumer(t *testing.T) *upstream.Process {
 	})
 	t.Logf("virtual node Ready %v after liqoctl peer started", time.Since(start).Round(time.Millisecond))
 	return vk
+}
+
+// peerWithTerraform applies examples/peering (liqo_peering) from consumer to provider, networking
+// off, while startVK (if any) runs the consumer's virtual kubelet; then checks that the virtual
+// node is Ready, liqoctl sees the peering healthy on both sides, plans are quiet, and destroy
+// leaves nothing.
+func (b *mixedBed) peerWithTerraform(t *testing.T, consumer, provider string, startVK func() *upstream.Process) {
+	t.Helper()
+	args := b.tfArgs("peering", "consumer_kubeconfig="+b.kubeconfig(consumer), "provider_kubeconfig="+b.kubeconfig(provider), "networking=false")
+	type result struct {
+		out  string
+		took time.Duration
+		code int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, took, code := b.tf(t, "peering", append([]string{"apply", "-auto-approve"}, args...)...)
+		done <- result{out, took, code}
+	}()
+	var vk *upstream.Process
+	var res result
+	// Upstream's consumer makes the virtual kubelet's Deployment once the slice is granted, and
+	// apply waits for the node: run it then, unless apply ends first (its output says why).
+	for waiting := true; waiting; {
+		select {
+		case res = <-done:
+			waiting = false
+		case <-time.After(time.Second):
+			if startVK != nil && vk == nil && upstream.VirtualKubeletDeployed(t.Context(), b.up, "liqo-tenant-"+provider, provider) {
+				vk = startVK()
+			}
+		}
+	}
+	if res.code != 0 {
+		t.Fatalf("terraform apply of examples/peering from %s to %s: exit %d\n%s", consumer, provider, res.code, res.out)
+	}
+	t.Logf("liqo_peering from %s to %s applied in %v", consumer, provider, res.took.Round(time.Millisecond))
+	if !b.nodeReady(t, consumer, provider) {
+		t.Errorf("virtual node %s on %s not Ready after apply", provider, consumer)
+	}
+	b.expectInfoPeer(t, consumer, provider, "Provider")
+	b.expectInfoPeer(t, provider, consumer, "Consumer")
+	b.expectQuietPlans(t, "peering", args...)
+	b.mustTF(t, "peering", append([]string{"destroy", "-auto-approve"}, args...)...)
+	if vk != nil {
+		vk.Stop()
+	}
+	b.expectNothingLeft(t)
 }
 
 // expectInfoPeer: `liqoctl info peer <peer> -o json` on cluster names peer in role, with
@@ -390,4 +441,5 @@ func TestOurConsumerUpstreamProvider(t *testing.T) {
 		b.run(t, "consumer", "unpeer", "--remote-kubeconfig", b.kubeconfig(upstreamCluster), "--delete-namespaces", "--skip-confirm", "--timeout", "3m")
 		b.expectNothingLeft(t)
 	}
+	b.peerWithTerraform(t, "consumer", upstreamCluster, nil)
 }
