@@ -155,8 +155,11 @@ func (r *virtualNodeResource) Schema(ctx context.Context, _ resource.SchemaReque
 			},
 			"kubeconfig_secret_name": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "Secret in `namespace` holding the consumer's kubeconfig of the provider; default: the " +
-					"control-plane identity's, which the peering's authentication made.",
+				MarkdownDescription: "Secret in `namespace` holding the consumer's kubeconfig of the provider; default: as " +
+					"upstream Liqo's, the Secret of the slice's own identity (`resourceslice-<slice>`, made once the provider " +
+					"signed the slice's certificate), else the control-plane identity's, which the peering's authentication " +
+					"made. A node left on the control-plane Secret moves to the slice's once it exists (the controller manager " +
+					"moves it; the next refresh reads the new name, with no change planned); a Secret named here otherwise stays.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 				Validators:    dnsSubdomain("must be a DNS subdomain: lower-case letters, digits, '-' and '.'"),
 			},
@@ -229,8 +232,9 @@ func (r *virtualNodeResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 }
 
-// fill writes the plan into vn, with the capacity the slice was granted and the kubeconfig
-// Secret of the provider's control-plane identity unless one is named.
+// fill writes the plan into vn, with the capacity the slice was granted and, unless one is
+// named, the kubeconfig Secret peering.VirtualNodeSecret gives (the slice's identity, else the
+// provider's control-plane identity).
 func (m *virtualNodeModel) fill(ctx context.Context, c *clusterClient, vn *offv1beta1.VirtualNode) error {
 	ns, provider := vn.Namespace, corev1beta1.ClusterID(m.ProviderClusterID.ValueString())
 	if ns == "" {
@@ -256,12 +260,12 @@ func (m *virtualNodeModel) fill(ctx context.Context, c *clusterClient, vn *offv1
 	secret := m.KubeconfigSecretName.ValueString()
 	if secret == "" {
 		var err error
-		if secret, err = peering.ControlPlaneSecret(ctx, c.ctrl, ns, provider); err != nil {
+		if secret, err = peering.VirtualNodeSecret(ctx, c.ctrl, slice); err != nil {
 			return err
 		}
 		if secret == "" {
-			return fmt.Errorf("kubeconfig_secret_name: no control-plane identity of provider %s in %s of %s: peer the two clusters' "+
-				"authentication first (liqo_peering, or liqo_identity), or name the Secret", provider, ns, c.describe())
+			return fmt.Errorf("kubeconfig_secret_name: no identity of ResourceSlice %s, nor control-plane identity of provider %s, in %s "+
+				"of %s: peer the two clusters' authentication first (liqo_peering, or liqo_identity), or name the Secret", sliceKey, provider, ns, c.describe())
 		}
 	}
 	patch, err := m.patch(ctx)

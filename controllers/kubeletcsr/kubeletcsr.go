@@ -27,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -192,17 +193,44 @@ func (a *Approver) decide(ctx context.Context, csr *certificatesv1.CertificateSi
 	return nil
 }
 
-// SetupWithManager watches kubelet-serving CSRs.
+// SetupWithManager watches kubelet-serving CSRs, and virtual Nodes: a CSR that came before its
+// Node registered, or got an address, is decided as soon as it has (not at the next NodeWait).
 func (a *Approver) SetupWithManager(mgr ctrl.Manager) error {
 	serving := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		csr, ok := o.(*certificatesv1.CertificateSigningRequest)
 		return ok && csr.Spec.SignerName == certificatesv1.KubeletServingSignerName
 	})
+	virtual := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[consts.TypeLabel] == consts.VirtualNodeType
+	})
 	err := ctrl.NewControllerManagedBy(mgr).Named("kubeletcsr").
 		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(serving)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(a.pendingOfNode), builder.WithPredicates(virtual)).
 		Complete(a)
 	if err != nil {
 		return fmt.Errorf("building the kubelet-serving CSR approver: %w", err)
 	}
 	return nil
+}
+
+// pendingOfNode are the undecided kubelet-serving CSRs that ask for the Node o's certificate.
+func (a *Approver) pendingOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &certificatesv1.CertificateSigningRequestList{}
+	if err := a.Client.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "listing the CSRs that may wait for a node", "node", o.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		csr := &list.Items[i]
+		if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || decided(csr) {
+			continue
+		}
+		if block, _ := pem.Decode(csr.Spec.Request); block != nil {
+			if cr, err := x509.ParseCertificateRequest(block.Bytes); err == nil && cr.Subject.CommonName == "system:node:"+o.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: csr.Name}})
+			}
+		}
+	}
+	return out
 }

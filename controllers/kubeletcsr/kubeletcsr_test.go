@@ -54,7 +54,7 @@ func TestApprover(t *testing.T) {
 	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(c.Config)
 	testenv.StartManager(t, c, func(mgr ctrl.Manager) error {
-		return (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: admin, NodeWait: 200 * time.Millisecond,
+		return (&kubeletcsr.Approver{Client: mgr.GetClient(), Kube: admin, NodeWait: 10 * time.Minute, // the Node watch decides, not the requeue
 			Requesters: func(vn *offv1beta1.VirtualNode) []string { return []string{"vk-" + vn.Name} }}).SetupWithManager(mgr)
 	})
 
@@ -66,7 +66,7 @@ func TestApprover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The requests come before the Node: the approver waits for it.
+	// The requests come before the Node: the approver decides them when it registers.
 	clientOf := func(user string) kubernetes.Interface {
 		kc, err := c.UserKubeconfig(user, "system:masters")
 		if err != nil {

@@ -322,9 +322,10 @@ type workloadBinding struct {
 }
 
 // workloadBindings are a consumer's bindings in each of its remote namespaces: its user (the
-// control-plane certificate's name, which our virtual kubelets use) to liqo-remote-workload,
-// and its group (the organization of its ResourceSlice certificates, which upstream's virtual
-// kubelets use) to liqo-virtual-kubelet-remote.
+// control-plane certificate's name, which a virtual kubelet uses while its slice is not signed,
+// and those of our versions before slice identities used always) to liqo-remote-workload, and
+// its group (the organization of its ResourceSlice certificates, which virtual kubelets use
+// once their slice is signed: upstream's and ours) to liqo-virtual-kubelet-remote.
 func workloadBindings(consumer string) []workloadBinding {
 	role := func(name string) rbacv1.RoleRef {
 		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}

@@ -164,13 +164,9 @@ func (r *ConsumerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // LocalIdentity reads the cluster's signing key and ID from the Liqo namespace liqoNS.
 func LocalIdentity(ctx context.Context, c client.Client, liqoNS string) (*signing.KeyPair, string, error) {
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: consts.SigningKeySecret}, secret); err != nil {
-		return nil, "", fmt.Errorf("reading the cluster's signing key: %w", err)
-	}
-	key, err := signing.ParsePrivate(secret.Data[consts.PrivateKeySecretKey])
+	key, err := signing.ReadClusterKey(ctx, c, liqoNS)
 	if err != nil {
-		return nil, "", fmt.Errorf("the cluster's signing key: %w", err)
+		return nil, "", err
 	}
 	cm := &corev1.ConfigMap{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: consts.ClusterIDConfigMap}, cm); err != nil {

@@ -434,19 +434,17 @@ func (r *Reconciler[T]) peerFor(ctx context.Context, id corev1beta1.ClusterID) (
 	if err := r.Client.List(ctx, secrets, client.MatchingLabels{consts.IdentityTypeLabel: "ControlPlane", consts.RemoteClusterIDLabel: string(id)}); err != nil {
 		return nil, fmt.Errorf("listing identities of %s: %w", id, err)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(secrets.Items) == 0 {
+		r.dropPeer(id)
 		return nil, nil
 	}
 	secret := secrets.Items[0]
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if p, ok := r.peers[id]; ok && p.secretVersion == secret.ResourceVersion {
 		return p, nil
 	}
-	if old, ok := r.peers[id]; ok {
-		old.cancel()
-		delete(r.peers, id)
-	}
+	r.dropPeer(id)
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[consts.KubeconfigSecretKey])
 	if err != nil {
 		return nil, fmt.Errorf("identity %s/%s of %s: %w", secret.Namespace, secret.Name, id, err)
@@ -491,6 +489,29 @@ func (r *Reconciler[T]) peerFor(ctx context.Context, id corev1beta1.ClusterID) (
 	return p, nil
 }
 
+// dropPeer stops the connection to provider id (its remote cache's watches), if any; r.mu is held.
+func (r *Reconciler[T]) dropPeer(id corev1beta1.ClusterID) {
+	if old, ok := r.peers[id]; ok {
+		old.cancel()
+		delete(r.peers, id)
+	}
+}
+
+// forgetGonePeer stops the connection to provider id once it has no identity Secret left (the
+// peering's authentication removed): no watch is left open on its API server.
+func (r *Reconciler[T]) forgetGonePeer(ctx context.Context, id corev1beta1.ClusterID) {
+	secrets := &corev1.SecretList{}
+	if err := r.Client.List(ctx, secrets, client.MatchingLabels{consts.IdentityTypeLabel: "ControlPlane", consts.RemoteClusterIDLabel: string(id)}); err != nil || len(secrets.Items) > 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.peers[id]; ok {
+		log.FromContext(ctx).Info("no identity left for the provider: closing its connection", "provider", id, "kind", r.Kind.Name)
+		r.dropPeer(id)
+	}
+}
+
 // SetupWithManager watches local objects, identity Secrets (a new or renewed identity brings
 // its provider's objects back) and ForeignClusters (a peer declared gone releases them).
 func (r *Reconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
@@ -515,8 +536,10 @@ func (r *Reconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).Named("replication-"+r.Kind.Name).
 		For(r.Kind.New()).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return ofProvider(ctx, corev1beta1.ClusterID(o.GetLabels()[consts.RemoteClusterIDLabel]))
-		}), identities, builder.OnlyMetadata).
+			id := corev1beta1.ClusterID(o.GetLabels()[consts.RemoteClusterIDLabel])
+			r.forgetGonePeer(ctx, id)
+			return ofProvider(ctx, id)
+		}), identities). // the informer peerFor reads them from: an event comes after its cache changed
 		Watches(&corev1beta1.ForeignCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			fc, ok := o.(*corev1beta1.ForeignCluster)
 			if !ok || !consts.PeerGone(fc.Annotations) {

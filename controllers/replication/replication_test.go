@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -190,6 +191,26 @@ func TestReplication(t *testing.T) {
 	testenv.Eventually(t, "the copy and the slice gone", 30*time.Second, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(prov.Client.Get(ctx, remoteKey, &authv1beta1.ResourceSlice{})) &&
 			apierrors.IsNotFound(cons.Client.Get(ctx, client.ObjectKeyFromObject(local), &authv1beta1.ResourceSlice{}))
+	})
+
+	// The identity removed (an unpeering): the replicator closes its watches on the provider,
+	// whose API server can then stop without waiting for them.
+	kube := kubernetes.NewForConfigOrDie(prov.Config)
+	watches := func(ctx context.Context) int {
+		n, err := testenv.OpenWatches(ctx, kube, "resourceslices")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := watches(ctx); n == 0 {
+		t.Fatal("the replicator watches no ResourceSlice on the provider before the identity is removed")
+	}
+	if err := cons.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: "kubeconfig-controlplane"}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "no ResourceSlice watch left on the provider", 30*time.Second, func(ctx context.Context) bool {
+		return watches(ctx) == 0
 	})
 }
 

@@ -1,6 +1,8 @@
 // Package virtualnode turns the consumer's accepted ResourceSlices into VirtualNodes (capacity =
 // the grant; node labels and the offloading patch's node selector = the slice's) and runs each
-// VirtualNode's Node through a vnode.Runner; deleting a slice deletes its VirtualNode, which
+// VirtualNode's Node through a vnode.Runner; a VirtualNode runs with the slice's own Identity once
+// the provider signed the slice's certificate, as upstream's do (peering.VirtualNodeSecret, the
+// control-plane identity until then); deleting a slice deletes its VirtualNode, which
 // removes the Node. A slice of any class makes a virtual node once accepted (by whichever
 // controller decides its class); a cordoned slice's Node is unschedulable (syncCordon).
 package virtualnode
@@ -11,6 +13,7 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -56,7 +59,9 @@ func (r *SliceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		}
 		return reconcile.Result{}, nil
 	}
-	secret, err := peering.ControlPlaneSecret(ctx, r.Client, slice.Namespace, *slice.Spec.ProviderClusterID)
+	// As upstream: the slice's own Identity once the provider signed its certificate (until
+	// then, or for a provider that signs none, the control-plane identity).
+	secret, err := peering.VirtualNodeSecret(ctx, r.Client, slice)
 	if err != nil || secret == "" {
 		return reconcile.Result{}, err
 	}
@@ -78,41 +83,79 @@ func (r *SliceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("writing the virtual node of %s: %w", req, err)
 	}
-	if err := r.syncProviderNodes(ctx, slice); err != nil {
+	if err := r.syncMadeFromSlice(ctx, slice, secret); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, r.syncCordon(ctx, slice, vn.Name)
 }
 
-// syncProviderNodes puts what the provider says of its nodes for the slice (none Ready:
-// consts.ProviderNodesNotReadyAnnotation, which replication brings back from the provider's
-// copy) on every VirtualNode made from the slice (its own, and those of liqo_virtual_node),
-// whose virtual kubelets then report the Node NotReady; and removes it when the provider has
-// a Ready node again.
-func (r *SliceReconciler) syncProviderNodes(ctx context.Context, slice *authv1beta1.ResourceSlice) error {
-	want := slice.Annotations[consts.ProviderNodesNotReadyAnnotation]
+// syncMadeFromSlice keeps every VirtualNode made from the slice (its own, and those of
+// liqo_virtual_node) following the slice: what the provider says of its nodes (syncProviderNodes),
+// and the kubeconfig Secret (syncSecret).
+func (r *SliceReconciler) syncMadeFromSlice(ctx context.Context, slice *authv1beta1.ResourceSlice, secret string) error {
 	vns := &offv1beta1.VirtualNodeList{}
 	if err := r.Client.List(ctx, vns, client.InNamespace(slice.Namespace), client.MatchingLabels{consts.ResourceSliceNameLabel: slice.Name}); err != nil {
 		return fmt.Errorf("listing the virtual nodes of ResourceSlice %s/%s: %w", slice.Namespace, slice.Name, err)
 	}
+	controlPlane := ""
+	if secret != "" {
+		var err error
+		if controlPlane, err = peering.ControlPlaneSecret(ctx, r.Client, slice.Namespace, *slice.Spec.ProviderClusterID); err != nil {
+			return err
+		}
+	}
 	for i := range vns.Items {
 		vn := &vns.Items[i]
-		if vn.Annotations[consts.ProviderNodesNotReadyAnnotation] == want {
+		before := vn.DeepCopy()
+		r.syncProviderNodes(ctx, slice, vn)
+		syncSecret(vn, secret, controlPlane)
+		if equality.Semantic.DeepEqual(before, vn) {
 			continue
 		}
-		before := vn.DeepCopy()
-		if want == "" {
-			delete(vn.Annotations, consts.ProviderNodesNotReadyAnnotation)
-		} else {
-			if vn.Annotations == nil {
-				vn.Annotations = map[string]string{}
-			}
-			vn.Annotations[consts.ProviderNodesNotReadyAnnotation] = want
-		}
 		if err := r.Client.Patch(ctx, vn, client.MergeFrom(before)); err != nil {
-			return fmt.Errorf("telling virtual node %s/%s that its provider has no Ready node (%q): %w", vn.Namespace, vn.Name, want, err)
+			return fmt.Errorf("virtual node %s/%s of ResourceSlice %s/%s: following the slice (provider's nodes, kubeconfigSecretRef): %w",
+				vn.Namespace, vn.Name, slice.Namespace, slice.Name, err)
 		}
-		log.FromContext(ctx).Info("virtual node follows its provider's nodes", "virtualNode", client.ObjectKeyFromObject(vn), "noReadyNode", want)
+	}
+	return nil
+}
+
+// syncProviderNodes puts what the provider says of its nodes for the slice (none Ready:
+// consts.ProviderNodesNotReadyAnnotation, which replication brings back from the provider's
+// copy) on vn, whose virtual kubelet then reports the Node NotReady; and removes it when the
+// provider has a Ready node again.
+func (r *SliceReconciler) syncProviderNodes(ctx context.Context, slice *authv1beta1.ResourceSlice, vn *offv1beta1.VirtualNode) {
+	want := slice.Annotations[consts.ProviderNodesNotReadyAnnotation]
+	if vn.Annotations[consts.ProviderNodesNotReadyAnnotation] == want {
+		return
+	}
+	if want == "" {
+		delete(vn.Annotations, consts.ProviderNodesNotReadyAnnotation)
+	} else {
+		if vn.Annotations == nil {
+			vn.Annotations = map[string]string{}
+		}
+		vn.Annotations[consts.ProviderNodesNotReadyAnnotation] = want
+	}
+	log.FromContext(ctx).Info("virtual node follows its provider's nodes", "virtualNode", client.ObjectKeyFromObject(vn), "noReadyNode", want)
+}
+
+// syncSecret moves vn, when it runs with the provider's control-plane Secret controlPlane (the
+// default of liqo_virtual_node, or the slice's own virtual node before the slice was signed),
+// to secret (peering.VirtualNodeSecret: the slice Identity's once it exists). A Secret its
+// writer chose is kept. The virtual kubelet restarts its node with the new credentials.
+func syncSecret(vn *offv1beta1.VirtualNode, secret, controlPlane string) {
+	if secret == "" || controlPlane == "" || vn.Spec.KubeconfigSecretRef == nil || vn.Spec.KubeconfigSecretRef.Name != controlPlane {
+		return
+	}
+	vn.Spec.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret}
+}
+
+// sliceOfLabel is the slice an object is labelled with (consts.ResourceSliceNameLabel), in its
+// namespace.
+func sliceOfLabel(_ context.Context, o client.Object) []reconcile.Request {
+	if name := o.GetLabels()[consts.ResourceSliceNameLabel]; name != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 	}
 	return nil
 }
@@ -127,19 +170,17 @@ func accepted(s *authv1beta1.ResourceSlice) bool {
 	return n == 2 && len(s.Status.Resources) > 0
 }
 
-// SetupWithManager watches slices, the VirtualNodes made from them and the virtual Nodes
-// (created, or made (un)schedulable: see syncCordon).
+// SetupWithManager watches slices, the VirtualNodes and Identities made from them and the
+// virtual Nodes (created, or made (un)schedulable: see syncCordon).
 func (r *SliceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("slicevirtualnode").
 		For(&authv1beta1.ResourceSlice{}).
 		// Its VirtualNodes, and those of liqo_virtual_node, made from a slice but not owned by
 		// it: all labelled with the slice's name.
-		Watches(&offv1beta1.VirtualNode{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if name := o.GetLabels()[consts.ResourceSliceNameLabel]; name != "" {
-				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
-			}
-			return nil
-		})).
+		Watches(&offv1beta1.VirtualNode{}, handler.EnqueueRequestsFromMapFunc(sliceOfLabel)).
+		// The slices' Identities (upstream's label, ours and upstream's consumers alike): once one
+		// names its kubeconfig Secret, the virtual nodes move to it.
+		Watches(&authv1beta1.Identity{}, handler.EnqueueRequestsFromMapFunc(sliceOfLabel)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.sliceOfNode), builder.WithPredicates(cordonChanges)).
 		Complete(r)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/finalizers"
@@ -99,10 +101,15 @@ func (r *Reconciler) setStatus(ctx context.Context, vn *offv1beta1.VirtualNode, 
 	return nil
 }
 
-// SetupWithManager watches VirtualNodes (and, with the Deployment runner, their Deployments).
+// SetupWithManager watches VirtualNodes, the kubeconfig Secrets they name (a renewed
+// certificate restarts an in-process node with it; a Deployment's virtual kubelet reads its
+// Secret again itself) and, with the Deployment runner, their Deployments.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named("virtualnode").
 		For(&offv1beta1.VirtualNode{})
+	if r.Deployments == nil {
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.namingSecret))
+	}
 	if r.Deployments != nil {
 		b = b.Owns(&appsv1.Deployment{})
 	}
@@ -111,4 +118,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("building the virtual-node controller: %w", err)
 	}
 	return nil
+}
+
+// namingSecret are the VirtualNodes whose kubeconfigSecretRef names the Secret o.
+func (r *Reconciler) namingSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	vns := &offv1beta1.VirtualNodeList{}
+	if err := r.Client.List(ctx, vns, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "listing the virtual nodes that may run with a changed Secret", "secret", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	var out []reconcile.Request
+	for _, vn := range vns.Items {
+		if vn.Spec.KubeconfigSecretRef != nil && vn.Spec.KubeconfigSecretRef.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vn)})
+		}
+	}
+	return out
 }

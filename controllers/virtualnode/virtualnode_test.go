@@ -2,6 +2,8 @@ package virtualnode_test
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,7 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +24,7 @@ import (
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 )
@@ -33,8 +38,12 @@ func nodeReady(n *corev1.Node) corev1.ConditionStatus {
 	return ""
 }
 
-// TestVirtualNodeFromAcceptedSlice: an accepted slice yields a Ready virtual node with the
-// granted capacity, the virtual-node label and NoExecute taint, and a Lease heartbeat; when the
+// TestVirtualNodeFromAcceptedSlice: an accepted slice yields a virtual node running with the
+// provider's control-plane identity, moved (with the virtual nodes made apart from the slice on
+// that identity, not those naming a Secret of their own) to the slice's own identity once it
+// names its kubeconfig Secret: the node turns Ready, that kubeconfig reaching the provider
+// where the control-plane one does not; a new kubeconfig in that Secret (a renewed
+// certificate) restarts the node with it. It has the granted capacity, the virtual-node label and NoExecute taint, and a Lease heartbeat; when the
 // provider's API server goes away the node turns NotReady; deleting the slice removes the node.
 func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	consumerEnv := testenv.New(t, testenv.ClusterOptions{Name: "consumer", ControllerManager: true}) // garbage collection of owned objects
@@ -56,10 +65,13 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	})
 
 	const ns = "liqo-tenant-cl-provider"
-	kc, err := prov.UserKubeconfig("cl-consumer")
+	// The slice certificate's subject (CN <slice>-<hash>, O <consumer ID>); the control-plane
+	// kubeconfig reaches no API server, so the node is Ready only once it runs with the slice's.
+	kc, err := prov.UserKubeconfig("test-0123456789ab", "cl-consumer")
 	if err != nil {
 		t.Fatal(err)
 	}
+	unreachable := unreachableKubeconfig(t, kc)
 	providerID := corev1beta1.ClusterID("cl-provider")
 	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "test",
 		Labels: map[string]string{consts.ReplicationLabel: "true"}},
@@ -69,8 +81,11 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-controlplane",
 			Labels: map[string]string{consts.IdentityTypeLabel: "ControlPlane", consts.RemoteClusterIDLabel: "cl-provider"}},
-			Data: map[string][]byte{consts.KubeconfigSecretKey: kc}},
+			Data: map[string][]byte{consts.KubeconfigSecretKey: unreachable}},
 		slice,
+		// Virtual nodes made apart from the slice (liqo_virtual_node): one with the default
+		// Secret, one with a Secret of its own.
+		madeApart("apart-default", "kubeconfig-controlplane"), madeApart("apart-own", "mine"),
 	} {
 		if err := cons.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
@@ -88,11 +103,36 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 
 	node := &corev1.Node{}
 	name := "cl-provider-test"
-	testenv.Eventually(t, "a Ready virtual node", 30*time.Second, func(ctx context.Context) bool {
-		return cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == corev1.ConditionTrue
-	})
-	// The VirtualNode names its slice (upstream's label: liqoctl shows a virtual node's slice by it).
 	vn := &offv1beta1.VirtualNode{}
+	testenv.Eventually(t, "a NotReady virtual node on the control-plane identity", 30*time.Second, func(ctx context.Context) bool {
+		return cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vn) == nil && vn.Spec.KubeconfigSecretRef != nil &&
+			vn.Spec.KubeconfigSecretRef.Name == "kubeconfig-controlplane" &&
+			cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == corev1.ConditionFalse
+	})
+	giveSliceIdentity(t, cons.Client, slice, kc)
+	testenv.Eventually(t, "a Ready virtual node on the slice's identity", 30*time.Second, func(ctx context.Context) bool {
+		return cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vn) == nil && vn.Spec.KubeconfigSecretRef.Name == "kubeconfig-resourceslice-test" &&
+			cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == corev1.ConditionTrue
+	})
+	// A new kubeconfig in the same Secret (a renewed certificate) restarts the node with it.
+	for i, want := range []corev1.ConditionStatus{corev1.ConditionFalse, corev1.ConditionTrue} {
+		data := map[bool][]byte{true: unreachable, false: kc}[i == 0]
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-resourceslice-test"}}
+		if err := cons.Client.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
+			fmt.Appendf(nil, `{"data":{%q:%q}}`, consts.KubeconfigSecretKey, base64.StdEncoding.EncodeToString(data)))); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "the node "+string(want)+" with the Secret's new kubeconfig", 30*time.Second, func(ctx context.Context) bool {
+			return cons.Client.Get(ctx, client.ObjectKey{Name: name}, node) == nil && nodeReady(node) == want
+		})
+	}
+	for apart, want := range map[string]string{"apart-default": "kubeconfig-resourceslice-test", "apart-own": "mine"} {
+		testenv.Eventually(t, "virtual node "+apart+" on Secret "+want, 30*time.Second, func(ctx context.Context) bool {
+			got := &offv1beta1.VirtualNode{}
+			return cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: apart}, got) == nil && got.Spec.KubeconfigSecretRef.Name == want
+		})
+	}
+	// The VirtualNode names its slice (upstream's label: liqoctl shows a virtual node's slice by it).
 	if err := cons.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vn); err != nil || vn.Labels[consts.ResourceSliceNameLabel] != "test" {
 		t.Errorf("VirtualNode %s/%s: labels %v (%v), want %s=test", ns, name, vn.Labels, err, consts.ResourceSliceNameLabel)
 	}
@@ -155,5 +195,53 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 	})
 	if err := cons.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the node went before its pod: %v", err)
+	}
+}
+
+// unreachableKubeconfig is kc towards an API server that is not there.
+func unreachableKubeconfig(t *testing.T, kc []byte) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = "https://127.0.0.1:1"
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// madeApart is a VirtualNode made from slice "test" of cl-provider but not by it (as
+// liqo_virtual_node makes them), without a Node, running with the kubeconfig Secret secret.
+func madeApart(name, secret string) *offv1beta1.VirtualNode {
+	vn := &offv1beta1.VirtualNode{ObjectMeta: metav1.ObjectMeta{Namespace: "liqo-tenant-cl-provider", Name: name}}
+	forge.MutateVirtualNode(vn, forge.VirtualNodeOptions{ProviderID: "cl-provider", ResourceSlice: "test", KubeconfigSecret: secret,
+		Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}})
+	return vn
+}
+
+// giveSliceIdentity makes the slice's Identity and its kubeconfig Secret (holding kc), as the
+// identity controllers make them once the provider signed the slice's certificate.
+func giveSliceIdentity(t *testing.T, c client.Client, slice *authv1beta1.ResourceSlice, kc []byte) {
+	t.Helper()
+	ctx := t.Context()
+	id := &authv1beta1.Identity{ObjectMeta: metav1.ObjectMeta{Namespace: slice.Namespace, Name: forge.ResourceSliceIdentityName(slice.Name)}}
+	forge.MutateResourceSliceIdentity(id, slice)
+	id.Spec.AuthParams = authv1beta1.AuthParams{APIServer: "https://provider.example", SignedCRT: []byte("signed")}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: slice.Namespace, Name: "kubeconfig-" + id.Name,
+		Labels: map[string]string{consts.IdentityTypeLabel: string(authv1beta1.ResourceSliceIdentityType), consts.RemoteClusterIDLabel: "cl-provider"}},
+		Data: map[string][]byte{consts.KubeconfigSecretKey: kc}}
+	for _, o := range []client.Object{id, secret} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id.Status.KubeconfigSecretRef = &corev1.LocalObjectReference{Name: secret.Name}
+	if err := c.Status().Update(ctx, id); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -175,7 +175,8 @@ func TestMutateResourceSlice(t *testing.T) {
 	asked := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
 	forge.MutateResourceSlice(rs, "b", forge.ResourceSliceOptions{ConsumerID: "a", Class: "default", Resources: asked, CreateVirtualNode: true})
 	asked[corev1.ResourceCPU] = resource.MustParse("64")
-	wantLabels(t, "ResourceSlice", rs.Labels, map[string]string{consts.RemoteClusterIDLabel: "b", consts.ReplicationLabel: "true"})
+	wantLabels(t, "ResourceSlice", rs.Labels, map[string]string{consts.RemoteClusterIDLabel: "b", consts.ReplicationLabel: "true",
+		consts.ReplicationDestinationLabel: "b"})
 	if rs.Annotations[consts.CreateVirtualNodeAnnotation] != "true" {
 		t.Errorf("annotations %v", rs.Annotations)
 	}

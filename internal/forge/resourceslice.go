@@ -25,11 +25,15 @@ type ResourceSliceOptions struct {
 }
 
 // MutateResourceSlice makes rs the consumer's request for resources of the provider providerID
-// as o says: labelled consts.RemoteClusterIDLabel=providerID and consts.ReplicationLabel=true
-// (the consumer's controllers replicate it to the provider), annotated with whether to create
+// as o says: labelled consts.RemoteClusterIDLabel=providerID, consts.ReplicationLabel=true and
+// consts.ReplicationDestinationLabel=providerID (the consumer's controllers replicate it to the
+// provider), annotated with whether to create
 // a virtual node, with the provider's ID in spec.providerClusterID.
 func MutateResourceSlice(rs *authv1beta1.ResourceSlice, providerID string, o ResourceSliceOptions) {
-	setLabels(rs, map[string]string{consts.RemoteClusterIDLabel: providerID, consts.ReplicationLabel: "true"})
+	// The destination too, as upstream's forge: upstream's consumer signs (spec.csr) and its CRD
+	// replicator sends only slices that name it.
+	setLabels(rs, map[string]string{consts.RemoteClusterIDLabel: providerID, consts.ReplicationLabel: "true",
+		consts.ReplicationDestinationLabel: providerID})
 	annotations := rs.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}

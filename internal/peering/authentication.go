@@ -3,8 +3,10 @@ package peering
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,6 +14,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
+	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 )
 
 // ensureAuthentication runs the handshake unless it is done: the provider's nonce, signed by
@@ -67,8 +70,10 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 			if tenant.Spec.TenantCondition != "" && tenant.Spec.TenantCondition != authv1beta1.TenantConditionActive {
 				return false, stop("Tenant %s on %s is %s: the provider issues no identity; set it Active", tenantKey, p.provider.Name, tenant.Spec.TenantCondition)
 			}
-			return tenant.Status.AuthParams != nil && len(tenant.Status.AuthParams.SignedCRT) > 0 &&
-				tenant.Status.AuthParams.ProxyURL == proxyURL, nil
+			if tenant.Status.AuthParams != nil && len(tenant.Status.AuthParams.SignedCRT) > 0 && tenant.Status.AuthParams.ProxyURL == proxyURL {
+				return true, nil
+			}
+			return false, lastWarning(ctx, p.provider.Client, tenant) // what a timeout then says
 		})
 	if err != nil {
 		return err
@@ -161,7 +166,36 @@ func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
 			}
 			return len(signed.Data[consts.SignedNonceKey]) > 0, nil
 		})
-	return signed, err
+	if err != nil {
+		return nil, err
+	}
+	return signed, p.completeSignedNonce(ctx, signed)
+}
+
+// completeSignedNonce adds to an answer of upstream Liqo's controller manager what ours puts
+// in it and upstream's leaves to liqoctl: the consumer's public key and the certificate request
+// of its control-plane identity (CN the consumer's ID, O consts.ConsumerGroup), made from the
+// consumer cluster's signing key as upstream liqoctl makes them. Only in memory: the key never
+// leaves the consumer's Secret, and nothing of it reaches the state.
+func (p *pair) completeSignedNonce(ctx context.Context, signed *corev1.Secret) error {
+	if len(signed.Data[consts.PublicKeySecretKey]) > 0 && len(signed.Data[consts.CSRKey]) > 0 {
+		return nil
+	}
+	key, err := signing.ReadClusterKey(ctx, p.consumer.Client, p.consumer.liqoNamespace())
+	if err != nil {
+		return fmt.Errorf("on %s, whose answer to the nonce (Secret %s/%s) has no public key or certificate request (upstream Liqo's): %w",
+			p.consumer.Name, signed.Namespace, signed.Name, err)
+	}
+	public, err := key.EncodePublic()
+	if err != nil {
+		return fmt.Errorf("encoding the public key of %s: %w", p.consumer.Name, err)
+	}
+	csr, err := key.CSR(string(p.consumerID), consts.ConsumerGroup)
+	if err != nil {
+		return fmt.Errorf("the control-plane certificate request of %s: %w", p.consumer.Name, err)
+	}
+	signed.Data[consts.PublicKeySecretKey], signed.Data[consts.CSRKey] = public, csr
+	return nil
 }
 
 // removeAuthentication deletes the consumer's Identity, the Tenant (which revokes the
@@ -183,4 +217,38 @@ func (p *pair) removeAuthentication(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// lastWarning is the latest Warning Event about obj (its controller's refusal, say), as an
+// error naming its reason and note; nil when there is none, or the Events cannot be read.
+func lastWarning(ctx context.Context, c client.Reader, obj client.Object) error {
+	list := &eventsv1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var last *eventsv1.Event
+	for i := range list.Items {
+		e := &list.Items[i]
+		if e.Type != corev1.EventTypeWarning || e.Regarding.UID != obj.GetUID() {
+			continue
+		}
+		if last == nil || eventTime(e).After(eventTime(last)) {
+			last = e
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	return fmt.Errorf("%s's last warning: %s: %s", obj.GetName(), last.Reason, last.Note)
+}
+
+// eventTime is when an Event was last seen.
+func eventTime(e *eventsv1.Event) time.Time {
+	if e.Series != nil {
+		return e.Series.LastObservedTime.Time
+	}
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.DeprecatedLastTimestamp.Time
 }

@@ -29,14 +29,16 @@ const (
 )
 
 // Down says which module of the state is not up (networking Established or Disabled,
-// authentication Established, offloading Ready or Disabled), e.g. "networking is Pending"; "" when every
+// authentication Established or Ready, offloading Ready or Disabled), e.g. "networking is Pending"; "" when every
 // one is.
 func (s *State) Down() string {
 	var bad []string
 	if s.Networking != StatusEstablished && s.Networking != StatusDisabled {
 		bad = append(bad, "networking is "+s.Networking)
 	}
-	if s.Authentication != StatusEstablished {
+	// Upstream Liqo v1.2's controller manager says Ready of a consumer's usable control-plane
+	// identity, where ours says Established.
+	if s.Authentication != StatusEstablished && s.Authentication != StatusReady {
 		bad = append(bad, "authentication is "+s.Authentication)
 	}
 	if s.Offloading != StatusReady && s.Offloading != StatusDisabled {

@@ -108,7 +108,7 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 	if p.opts.NoVirtualNode {
 		return waitNodeGone(ctx, p.consumer, name, p.opts.PollInterval)
 	}
-	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("virtual node %s on %s to be Ready with the granted resources", name, p.consumer.Name),
+	return waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("virtual node %s on %s to be Ready with the granted resources and the slice's identity", name, p.consumer.Name),
 		func(ctx context.Context) (bool, error) {
 			if err := p.consumer.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 				return false, client.IgnoreNotFound(err)
@@ -118,8 +118,34 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 					return false, nil
 				}
 			}
-			return nodeReady(node), nil
+			if !nodeReady(node) {
+				return false, nil
+			}
+			return p.onSliceSecret(ctx, slice, name)
 		})
+}
+
+// onSliceSecret tells whether the slice's VirtualNode name runs with the Secret
+// VirtualNodeSecret gives, and, once the provider signed the slice's certificate, whether that
+// is the slice's own Identity's (made from the signed certificate just after it): so an apply
+// returns with the virtual kubelet authenticating as the provider expects it to.
+func (p *pair) onSliceSecret(ctx context.Context, slice *authv1beta1.ResourceSlice, name string) (bool, error) {
+	want, err := SliceIdentitySecret(ctx, p.consumer.Client, slice.Namespace, slice.Name)
+	switch {
+	case err != nil:
+		return false, err
+	case want == "" && slice.Status.AuthParams != nil && len(slice.Status.AuthParams.SignedCRT) > 0:
+		return false, nil // signed: its Identity is coming
+	case want == "":
+		if want, err = ControlPlaneSecret(ctx, p.consumer.Client, slice.Namespace, *slice.Spec.ProviderClusterID); err != nil {
+			return false, err
+		}
+	}
+	vn := &offv1beta1.VirtualNode{}
+	if err := p.consumer.Client.Get(ctx, client.ObjectKey{Namespace: slice.Namespace, Name: name}, vn); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return vn.Spec.KubeconfigSecretRef != nil && vn.Spec.KubeconfigSecretRef.Name == want, nil
 }
 
 // removeOffloading deletes the ResourceSlice and releases the provider (ReleaseSlice).
@@ -258,6 +284,43 @@ func grantCovers(granted, asked corev1.ResourceList) bool {
 		}
 	}
 	return true
+}
+
+// VirtualNodeSecret is the kubeconfig Secret, in the slice's namespace, a virtual node of the
+// consumer's ResourceSlice slice runs with, as upstream Liqo's virtual nodes do: the Secret of
+// the slice's own Identity (SliceIdentitySecret: the certificate the provider signed for the
+// slice, CN <slice>-<hash>, O <consumer ID>, the group upstream's provider binds its
+// virtual-kubelet roles to) once it exists; until then, or when it never comes (a slice of
+// another class, not signed yet, or a provider of ours older than the slice certificates),
+// the control-plane Secret of the slice's provider (ControlPlaneSecret). It is "" when there
+// is neither yet.
+func VirtualNodeSecret(ctx context.Context, c client.Reader, slice *authv1beta1.ResourceSlice) (string, error) {
+	if secret, err := SliceIdentitySecret(ctx, c, slice.Namespace, slice.Name); err != nil || secret != "" {
+		return secret, err
+	}
+	if slice.Spec.ProviderClusterID == nil {
+		return "", nil
+	}
+	return ControlPlaneSecret(ctx, c, slice.Namespace, *slice.Spec.ProviderClusterID)
+}
+
+// SliceIdentitySecret is the kubeconfig Secret of the Identity of the consumer's ResourceSlice
+// slice in namespace (forge.ResourceSliceIdentityName, which the consumer makes once the
+// provider signed the slice's certificate request, and whose status then names the Secret):
+// "" while there is none, or it is going.
+func SliceIdentitySecret(ctx context.Context, c client.Reader, namespace, slice string) (string, error) {
+	id := &authv1beta1.Identity{}
+	key := client.ObjectKey{Namespace: namespace, Name: forge.ResourceSliceIdentityName(slice)}
+	if err := c.Get(ctx, key, id); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading Identity %s of ResourceSlice %s/%s: %w", key, namespace, slice, err)
+	}
+	if id.DeletionTimestamp != nil || id.Status.KubeconfigSecretRef == nil {
+		return "", nil
+	}
+	return id.Status.KubeconfigSecretRef.Name, nil
 }
 
 // ControlPlaneSecret is the name of the Secret holding the consumer's control-plane kubeconfig

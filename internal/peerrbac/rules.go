@@ -56,8 +56,9 @@ func WorkloadRules() []rbacv1.PolicyRule {
 // may do in the consumer's remote namespaces: WorkloadRules and what upstream's virtual kubelet
 // needs beyond them, as its liqo-virtual-kubelet-remote role grants it: Events, port
 // forwarding, pod metrics, and reading and patching
-// (server-side apply) the Secrets it reflects. So an upstream virtual kubelet may read the
-// Secrets of its own remote namespaces, which ours, bound as a user to WorkloadRules, may not;
+// (server-side apply) the Secrets it reflects. So a virtual kubelet with a slice identity
+// (upstream's, and ours once the slice is signed) may read the Secrets of its own remote
+// namespaces, which one with the control-plane identity, bound as a user to WorkloadRules, may not;
 // its writes stay limited to its own labelled copies by consts.ReflectedSecretsPolicy, and the
 // ShadowPod controller runs no pod that mounts a Secret its consumer did not reflect.
 func SliceWorkloadRules() []rbacv1.PolicyRule {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,6 +47,7 @@ func startMixedBed(t *testing.T) *mixedBed {
 	opts := upstream.ClusterOptions(t, upstreamCluster)
 	opts.Scheduler, opts.ControllerManager, opts.KubeletAPI, opts.PodCIDR = true, true, true, "10.210.0.0/16"
 	opts.Nodes = []testenv.NodeOptions{{Name: upstreamCluster + "-node-1", CPU: "8", Memory: "16Gi", PodCIDR: "10.210.1.0/24"}}
+	opts.KWOKConfigs = []string{kwokWorkloads(t)}
 	up := testenv.New(t, opts).Cluster(upstreamCluster)
 	// The address peers reach its API server at: the chart's value for a cluster whose control
 	// plane runs on no node (upstream's controller manager otherwise looks for a control-plane
@@ -129,6 +131,60 @@ func (b *mixedBed) logTerminating(t *testing.T) {
 	}
 }
 
+// mixedLogLine is what the web containers of namespace mixed on the upstream cluster log, and
+// mixedExecOutput what `cat marker` prints in them (KWOK plays their logs from a file and runs
+// their exec commands in a folder: kwokWorkloads).
+const (
+	mixedLogLine    = "hello from a pod on upstream's provider"
+	mixedExecOutput = "exec'd on upstream's provider"
+)
+
+// kwokWorkloads writes a KWOK configuration that gives the web containers of namespace mixed a
+// log of one line, mixedLogLine, and runs their exec commands in a folder holding the file
+// marker (mixedExecOutput); it returns its path.
+func kwokWorkloads(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	logFile, workDir := filepath.Join(dir, "web.log"), filepath.Join(dir, "web")
+	line := time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + mixedLogLine + "\n"
+	if err := os.WriteFile(logFile, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(workDir, "marker"), []byte(mixedExecOutput), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "kwok-workloads.yaml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: web-logs
+spec:
+  selector:
+    matchNamespaces: [mixed]
+  logs:
+  - containers: [web]
+    logsFile: %s
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: web-exec
+spec:
+  selector:
+    matchNamespaces: [mixed]
+  execs:
+  - containers: [web]
+    local:
+      workDir: %s
+`, logFile, workDir), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
+
 // kubeconfig returns the kubeconfig path of a sandbox cluster or of the upstream one.
 func (b *mixedBed) kubeconfig(cluster string) string {
 	if cluster == upstreamCluster {
@@ -163,12 +219,15 @@ func TestUpstreamConsumerOurProvider(t *testing.T) {
 		b.expectInfoPeer(t, upstreamCluster, "provider", "Provider")
 		b.expectInfoPeer(t, "provider", upstreamCluster, "Consumer")
 		if round == 1 {
-			b.offloadAndRun(t, upstreamCluster, "provider", "provider")
+			b.offloadAndRun(t, upstreamCluster, "provider", "provider", false)
 		}
 		b.run(t, upstreamCluster, "unpeer", "--remote-kubeconfig", b.kubeconfig("provider"), "--delete-namespaces", "--skip-confirm", "--timeout", "3m")
 		vk.Stop()
 		b.expectNothingLeft(t)
 	}
+	b.peerWithTerraform(t, upstreamCluster, "provider", func() *upstream.Process {
+		return upstream.StartVirtualKubelet(t, b.up, "liqo-tenant-provider", "provider")
+	})
 }
 
 // peerUpstreamConsumer peers the upstream cluster (consumer) with the sandbox's provider and
@@ -185,6 +244,54 @@ func (b *mixedBed) peerUpstreamConsumer(t *testing.T) *upstream.Process {
 	})
 	t.Logf("virtual node Ready %v after liqoctl peer started", time.Since(start).Round(time.Millisecond))
 	return vk
+}
+
+// peerWithTerraform applies examples/peering (liqo_peering) from consumer to provider, networking
+// off, while startVK (if any) runs the consumer's virtual kubelet; then checks that the virtual
+// node is Ready, liqoctl sees the peering healthy on both sides, plans are quiet, and destroy
+// leaves nothing.
+func (b *mixedBed) peerWithTerraform(t *testing.T, consumer, provider string, startVK func() *upstream.Process) {
+	t.Helper()
+	args := b.tfArgs("peering", "consumer_kubeconfig="+b.kubeconfig(consumer), "provider_kubeconfig="+b.kubeconfig(provider), "networking=false")
+	type result struct {
+		out  string
+		took time.Duration
+		code int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, took, code := b.tf(t, "peering", append([]string{"apply", "-auto-approve"}, args...)...)
+		done <- result{out, took, code}
+	}()
+	var vk *upstream.Process
+	var res result
+	// Upstream's consumer makes the virtual kubelet's Deployment once the slice is granted, and
+	// apply waits for the node: run it then, unless apply ends first (its output says why).
+	for waiting := true; waiting; {
+		select {
+		case res = <-done:
+			waiting = false
+		case <-time.After(time.Second):
+			if startVK != nil && vk == nil && upstream.VirtualKubeletDeployed(t.Context(), b.up, "liqo-tenant-"+provider, provider) {
+				vk = startVK()
+			}
+		}
+	}
+	if res.code != 0 {
+		t.Fatalf("terraform apply of examples/peering from %s to %s: exit %d\n%s", consumer, provider, res.code, res.out)
+	}
+	t.Logf("liqo_peering from %s to %s applied in %v", consumer, provider, res.took.Round(time.Millisecond))
+	if !b.nodeReady(t, consumer, provider) {
+		t.Errorf("virtual node %s on %s not Ready after apply", provider, consumer)
+	}
+	b.expectInfoPeer(t, consumer, provider, "Provider")
+	b.expectInfoPeer(t, provider, consumer, "Consumer")
+	b.expectQuietPlans(t, "peering", args...)
+	b.mustTF(t, "peering", append([]string{"destroy", "-auto-approve"}, args...)...)
+	if vk != nil {
+		vk.Stop()
+	}
+	b.expectNothingLeft(t)
 }
 
 // expectInfoPeer: `liqoctl info peer <peer> -o json` on cluster names peer in role, with
@@ -209,9 +316,10 @@ func (b *mixedBed) expectInfoPeer(t *testing.T, cluster, peer, role string) {
 }
 
 // offloadAndRun offloads namespace mixed of consumer to provider (virtual node node on the
-// consumer) and checks that a Deployment's pods run there and its Service is reflected, then
+// consumer) and checks that a Deployment's pods run there and its Service is reflected; when
+// logs is set, that `kubectl logs` and `kubectl exec` reach them through the virtual node; then
 // unoffloads it.
-func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string) {
+func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string, logs bool) {
 	t.Helper()
 	ctx := t.Context()
 	cons, prov := b.client(consumer), b.client(provider)
@@ -241,11 +349,51 @@ func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string) 
 	testenv.Poll(t, "Service mixed/web reflected to "+provider, time.Minute, func(ctx context.Context) (bool, error) {
 		return prov.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}) == nil, nil
 	})
+	if logs {
+		b.expectLogsAndExec(t, consumer, labels)
+	}
 	b.run(t, consumer, "unoffload", "namespace", "mixed", "--skip-confirm", "--timeout", "2m")
 	testenv.Poll(t, "namespace mixed gone from "+provider+" after unoffload", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		err := prov.Get(ctx, client.ObjectKey{Name: "mixed"}, &corev1.Namespace{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+}
+
+// expectLogsAndExec: `kubectl logs` of an offloaded pod on the consumer (the API server asks
+// the virtual node's kubelet endpoint) shows what its copy logs on the provider, and `kubectl
+// exec` runs in its copy's container there.
+func (b *mixedBed) expectLogsAndExec(t *testing.T, consumer string, labels map[string]string) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := b.client(consumer).List(t.Context(), pods, client.InNamespace("mixed"), client.MatchingLabels(labels)); err != nil || len(pods.Items) == 0 {
+		t.Fatalf("listing the web pods on %s: %v (%d)", consumer, err, len(pods.Items))
+	}
+	kubectl := func(ctx context.Context, args ...string) (string, error) {
+		args = append([]string{"--kubeconfig", b.kubeconfig(consumer), "-n", "mixed"}, args...)
+		out, err := exec.CommandContext(ctx, filepath.Join(mustBinDir(t), "kubectl"), args...).CombinedOutput()
+		return string(out), err
+	}
+	pod := pods.Items[0].Name
+	// Right after a node joined, its serving certificate may still be on its way (the virtual
+	// kubelet asks for it when it starts; the CSR is approved once the Node has its address):
+	// as a user would, ask again.
+	start := time.Now()
+	for _, c := range []struct {
+		what, want string
+		args       []string
+	}{
+		{"kubectl logs", mixedLogLine, []string{"logs", pod, "-c", "web"}},
+		{"kubectl exec cat marker", mixedExecOutput, []string{"exec", pod, "-c", "web", "--", "cat", "marker"}},
+	} {
+		testenv.Poll(t, c.what+" of pod mixed/"+pod+" on "+consumer, 30*time.Second, func(ctx context.Context) (bool, error) {
+			out, err := kubectl(ctx, c.args...)
+			if err != nil || !strings.Contains(out, c.want) {
+				return false, fmt.Errorf("%v: %s (want %q)", err, out, c.want)
+			}
+			return true, nil
+		})
+	}
+	t.Logf("logs and exec of an offloaded pod through the virtual node within %v", time.Since(start).Round(time.Millisecond))
 }
 
 // podsRunning reports whether n pods labelled labels run in namespace ns (on node, when set).
@@ -264,4 +412,34 @@ func podsRunning(ctx context.Context, c client.Client, ns string, labels map[str
 		return false, fmt.Errorf("%d of %d pods Running (of %d)", running, n, len(pods.Items))
 	}
 	return true, nil
+}
+
+// TestOurConsumerUpstreamProvider: a cluster running our controllers consumes from one running
+// upstream Liqo v1.2.0's, peered with upstream's `liqoctl peer --networking-disabled`, with no
+// hand edit. Our consumer fills the slice's certificate request; upstream's provider signs it;
+// our virtual kubelet authenticates with that slice certificate (the Group upstream binds its
+// liqo-virtual-kubelet-remote role to) and the virtual node is Ready; `liqoctl info peer` is
+// healthy on both sides; a namespace offloaded with `liqoctl offload namespace` runs a
+// Deployment's pods on upstream's provider (its webhook accepts our ShadowPods' labels), Running
+// back on our consumer, its Service reflected, and `kubectl logs`/`exec` reaching them through our virtual node;
+// unoffload and unpeer leave nothing on our consumer, and a second peering works after it.
+func TestOurConsumerUpstreamProvider(t *testing.T) {
+	b := startMixedBed(t)
+	for round := 1; round <= 2; round++ {
+		t.Logf("round %d: peering", round)
+		start := time.Now()
+		b.run(t, "consumer", "peer", "--remote-kubeconfig", b.kubeconfig(upstreamCluster), "--networking-disabled", "--timeout", "3m")
+		t.Logf("liqoctl peer returned in %v", time.Since(start).Round(time.Millisecond))
+		testenv.Poll(t, "virtual node upstream Ready on our consumer", 2*time.Minute, func(context.Context) (bool, error) {
+			return b.nodeReady(t, "consumer", upstreamCluster), nil
+		})
+		b.expectInfoPeer(t, "consumer", upstreamCluster, "Provider")
+		b.expectInfoPeer(t, upstreamCluster, "consumer", "Consumer")
+		if round == 1 {
+			b.offloadAndRun(t, "consumer", upstreamCluster, upstreamCluster, true)
+		}
+		b.run(t, "consumer", "unpeer", "--remote-kubeconfig", b.kubeconfig(upstreamCluster), "--delete-namespaces", "--skip-confirm", "--timeout", "3m")
+		b.expectNothingLeft(t)
+	}
+	b.peerWithTerraform(t, "consumer", upstreamCluster, nil)
 }

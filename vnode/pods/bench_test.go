@@ -335,40 +335,16 @@ type requestCounts map[string]float64
 // apiRequests reads an API server's request counters; empty when its metrics cannot be read.
 func apiRequests(ctx context.Context, kube kubernetes.Interface) requestCounts {
 	out := requestCounts{}
-	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return out
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		var verb, resource, sub string
-		for _, kv := range strings.Split(labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			v = strings.Trim(v, `"`)
-			switch k {
-			case "verb":
-				verb = v
-			case "resource":
-				resource = v
-			case "subresource":
-				sub = v
-			}
-		}
+	samples, _ := testenv.APIServerMetric(ctx, kube, "apiserver_request_total")
+	for _, s := range samples {
+		verb, resource := s.Labels["verb"], s.Labels["resource"]
 		if verb == "WATCH" || resource == "" {
 			continue
 		}
-		if sub != "" {
+		if sub := s.Labels["subresource"]; sub != "" {
 			resource += "/" + sub
 		}
-		n, _ := strconv.ParseFloat(value, 64)
-		out[verb+" "+resource] += n
+		out[verb+" "+resource] += s.Value
 	}
 	return out
 }

@@ -111,3 +111,10 @@ func resolveEnv(args []string, env map[string]string) []string {
 	}
 	return out
 }
+
+// VirtualKubeletDeployed tells whether upstream's controller manager made the virtual kubelet
+// Deployment of VirtualNode node in namespace of cl yet.
+func VirtualKubeletDeployed(ctx context.Context, cl *testenv.Cluster, namespace, node string) bool {
+	d, err := virtualKubeletDeployment(ctx, cl, namespace, node)
+	return err == nil && d != nil
+}
