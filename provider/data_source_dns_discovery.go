@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -71,16 +72,6 @@ func (d *dnsDiscoveryDataSource) Metadata(_ context.Context, req datasource.Meta
 
 // Schema describes liqo_dns_discovery.
 func (d *dnsDiscoveryDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	computedInt := func(description string) schema.Int64Attribute {
-		return schema.Int64Attribute{Computed: true, MarkdownDescription: description}
-	}
-	endpoint := map[string]schema.Attribute{
-		"host":           dataSourceComputedString("The SRV record's target (without its trailing dot)."),
-		"port":           computedInt("The SRV record's port."),
-		"api_server_url": dataSourceComputedString("`https://<host>:<port>`."),
-		"priority":       computedInt("The SRV record's priority (lower is preferred)."),
-		"weight":         computedInt("The SRV record's weight (among equal priorities, higher is preferred)."),
-	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "DNS discovery: the clusters published in DNS under a domain, as DNS-based service " +
 			"discovery ([RFC 6763](https://www.rfc-editor.org/rfc/rfc6763)) publishes services. PTR records at " +
@@ -125,38 +116,80 @@ func (d *dnsDiscoveryDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 				MarkdownDescription: "How long the whole discovery may take, as a duration (e.g. `10s`); a " +
 					"nameserver that has not answered by then is an error. Default: `" +
 					dnsdiscovery.DefaultTimeout.String() + "`.",
-				Validators: []validator.String{dnsTimeoutValidator()},
+				Validators: []validator.String{timeoutValidator(0)},
 			},
-			"clusters": schema.ListNestedAttribute{
-				Computed: true,
-				MarkdownDescription: "The clusters found, sorted by `name` (so plans stay quiet). `host`, `port`, " +
-					"`api_server_url`, `priority` and `weight` are those of the preferred SRV record: the lowest " +
-					"priority, then the highest weight (instead of RFC 2782's weighted random choice, so that " +
-					"the choice is stable), then host and port; `endpoints` lists all of them in that order.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"name": dataSourceComputedString("The instance's name: the first label of its PTR record's " +
-						"target (e.g. `rome` for `rome._liqo._tcp.clusters.example.com`), or the whole target " +
-						"when that is not under `<service>.<domain>`."),
-					"cluster_id": dataSourceComputedString("The cluster's ID: the TXT key `cluster-id`."),
-					"host": dataSourceComputedString("Host of the cluster's API server: the preferred SRV " +
-						"record's target."),
-					"port":           computedInt("Port of the cluster's API server: the preferred SRV record's port."),
-					"api_server_url": dataSourceComputedString("`https://<host>:<port>`: a `host` for the provider's `clusters` map."),
-					"priority":       computedInt("The preferred SRV record's priority."),
-					"weight":         computedInt("The preferred SRV record's weight."),
-					"txt": schema.MapAttribute{
-						Computed: true, ElementType: types.StringType,
-						MarkdownDescription: "The TXT record's keys (lower case) and values, `cluster-id` included.",
-					},
-					"endpoints": schema.ListNestedAttribute{
-						Computed:            true,
-						MarkdownDescription: "Every SRV record of the instance, preferred first.",
-						NestedObject:        schema.NestedAttributeObject{Attributes: endpoint},
-					},
-				}},
-			},
+			"clusters": discoveredClustersAttribute("The clusters found, sorted by `name` (so plans stay quiet). `host`, `port`, "+
+				"`api_server_url`, `priority` and `weight` are those of the preferred SRV record: the lowest "+
+				"priority, then the highest weight (instead of RFC 2782's weighted random choice, so that "+
+				"the choice is stable), then host and port; `endpoints` lists all of them in that order.",
+				"The instance's name: the first label of its PTR record's target (e.g. `rome` for "+
+					"`rome._liqo._tcp.clusters.example.com`), or the whole target when that is not under `<service>.<domain>`.",
+				"Host of the cluster's API server: the preferred SRV record's target."),
 		},
 	}
+}
+
+// computedInt is a computed Int64 attribute.
+func computedInt(description string) schema.Int64Attribute {
+	return schema.Int64Attribute{Computed: true, MarkdownDescription: description}
+}
+
+// discoveredClustersAttribute is the clusters list of a discovery data source (DNS or LAN
+// discovery, one shape so that either can build a fleet's clusters map), with the descriptions
+// of the list, of name and of host.
+func discoveredClustersAttribute(description, name, host string) schema.ListNestedAttribute {
+	endpoint := map[string]schema.Attribute{
+		"host":           dataSourceComputedString("The SRV record's target (without its trailing dot)."),
+		"port":           computedInt("The SRV record's port."),
+		"api_server_url": dataSourceComputedString("`https://<host>:<port>`."),
+		"priority":       computedInt("The SRV record's priority (lower is preferred)."),
+		"weight":         computedInt("The SRV record's weight (among equal priorities, higher is preferred)."),
+	}
+	return schema.ListNestedAttribute{
+		Computed:            true,
+		MarkdownDescription: description,
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"name":           dataSourceComputedString(name),
+			"cluster_id":     dataSourceComputedString("The cluster's ID: the TXT key `cluster-id`."),
+			"host":           dataSourceComputedString(host),
+			"port":           computedInt("Port of the cluster's API server: the preferred SRV record's port."),
+			"api_server_url": dataSourceComputedString("`https://<host>:<port>`: a `host` for the provider's `clusters` map."),
+			"priority":       computedInt("The preferred SRV record's priority."),
+			"weight":         computedInt("The preferred SRV record's weight."),
+			"txt": schema.MapAttribute{
+				Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "The TXT record's keys (lower case) and values, `cluster-id` included.",
+			},
+			"endpoints": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "Every SRV record of the instance, preferred first.",
+				NestedObject:        schema.NestedAttributeObject{Attributes: endpoint},
+			},
+		}},
+	}
+}
+
+// discoveredClustersList is the clusters list of a discovery data source for the clusters found.
+func discoveredClustersList(ctx context.Context, found []dnsdiscovery.Cluster, diags *diag.Diagnostics) types.List {
+	clusters := make([]dnsDiscoveredCluster, 0, len(found))
+	for _, c := range found {
+		out := dnsDiscoveredCluster{Name: c.Name, ClusterID: c.ClusterID, TXT: c.TXT}
+		for _, e := range c.Endpoints {
+			out.Endpoints = append(out.Endpoints, dnsDiscoveredEndpoint{
+				Host: e.Host, Port: int64(e.Port), APIServerURL: e.URL(), Priority: int64(e.Priority), Weight: int64(e.Weight),
+			})
+		}
+		if len(out.Endpoints) == 0 { // discoveries keep only clusters with an endpoint
+			diags.AddError("Discovering clusters", fmt.Sprintf("instance %q has no usable SRV record", c.Name))
+			return types.ListNull(dnsClusterType)
+		}
+		best := out.Endpoints[0]
+		out.Host, out.Port, out.APIServerURL, out.Priority, out.Weight = best.Host, best.Port, best.APIServerURL, best.Priority, best.Weight
+		clusters = append(clusters, out)
+	}
+	list, d := types.ListValueFrom(ctx, dnsClusterType, clusters)
+	diags.Append(d...)
+	return list
 }
 
 // errDetail is a validator's detail for err: "" when nil.
@@ -167,15 +200,21 @@ func errDetail(err error) string {
 	return err.Error()
 }
 
-// dnsTimeoutValidator checks a positive duration.
-func dnsTimeoutValidator() validator.String {
-	return stringForm{"must be a positive duration such as 5s", "Invalid timeout", func(s string) string {
+// timeoutValidator checks a positive duration, at most max (0: no bound).
+func timeoutValidator(maxTimeout time.Duration) validator.String {
+	desc := "must be a positive duration such as 5s"
+	if maxTimeout > 0 {
+		desc += ", at most " + maxTimeout.String()
+	}
+	return stringForm{desc, "Invalid timeout", func(s string) string {
 		d, err := time.ParseDuration(s)
-		if err != nil {
+		switch {
+		case err != nil:
 			return fmt.Sprintf("%q is not a duration such as 5s or 1m: %v", s, err)
-		}
-		if d <= 0 {
-			return fmt.Sprintf("%q is not positive: give the nameserver some time, e.g. 5s", s)
+		case d <= 0:
+			return fmt.Sprintf("%q is not positive: give the discovery some time, e.g. 5s", s)
+		case maxTimeout > 0 && d > maxTimeout:
+			return fmt.Sprintf("%q is more than %s: the discovery would hold the plan that long", s, maxTimeout)
 		}
 		return ""
 	}}
@@ -216,25 +255,7 @@ func (d *dnsDiscoveryDataSource) Read(ctx context.Context, req datasource.ReadRe
 				"its SRV and TXT records), or check domain and service.",
 			res.ServiceName, res.Nameserver, said, res.ServiceName, res.ServiceName))
 	}
-	clusters := make([]dnsDiscoveredCluster, 0, len(res.Clusters))
-	for _, c := range res.Clusters {
-		out := dnsDiscoveredCluster{Name: c.Name, ClusterID: c.ClusterID, TXT: c.TXT}
-		for _, e := range c.Endpoints {
-			out.Endpoints = append(out.Endpoints, dnsDiscoveredEndpoint{
-				Host: e.Host, Port: int64(e.Port), APIServerURL: e.URL(), Priority: int64(e.Priority), Weight: int64(e.Weight),
-			})
-		}
-		if len(out.Endpoints) == 0 { // Lookup keeps only clusters with an endpoint
-			resp.Diagnostics.AddError(fmt.Sprintf("Discovering clusters under %s", opts.Domain),
-				fmt.Sprintf("instance %q has no usable SRV record", c.Name))
-			return
-		}
-		best := out.Endpoints[0]
-		out.Host, out.Port, out.APIServerURL, out.Priority, out.Weight = best.Host, best.Port, best.APIServerURL, best.Priority, best.Weight
-		clusters = append(clusters, out)
-	}
-	list, diags := types.ListValueFrom(ctx, dnsClusterType, clusters)
-	resp.Diagnostics.Append(diags...)
+	list := discoveredClustersList(ctx, res.Clusters, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}

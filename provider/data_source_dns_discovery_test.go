@@ -177,17 +177,11 @@ func TestAccDNSDiscoveryValidation(t *testing.T) {
 	}
 }
 
-// TestDNSDiscoveryExampleCLI applies the documentation's example with the terraform CLI and the
-// built provider, against a DNS server that publishes the provider test cluster (its API server
-// by name, localhost, and port) and a cluster we have no credentials for: the discovered API
-// server configures the fleet's provider block and liqo_cluster reads the cluster through it.
-// The plan after apply is empty; a stale cluster-id in DNS fails the example's postcondition;
-// nothing published gives the warning naming the name asked for.
-func TestDNSDiscoveryExampleCLI(t *testing.T) {
-	src := filepath.Join("..", "examples", "data-sources", "liqo_dns_discovery")
-	// Another test's namespace liqo may still be terminating: wait for it to go first; and
-	// leave none terminating for the next test (this cleanup runs after setupClusterFacts's).
-	liqoSettled := func() { // not testenv.Eventually: the test's context has ended when cleanups run
+// liqoNamespaceSettled returns a wait for the provider cluster's namespace liqo to be gone or
+// not terminating: another test's may still be terminating, wait for it before setupClusterFacts
+// and leave none terminating for the next test (a cleanup after setupClusterFacts's).
+func liqoNamespaceSettled(t *testing.T) func() {
+	return func() { // not testenv.Eventually: the test's context has ended when cleanups run
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 			ns := &corev1.Namespace{}
 			err := cluster("provider").Client.Get(context.Background(), client.ObjectKey{Name: "liqo"}, ns)
@@ -199,6 +193,17 @@ func TestDNSDiscoveryExampleCLI(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDNSDiscoveryExampleCLI applies the documentation's example with the terraform CLI and the
+// built provider, against a DNS server that publishes the provider test cluster (its API server
+// by name, localhost, and port) and a cluster we have no credentials for: the discovered API
+// server configures the fleet's provider block and liqo_cluster reads the cluster through it.
+// The plan after apply is empty; a stale cluster-id in DNS fails the example's postcondition;
+// nothing published gives the warning naming the name asked for.
+func TestDNSDiscoveryExampleCLI(t *testing.T) {
+	src := filepath.Join("..", "examples", "data-sources", "liqo_dns_discovery")
+	liqoSettled := liqoNamespaceSettled(t)
 	liqoSettled()
 	t.Cleanup(liqoSettled)
 	id, pod, _, _ := setupClusterFacts(t)

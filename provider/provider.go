@@ -144,7 +144,7 @@ func (p *liqoProvider) Resources(_ context.Context) []func() resource.Resource {
 
 // DataSources lists the provider's data sources.
 func (p *liqoProvider) DataSources(_ context.Context) []func() datasource.DataSource {
-	return append(offloadingDataSources(), newDNSDiscoveryDataSource)
+	return append(offloadingDataSources(), newDNSDiscoveryDataSource, newLANDiscoveryDataSource)
 }
 
 // EphemeralResources lists the provider's ephemeral resources.

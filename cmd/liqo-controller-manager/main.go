@@ -68,6 +68,7 @@ type options struct {
 	burst        int
 	webhooks     webhookOptions
 	vk           virtualKubeletOptions
+	lan          lanDiscoveryOptions
 	podSecurity  podsecurity.Policy
 	// fabricRulePriority is the priority of the nodes' policy rules to the gateways.
 	fabricRulePriority int
@@ -116,6 +117,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 			"annotated "+consts.TenantPodSecurityAnnotation+"=<level> gets that level instead")
 	o.webhooks.bindFlags(fs)
 	o.vk.bindFlags(fs)
+	o.lan.bindFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -226,6 +228,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	if err := setup(mgr, o); err != nil {
+		return err
+	}
+	if err := setupLANDiscovery(mgr, o); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

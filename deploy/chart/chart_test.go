@@ -36,6 +36,7 @@ func TestLint(t *testing.T) {
 			"webhook.certificate.secretName=liqo-webhook-tls,virtualKubelet.mode=deployment,uninstall.purge=true,nodeSelector.role=infra," +
 			"resources.requests.cpu=100m"},
 		{"lint", "--strict", chart.Dir(t), "--set", "uninstall.enabled=false"},
+		{"lint", "--strict", chart.Dir(t), "--set", "lanDiscovery.enabled=true,lanDiscovery.interface=eth1,lanDiscovery.hostNetwork=true"},
 		{"lint", "--strict", chart.Dir(t), "--set", "proxy.enabled=false"},
 		{"lint", "--strict", chart.Dir(t), "--set", "fabric.enabled=false"},
 		{"lint", "--strict", chart.Dir(t), "--set", "fabric.encap=vxlan,fabric.nodeSelector.role=worker,fabric.resources.requests.cpu=10m"},
@@ -95,7 +96,11 @@ var valueSets = []struct {
 		args := managerArgs(t, objs)
 		wantArgs(t, args, []string{"--manage-crds=true", "--webhook-service=liqo/liqo-webhook", "--enable-storage=true",
 			"--virtual-storage-class-name=liqo", "--pod-cidr=10.244.0.0/16",
-			"--api-server-proxy-namespace=liqo", "--remote-namespace-pod-security=baseline"}, []string{"--webhook-certificate-secret", "--remote-real-storage-class-name"})
+			"--api-server-proxy-namespace=liqo", "--remote-namespace-pod-security=baseline"},
+			[]string{"--webhook-certificate-secret", "--remote-real-storage-class-name", "--lan-discovery"})
+		if hn, _, _ := unstructured.NestedBool(deployment(t, objs).Object, "spec", "template", "spec", "hostNetwork"); hn {
+			t.Error("the manager runs on the host's network by default")
+		}
 		if sc := chart.Find(objs, "StorageClass", "liqo"); sc == nil || sc.Object["provisioner"] != "liqo.io/storage" ||
 			sc.Object["volumeBindingMode"] != "WaitForFirstConsumer" {
 			t.Errorf("the virtual storage class: %v", sc)
@@ -212,6 +217,21 @@ var valueSets = []struct {
 	{"privileged remote namespaces", map[string]any{"remoteNamespaces": map[string]any{"podSecurity": "privileged"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
 		wantArgs(t, managerArgs(t, objs), []string{"--remote-namespace-pod-security=privileged"}, []string{"--remote-namespace-pod-security=baseline"})
 	}},
+	{"LAN discovery on the host's network", map[string]any{"lanDiscovery": map[string]any{"enabled": true, "interface": "eth1", "hostNetwork": true}},
+		func(t *testing.T, objs []*unstructured.Unstructured) {
+			wantArgs(t, managerArgs(t, objs), []string{"--lan-discovery=true", "--lan-discovery-interface=eth1"}, nil)
+			spec, _, _ := unstructured.NestedMap(deployment(t, objs).Object, "spec", "template", "spec")
+			if spec["hostNetwork"] != true || spec["dnsPolicy"] != "ClusterFirstWithHostNet" {
+				t.Errorf("hostNetwork %v, dnsPolicy %v; want true, ClusterFirstWithHostNet", spec["hostNetwork"], spec["dnsPolicy"])
+			}
+		}},
+	{"LAN discovery on the pod's network", map[string]any{"lanDiscovery": map[string]any{"enabled": true}},
+		func(t *testing.T, objs []*unstructured.Unstructured) {
+			wantArgs(t, managerArgs(t, objs), []string{"--lan-discovery=true"}, []string{"--lan-discovery-interface"})
+			if hn, _, _ := unstructured.NestedBool(deployment(t, objs).Object, "spec", "template", "spec", "hostNetwork"); hn {
+				t.Error("lanDiscovery.hostNetwork is false, yet the manager runs on the host's network")
+			}
+		}},
 	{"virtual kubelets as Deployments", map[string]any{"virtualKubelet": map[string]any{"mode": "deployment"}}, func(t *testing.T, objs []*unstructured.Unstructured) {
 		wantArgs(t, managerArgs(t, objs), []string{"--virtual-kubelet=deployment"}, nil)
 	}},

@@ -23,15 +23,17 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
 const (
 	// DefaultService is the DNS-SD service the clusters are published as.
-	DefaultService = "_liqo._tcp"
+	DefaultService = consts.DiscoveryService
 	// DefaultTimeout bounds a whole discovery.
 	DefaultTimeout = 5 * time.Second
 	// ClusterIDKey is the TXT key holding an instance's cluster ID.
-	ClusterIDKey = "cluster-id"
+	ClusterIDKey = consts.DiscoveryTXTClusterID
 	// parallel is how many instances are looked up at once.
 	parallel = 8
 )
@@ -268,7 +270,7 @@ func lookupInstance(ctx context.Context, c *client, inst instance) (*Cluster, st
 	if body == nil {
 		return nil, "", fail("its TXT record does not parse")
 	}
-	if cl.TXT, err = parseTXT(body.TXT); err != nil {
+	if cl.TXT, err = ParseTXT(body.TXT); err != nil {
 		return nil, "", fail("its TXT record: %v", err)
 	}
 	id, ok := cl.TXT[ClusterIDKey]
@@ -276,10 +278,8 @@ func lookupInstance(ctx context.Context, c *client, inst instance) (*Cluster, st
 		return nil, "", fail("its TXT record has no %s key (its keys: %s): add \"%s=<cluster ID>\" to it, e.g. %s",
 			ClusterIDKey, keyList(cl.TXT), ClusterIDKey, example)
 	}
-	if !clusterIDPattern.MatchString(id) || len(id) > 63 {
-		return nil, "", fail("its TXT record has %s=%q, which is not a cluster ID (a DNS label: lower-case letters, "+
-			"digits and '-', starting and ending with a letter or digit, e.g. cl-provider): publish the ID the "+
-			"cluster's liqo-clusterid-configmap holds", ClusterIDKey, id)
+	if err := ValidateClusterID(id); err != nil {
+		return nil, "", fail("its TXT record has %s=%q: %v", ClusterIDKey, id, err)
 	}
 	cl.ClusterID = id
 	return cl, "", nil
@@ -336,6 +336,16 @@ func quoteAll(names []string) string {
 
 // clusterIDPattern is a DNS-1123 label, the form of a Liqo cluster ID.
 var clusterIDPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ValidateClusterID checks a cluster ID as published in a TXT record: a DNS label.
+func ValidateClusterID(id string) error {
+	if !clusterIDPattern.MatchString(id) || len(id) > 63 {
+		return errors.New("not a cluster ID (a DNS label: lower-case letters, digits and '-', starting and " +
+			"ending with a letter or digit, at most 63 characters, e.g. cl-provider): publish the ID the " +
+			"cluster's liqo-clusterid-configmap holds")
+	}
+	return nil
+}
 
 // domainLabel is one label of a domain name: letters, digits, '-' and '_', not starting or
 // ending with '-'.

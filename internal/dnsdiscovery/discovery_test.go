@@ -167,7 +167,7 @@ func TestLookupBrokenInstances(t *testing.T) {
 			s.AddSRV(inst, 0, 0, 6443, "api.example.com")
 			s.AddTXT(inst, "cluster-id=CL_Bad")
 		},
-		[]string{`instance "bad"`, `cluster-id="CL_Bad", which is not a cluster ID`, "liqo-clusterid-configmap"},
+		[]string{`instance "bad"`, `cluster-id="CL_Bad": not a cluster ID`, "liqo-clusterid-configmap"},
 	}, {
 		"two TXT records", func(s *testenv.DNSServer) {
 			s.AddPTR(service, inst)

@@ -6,13 +6,13 @@ import (
 	"unicode/utf8"
 )
 
-// parseTXT reads the strings of a DNS-SD TXT record (RFC 6763 section 6) into a map: each
+// ParseTXT reads the strings of a DNS-SD TXT record (RFC 6763 section 6) into a map: each
 // string is key=value (the value may hold '=' too) or a bare key (value ""); keys are compared
 // case-insensitively, so they are kept in lower case; the first occurrence of a key wins and
 // later ones are ignored, as are empty strings and strings starting with '='. Keys must be
 // printable US-ASCII; values, which DNS-SD allows to be any bytes, must be UTF-8 here, as
 // Terraform strings are.
-func parseTXT(txt []string) (map[string]string, error) {
+func ParseTXT(txt []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, s := range txt {
 		if s == "" || s[0] == '=' {
