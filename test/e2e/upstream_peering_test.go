@@ -387,8 +387,11 @@ func (b *mixedBed) expectLogsAndExec(t *testing.T, consumer string, labels map[s
 	} {
 		testenv.Poll(t, c.what+" of pod mixed/"+pod+" on "+consumer, 30*time.Second, func(ctx context.Context) (bool, error) {
 			out, err := kubectl(ctx, c.args...)
-			if err != nil || !strings.Contains(out, c.want) {
-				return false, fmt.Errorf("%v: %s (want %q)", err, out, c.want)
+			if err != nil {
+				return false, fmt.Errorf("%w: %s", err, out)
+			}
+			if !strings.Contains(out, c.want) {
+				return false, fmt.Errorf("output %q, want %q in it", out, c.want)
 			}
 			return true, nil
 		})
