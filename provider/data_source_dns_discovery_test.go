@@ -207,16 +207,9 @@ func TestDNSDiscoveryExampleCLI(t *testing.T) {
 	liqoSettled()
 	t.Cleanup(liqoSettled)
 	id, pod, _, _ := setupClusterFacts(t)
-	u, err := url.Parse(cluster("provider").Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := strconv.ParseUint(u.Port(), 10, 16)
-	if err != nil {
-		t.Fatalf("API server %s: %v", u, err)
-	}
+	port := providerAPIServerPort(t)
 	s := testenv.NewDNSServer(t)
-	dnsPublish(s, "provider", "localhost", uint16(port), "cluster-id="+id, "pod-cidr="+pod)
+	dnsPublish(s, "provider", "localhost", port, "cluster-id="+id, "pod-cidr="+pod)
 	dnsPublish(s, "stranger", "api.stranger.example.com", 6443, "cluster-id=cl-stranger")
 
 	tf := newTerraformDir(t, src)
@@ -249,10 +242,10 @@ func TestDNSDiscoveryExampleCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := fleet["provider"]
-	if len(fleet) != 1 || p["cluster_id"] != id || p["api"] != "https://localhost:"+u.Port() || p["pod_cidr"] != pod ||
+	if len(fleet) != 1 || p["cluster_id"] != id || p["api"] != fmt.Sprintf("https://localhost:%d", port) || p["pod_cidr"] != pod ||
 		!strings.HasPrefix(p["version"], "v1.") {
-		t.Errorf("output fleet: %v; want only provider, with cluster_id %s, api https://localhost:%s, pod_cidr %s and a version",
-			fleet, id, u.Port(), pod)
+		t.Errorf("output fleet: %v; want only provider, with cluster_id %s, api https://localhost:%d, pod_cidr %s and a version",
+			fleet, id, port, pod)
 	}
 	if code, out := tf.exitCode(t, append([]string{"plan", "-detailed-exitcode"}, args...)...); code != 0 {
 		t.Errorf("plan after apply: exit %d, want 0 (no changes):\n%s", code, out)
@@ -260,7 +253,7 @@ func TestDNSDiscoveryExampleCLI(t *testing.T) {
 
 	// DNS publishing another ID for the cluster: the example's postcondition stops the plan.
 	s.Remove("provider." + dnsService)
-	s.AddSRV("provider."+dnsService, 0, 0, uint16(port), "localhost")
+	s.AddSRV("provider."+dnsService, 0, 0, port, "localhost")
 	s.AddTXT("provider."+dnsService, "cluster-id=cl-stale")
 	code, out := tf.exitCode(t, append([]string{"plan"}, args...)...)
 	if want := "DNS publishes provider with cluster-id=cl-stale, but that cluster's ID is " + id + ": fix its TXT record."; code != 1 ||
@@ -276,4 +269,19 @@ func TestDNSDiscoveryExampleCLI(t *testing.T) {
 	if code != 2 || !want.MatchString(out) || !strings.Contains(out, "- provider = {") {
 		t.Errorf("plan with nothing published: exit %d, want 2 (fleet loses provider) and %s:\n%s", code, want, out)
 	}
+}
+
+// providerAPIServerPort is the port of the provider test cluster's API server, which discovery
+// tests publish.
+func providerAPIServerPort(t *testing.T) uint16 {
+	t.Helper()
+	u, err := url.Parse(cluster("provider").Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil {
+		t.Fatalf("API server %s: %v", u, err)
+	}
+	return uint16(port)
 }

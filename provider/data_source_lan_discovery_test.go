@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -141,16 +139,9 @@ func TestLANDiscoveryExampleCLI(t *testing.T) {
 	t.Cleanup(liqoSettled)
 	lan := testenv.NewLAN(t, 2, true)
 	id, _, _, _ := setupClusterFacts(t)
-	u, err := url.Parse(cluster("provider").Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := strconv.ParseUint(u.Port(), 10, 16)
-	if err != nil {
-		t.Fatalf("API server %s: %v", u, err)
-	}
+	port := providerAPIServerPort(t)
 	localhost := []net.IP{net.IPv4(127, 0, 0, 1)}
-	stopProvider := lanAnnounce(t, lan.Members[0], landiscovery.AnnounceOptions{ClusterID: id, Host: "localhost", Port: uint16(port),
+	stopProvider := lanAnnounce(t, lan.Members[0], landiscovery.AnnounceOptions{ClusterID: id, Host: "localhost", Port: port,
 		IPs: localhost, Version: "0.1.0", Shares: "50%"})
 	lanAnnounce(t, lan.Members[1], landiscovery.AnnounceOptions{ClusterID: "cl-stranger", Host: "api.stranger.example.com", Port: 6443,
 		IPs: localhost})
@@ -175,7 +166,7 @@ func TestLANDiscoveryExampleCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(tf.run(t, "output", "-json", "fleet")), &fleet); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]map[string]string{id: {"api": "https://localhost:" + u.Port(), "version": "0.1.0", "shares": "50%"}}
+	want := map[string]map[string]string{id: {"api": fmt.Sprintf("https://localhost:%d", port), "version": "0.1.0", "shares": "50%"}}
 	if fmt.Sprint(fleet) != fmt.Sprint(want) {
 		t.Errorf("output fleet: %v; want %v", fleet, want)
 	}
@@ -184,9 +175,9 @@ func TestLANDiscoveryExampleCLI(t *testing.T) {
 	}
 
 	// Our kubeconfig's cluster announced under another ID: the postcondition stops the plan.
-	lanAnnounce(t, lan.Members[1], landiscovery.AnnounceOptions{ClusterID: "cl-impostor", Host: "localhost", Port: uint16(port), IPs: localhost})
+	lanAnnounce(t, lan.Members[1], landiscovery.AnnounceOptions{ClusterID: "cl-impostor", Host: "localhost", Port: port, IPs: localhost})
 	code, out := tf.exitCode(t, append([]string{"plan"}, vars("cl-impostor")...)...)
-	if want := "https://localhost:" + u.Port() + " is announced as cl-impostor, but that cluster's ID is " + id + "."; code != 1 ||
+	if want := fmt.Sprintf("https://localhost:%d", port) + " is announced as cl-impostor, but that cluster's ID is " + id + "."; code != 1 ||
 		!strings.Contains(oneLine(out), want) {
 		t.Errorf("plan with an impostor: exit %d, want 1 and %q:\n%s", code, want, out)
 	}
