@@ -65,8 +65,12 @@ func (s *Sandbox) ValidateKWOKConfigs(nodes string) error {
 			return fmt.Errorf("-%s %s=...: no such cluster in this sandbox (%s)", KWOKConfigFlag, cluster, strings.Join(s.names(), ", "))
 		}
 		for _, f := range files {
-			if st, err := os.Stat(f); err != nil || st.IsDir() {
-				return fmt.Errorf("-%s %s=%s: not a readable file (%v): give a KWOK configuration file, e.g. a ClusterLogs object", KWOKConfigFlag, cluster, f, err)
+			st, err := os.Stat(f)
+			if err != nil {
+				return fmt.Errorf("-%s %s=%s: not a readable file: give a KWOK configuration file, e.g. a ClusterLogs object: %w", KWOKConfigFlag, cluster, f, err)
+			}
+			if st.IsDir() {
+				return fmt.Errorf("-%s %s=%s: not a readable file but a folder: give a KWOK configuration file, e.g. a ClusterLogs object", KWOKConfigFlag, cluster, f)
 			}
 		}
 	}
