@@ -41,6 +41,10 @@ func run(ctx context.Context, args []string) error {
 	fs.Func(sandbox.ExtraPodCIDRFlag, "a further pod CIDR of a cluster, as cluster=cidr (repeatable; e.g. provider=10.70.0.0/16): its "+
 		"controller manager records it besides the cluster's own, and with networking its stand-in pod also answers at the "+
 		"CIDR's .10 address (KWOK nodes only)", func(v string) error { return sandbox.ParseExtraPodCIDR(extraPodCIDRs, v) })
+	kwokConfigs := map[string][]string{}
+	fs.Func(sandbox.KWOKConfigFlag, "a further KWOK configuration file of a cluster, as cluster=file (repeatable; e.g. provider=logs.yaml): "+
+		"KWOK ClusterLogs, ClusterExec, ... objects, so that pods on its KWOK nodes have logs and run exec (KWOK nodes only)",
+		func(v string) error { return sandbox.ParseKWOKConfig(kwokConfigs, v) })
 	var isolate []string
 	fs.Func(sandbox.IsolateFlag, "a cluster whose controller manager runs in the cluster's stand-in pod network namespace (repeatable; e.g. consumer): "+
 		"it reaches its own API server but no other cluster's except through the tunnel and the peer's API-server proxy, to try in-band "+
@@ -60,7 +64,7 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("resolving -state: %w", err)
 	}
 	sb := &sandbox.Sandbox{StateDir: abs, ProviderBinDir: *providerBin, ManagerBin: *managerBin, GatewayBin: *gatewayBin, Clusters: *count,
-		Nodes: *nodes, RealNodes: *realNodes, Images: *imagesDir, Helm: *helm, Chart: *chartDir, ExtraPodCIDRs: extraPodCIDRs, Isolate: isolate, Out: os.Stdout}
+		Nodes: *nodes, RealNodes: *realNodes, Images: *imagesDir, Helm: *helm, Chart: *chartDir, ExtraPodCIDRs: extraPodCIDRs, KWOKConfigs: kwokConfigs, Isolate: isolate, Out: os.Stdout}
 	switch fs.Arg(0) {
 	case "up":
 		self, err := os.Executable()
@@ -81,9 +85,12 @@ func run(ctx context.Context, args []string) error {
 		if err := sb.ValidateIsolate(mode); err != nil {
 			return err
 		}
+		if err := sb.ValidateKWOKConfigs(mode); err != nil {
+			return err
+		}
 		args := append([]string{"-state", abs, "-provider-bin", *providerBin, "-manager-bin", *managerBin, "-gateway-bin", *gatewayBin,
 			"-clusters", fmt.Sprint(*count), "-nodes", mode, "-" + sandbox.RealNodesFlag, fmt.Sprint(*realNodes), "-images", *imagesDir, "-helm", *helm, "-chart", *chartDir}, sb.ExtraPodCIDRArgs()...)
-		args = append(args, sb.IsolateArgs()...)
+		args = append(append(args, sb.IsolateArgs()...), sb.KWOKConfigArgs()...)
 		return sb.Up(ctx, self, append(args, "serve")...)
 	case "down":
 		return sb.Down(ctx)

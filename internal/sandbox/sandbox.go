@@ -97,6 +97,9 @@ type Sandbox struct {
 	Images string
 	// Helm is the helm binary, and Chart the chart's folder, for real nodes.
 	Helm, Chart string
+	// KWOKConfigs gives clusters' KWOK more configuration files (ClusterLogs, ClusterExec, ...):
+	// a cluster's name to its files (kwokconfigs.go).
+	KWOKConfigs map[string][]string
 	// ExtraPodCIDRs gives clusters pod CIDRs besides their own: a cluster's name to its further
 	// pod CIDRs (podcidrs.go; KWOK nodes only). None by default.
 	ExtraPodCIDRs map[string][]string
@@ -203,8 +206,11 @@ func (s *Sandbox) Serve(ctx context.Context) error {
 	if err := s.ValidateIsolate(s.Nodes); err != nil {
 		return err
 	}
+	if err := s.ValidateKWOKConfigs(s.Nodes); err != nil {
+		return err
+	}
 
-	opts := clusters(s.count())
+	opts := s.withKWOKConfigs(clusters(s.count()))
 	if s.Nodes == NodesReal {
 		opts = s.realNodeClusters()
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv/upstream"
 )
@@ -43,11 +44,12 @@ func startMixedBed(t *testing.T) *mixedBed {
 	t.Helper()
 	upstream.BinDir(t)
 	bin := liqoctlBin(t)
-	r := startSandbox(t, 2)
+	// The sandbox's provider plays the logs and exec of the pods offloaded to it, as upstream's does.
+	r := startSandbox(t, 2, "-"+sandbox.KWOKConfigFlag, "provider="+kwokWorkloads(t, "provider"))
 	opts := upstream.ClusterOptions(t, upstreamCluster)
 	opts.Scheduler, opts.ControllerManager, opts.KubeletAPI, opts.PodCIDR = true, true, true, "10.210.0.0/16"
 	opts.Nodes = []testenv.NodeOptions{{Name: upstreamCluster + "-node-1", CPU: "8", Memory: "16Gi", PodCIDR: "10.210.1.0/24"}}
-	opts.KWOKConfigs = []string{kwokWorkloads(t)}
+	opts.KWOKConfigs = []string{kwokWorkloads(t, upstreamCluster)}
 	up := testenv.New(t, opts).Cluster(upstreamCluster)
 	// The address peers reach its API server at: the chart's value for a cluster whose control
 	// plane runs on no node (upstream's controller manager otherwise looks for a control-plane
@@ -131,29 +133,27 @@ func (b *mixedBed) logTerminating(t *testing.T) {
 	}
 }
 
-// mixedLogLine is what the web containers of namespace mixed on the upstream cluster log, and
+// mixedLogLine is what the web containers of namespace mixed on cluster log, and
 // mixedExecOutput what `cat marker` prints in them (KWOK plays their logs from a file and runs
 // their exec commands in a folder: kwokWorkloads).
-const (
-	mixedLogLine    = "hello from a pod on upstream's provider"
-	mixedExecOutput = "exec'd on upstream's provider"
-)
+func mixedLogLine(cluster string) string    { return "hello from a pod on " + cluster }
+func mixedExecOutput(cluster string) string { return "exec'd on " + cluster }
 
 // kwokWorkloads writes a KWOK configuration that gives the web containers of namespace mixed a
-// log of one line, mixedLogLine, and runs their exec commands in a folder holding the file
-// marker (mixedExecOutput); it returns its path.
-func kwokWorkloads(t *testing.T) string {
+// log of one line, mixedLogLine(cluster), and runs their exec commands in a folder holding the
+// file marker (mixedExecOutput(cluster)); it returns its path.
+func kwokWorkloads(t *testing.T, cluster string) string {
 	t.Helper()
 	dir := t.TempDir()
 	logFile, workDir := filepath.Join(dir, "web.log"), filepath.Join(dir, "web")
-	line := time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + mixedLogLine + "\n"
+	line := time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + mixedLogLine(cluster) + "\n"
 	if err := os.WriteFile(logFile, []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(workDir, "marker"), []byte(mixedExecOutput), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(workDir, "marker"), []byte(mixedExecOutput(cluster)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "kwok-workloads.yaml")
@@ -219,7 +219,7 @@ func TestUpstreamConsumerOurProvider(t *testing.T) {
 		b.expectInfoPeer(t, upstreamCluster, "provider", "Provider")
 		b.expectInfoPeer(t, "provider", upstreamCluster, "Consumer")
 		if round == 1 {
-			b.offloadAndRun(t, upstreamCluster, "provider", "provider", false)
+			b.offloadAndRun(t, upstreamCluster, "provider", "provider")
 		}
 		b.run(t, upstreamCluster, "unpeer", "--remote-kubeconfig", b.kubeconfig("provider"), "--delete-namespaces", "--skip-confirm", "--timeout", "3m")
 		vk.Stop()
@@ -316,10 +316,9 @@ func (b *mixedBed) expectInfoPeer(t *testing.T, cluster, peer, role string) {
 }
 
 // offloadAndRun offloads namespace mixed of consumer to provider (virtual node node on the
-// consumer) and checks that a Deployment's pods run there and its Service is reflected; when
-// logs is set, that `kubectl logs` and `kubectl exec` reach them through the virtual node; then
-// unoffloads it.
-func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string, logs bool) {
+// consumer) and checks that a Deployment's pods run there, its Service is reflected and `kubectl
+// logs` and `kubectl exec` reach them through the virtual node; then unoffloads it.
+func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string) {
 	t.Helper()
 	ctx := t.Context()
 	cons, prov := b.client(consumer), b.client(provider)
@@ -349,9 +348,7 @@ func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string, 
 	testenv.Poll(t, "Service mixed/web reflected to "+provider, time.Minute, func(ctx context.Context) (bool, error) {
 		return prov.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}) == nil, nil
 	})
-	if logs {
-		b.expectLogsAndExec(t, consumer, labels)
-	}
+	b.expectLogsAndExec(t, consumer, provider, labels)
 	b.run(t, consumer, "unoffload", "namespace", "mixed", "--skip-confirm", "--timeout", "2m")
 	testenv.Poll(t, "namespace mixed gone from "+provider+" after unoffload", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		err := prov.Get(ctx, client.ObjectKey{Name: "mixed"}, &corev1.Namespace{})
@@ -362,7 +359,7 @@ func (b *mixedBed) offloadAndRun(t *testing.T, consumer, provider, node string, 
 // expectLogsAndExec: `kubectl logs` of an offloaded pod on the consumer (the API server asks
 // the virtual node's kubelet endpoint) shows what its copy logs on the provider, and `kubectl
 // exec` runs in its copy's container there.
-func (b *mixedBed) expectLogsAndExec(t *testing.T, consumer string, labels map[string]string) {
+func (b *mixedBed) expectLogsAndExec(t *testing.T, consumer, provider string, labels map[string]string) {
 	t.Helper()
 	pods := &corev1.PodList{}
 	if err := b.client(consumer).List(t.Context(), pods, client.InNamespace("mixed"), client.MatchingLabels(labels)); err != nil || len(pods.Items) == 0 {
@@ -382,8 +379,8 @@ func (b *mixedBed) expectLogsAndExec(t *testing.T, consumer string, labels map[s
 		what, want string
 		args       []string
 	}{
-		{"kubectl logs", mixedLogLine, []string{"logs", pod, "-c", "web"}},
-		{"kubectl exec cat marker", mixedExecOutput, []string{"exec", pod, "-c", "web", "--", "cat", "marker"}},
+		{"kubectl logs", mixedLogLine(provider), []string{"logs", pod, "-c", "web"}},
+		{"kubectl exec cat marker", mixedExecOutput(provider), []string{"exec", pod, "-c", "web", "--", "cat", "marker"}},
 	} {
 		testenv.Poll(t, c.what+" of pod mixed/"+pod+" on "+consumer, 30*time.Second, func(ctx context.Context) (bool, error) {
 			out, err := kubectl(ctx, c.args...)
@@ -439,7 +436,7 @@ func TestOurConsumerUpstreamProvider(t *testing.T) {
 		b.expectInfoPeer(t, "consumer", upstreamCluster, "Provider")
 		b.expectInfoPeer(t, upstreamCluster, "consumer", "Consumer")
 		if round == 1 {
-			b.offloadAndRun(t, "consumer", upstreamCluster, upstreamCluster, true)
+			b.offloadAndRun(t, "consumer", upstreamCluster, upstreamCluster)
 		}
 		b.run(t, "consumer", "unpeer", "--remote-kubeconfig", b.kubeconfig(upstreamCluster), "--delete-namespaces", "--skip-confirm", "--timeout", "3m")
 		b.expectNothingLeft(t)

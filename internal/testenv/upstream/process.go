@@ -37,11 +37,13 @@ type Process struct {
 // test process dies. When the test fails, the end of its log is logged.
 func Start(tb testing.TB, cl *testenv.Cluster, component string, args ...string) *Process {
 	tb.Helper()
-	return start(tb, cl, component, nil, args...)
+	return start(tb, cl, component, nil, nil, args...)
 }
 
-// start is Start with more environment variables env.
-func start(tb testing.TB, cl *testenv.Cluster, component string, env []string, args ...string) *Process {
+// start is Start with more environment variables env and, when run as root, private folders:
+// folders the process sees empty and its own, as a container sees its /tmp (without root, the
+// host's).
+func start(tb testing.TB, cl *testenv.Cluster, component string, env, private []string, args ...string) *Process {
 	tb.Helper()
 	p := &Process{Name: component + " of " + cl.Name, Log: filepath.Join(tb.TempDir(), component+".log"), done: make(chan struct{})}
 	logf, err := os.Create(p.Log)
@@ -49,6 +51,16 @@ func start(tb testing.TB, cl *testenv.Cluster, component string, env []string, a
 		tb.Fatalf("upstream %s: %v", p.Name, err)
 	}
 	p.cmd = exec.Command(filepath.Join(BinDir(tb), component), args...)
+	if len(private) > 0 && os.Geteuid() == 0 {
+		// As in a pod, these folders are the process's own: an empty tmpfs in a mount
+		// namespace of its own (the binary then runs as "$0" of the shell).
+		script := ""
+		for _, d := range private {
+			script += fmt.Sprintf("mkdir -p %[1]q && mount -t tmpfs tmpfs %[1]q && ", d)
+		}
+		p.cmd = exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script + `exec "$0" "$@"`,
+			filepath.Join(BinDir(tb), component)}, args...)...)
+	}
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+cl.KubeconfigPath, "POD_NAMESPACE="+Namespace)
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf

@@ -57,7 +57,9 @@ func StartVirtualKubelet(tb testing.TB, cl *testenv.Cluster, namespace, node str
 	for k, v := range podEnv {
 		env = append(env, k+"="+v)
 	}
-	p := start(tb, cl, VirtualKubelet, append(env, "KUBECONFIG="+path), append(args, extra...)...)
+	// Its serving certificate goes to /tmp/certs (fixed in upstream's code): a folder of its own,
+	// not another run's certificate signed by another cluster.
+	p := start(tb, cl, VirtualKubelet, append(env, "KUBECONFIG="+path), []string{"/tmp/certs"}, append(args, extra...)...)
 	p.waitUntil(tb, "registering node "+node, func(ctx context.Context) bool {
 		return cl.Client.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{}) == nil
 	})

@@ -55,7 +55,7 @@ func StartWebhook(tb testing.TB, cl *testenv.Cluster, objs []*unstructured.Unstr
 	probe := freeAddr(tb, Webhook)
 	args := slices.DeleteFunc(Args(tb, objs, "liqo-webhook"), func(a string) bool { return strings.HasPrefix(a, "--secret-name=") })
 	args = append(args, "--webhook-port="+port, "--metrics-address=0", "--health-probe-address="+probe)
-	p := start(tb, cl, Webhook, []string{"TMPDIR=" + tmp}, append(args, extra...)...)
+	p := start(tb, cl, Webhook, []string{"TMPDIR=" + tmp}, nil, append(args, extra...)...)
 	p.waitUntil(tb, "serving", func(ctx context.Context) bool {
 		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		if err != nil {
