@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -36,20 +35,7 @@ func ParseKWOKConfig(into map[string][]string, v string) error {
 }
 
 // KWOKConfigArgs are the flags that give the supervisor the clusters' further KWOK configuration.
-func (s *Sandbox) KWOKConfigArgs() []string {
-	clusters := make([]string, 0, len(s.KWOKConfigs))
-	for c := range s.KWOKConfigs {
-		clusters = append(clusters, c)
-	}
-	sort.Strings(clusters)
-	var args []string
-	for _, c := range clusters {
-		for _, f := range s.KWOKConfigs[c] {
-			args = append(args, "-"+KWOKConfigFlag, c+"="+f)
-		}
-	}
-	return args
-}
+func (s *Sandbox) KWOKConfigArgs() []string { return perClusterArgs(KWOKConfigFlag, s.KWOKConfigs) }
 
 // ValidateKWOKConfigs checks the further KWOK configuration: each for a running cluster, a file
 // that exists; only with KWOK nodes.

@@ -32,15 +32,21 @@ func ParseExtraPodCIDR(into map[string][]string, v string) error {
 
 // ExtraPodCIDRArgs are the flags that give the supervisor the sandbox's further pod CIDRs.
 func (s *Sandbox) ExtraPodCIDRArgs() []string {
-	var args []string
-	clusters := make([]string, 0, len(s.ExtraPodCIDRs))
-	for c := range s.ExtraPodCIDRs {
+	return perClusterArgs(ExtraPodCIDRFlag, s.ExtraPodCIDRs)
+}
+
+// perClusterArgs writes a per-cluster flag's values back as flags (-flag cluster=value), the
+// clusters in name order, each cluster's values in theirs.
+func perClusterArgs(flag string, values map[string][]string) []string {
+	clusters := make([]string, 0, len(values))
+	for c := range values {
 		clusters = append(clusters, c)
 	}
 	sort.Strings(clusters)
+	var args []string
 	for _, c := range clusters {
-		for _, cidr := range s.ExtraPodCIDRs[c] {
-			args = append(args, "-"+ExtraPodCIDRFlag, c+"="+cidr)
+		for _, v := range values[c] {
+			args = append(args, "-"+flag, c+"="+v)
 		}
 	}
 	return args
