@@ -111,12 +111,7 @@ func peeringEnvStoppable(t *testing.T, managerArgs []string, ids ...string) (*te
 // until the function it returns stops it.
 func startPeeringManager(t *testing.T, bin string, cl *testenv.Cluster, podCIDR string, args ...string) (stop func()) {
 	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	probe := l.Addr().String()
-	_ = l.Close()
+	probe := testenv.FreeAddr(t)
 	logf, err := os.Create(filepath.Join(t.TempDir(), cl.Name+"-manager.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,15 +23,7 @@ import (
 // The tests start the manager several times in this process.
 func init() { cli.ControllerOptions.SkipNameValidation = ptr.To(true) }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testenv.FreeAddr(t) }
 
 // TestRun: the manager starts against a real cluster, records its identity, its readiness
 // endpoint answers and its metrics endpoint serves controller-runtime's metrics of its

@@ -347,12 +347,4 @@ func buildVirtualKubelet(t *testing.T) string {
 	return bin
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testenv.FreeAddr(t) }

@@ -3,7 +3,6 @@ package peering_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,12 +86,11 @@ func tail(s string, n int) string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func resources(cpu, memory, pods string) corev1.ResourceList {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -119,8 +120,9 @@ func (s *Sandbox) startManagers(ctx context.Context, env *testenv.Env, opts []te
 	}
 	for _, m := range managers {
 		if err := waitReady(ctx, m, probes[m.cluster]); err != nil {
-			return managers, fmt.Errorf("the controller manager of %s (log %s): %w", m.cluster,
-				filepath.Join(logDir, m.cluster+"-controller-manager.log"), err)
+			logPath := filepath.Join(logDir, m.cluster+"-controller-manager.log")
+			return managers, fmt.Errorf("the controller manager of %s (log %s): %w; its log ends:\n%s", m.cluster,
+				logPath, err, testenv.LogTail(logPath))
 		}
 	}
 	for _, m := range managers {
@@ -209,10 +211,9 @@ func stopManagers(managers []*manager) error {
 
 // freeAddr returns a free loopback address.
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
+		return "", err
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
 }

@@ -66,8 +66,12 @@ func (p *process) exited() (bool, error) {
 }
 
 // logTail returns the last lines (up to 1500 bytes) of the process's log, to say why it exited.
-func (p *process) logTail() string {
-	data, err := os.ReadFile(p.log.Name())
+func (p *process) logTail() string { return LogTail(p.log.Name()) }
+
+// LogTail returns the last lines (up to 1500 bytes) of the log file at path, to say why the
+// process that wrote it exited; "" when it cannot be read.
+func LogTail(path string) string {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
