@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -55,6 +56,13 @@ type Component struct {
 	Name string
 	// NonRoot runs the binary as NonRootUser; otherwise as root.
 	NonRoot bool
+	// Path is where the binary is in the image, its entrypoint; empty: /<Name>. Another
+	// project's images built from its source (upstream Liqo's put theirs in /usr/bin, where its
+	// chart's commands name them) set it.
+	Path string
+	// Version and Source are the image's org.opencontainers.image.version and .source labels;
+	// empty: this project's version (version.Version) and Source.
+	Version, Source string
 }
 
 // Components are the project's images, in the order they are built.
@@ -77,6 +85,39 @@ var Components = []Component{
 // of one's own: "localhost:5000/liqo"), tagged with the project's version.
 func (c Component) Reference(repo string) string {
 	return repo + "/" + c.Name + ":" + version.Version
+}
+
+// path is the binary's absolute path in c's image.
+func (c Component) path() string {
+	if c.Path != "" {
+		return c.Path
+	}
+	return "/" + c.Name
+}
+
+// labels are c's image's OCI labels.
+func (c Component) labels() map[string]string {
+	l := map[string]string{"org.opencontainers.image.version": version.Version, "org.opencontainers.image.source": Source,
+		"org.opencontainers.image.title": c.Name}
+	if c.Version != "" {
+		l["org.opencontainers.image.version"] = c.Version
+	}
+	if c.Source != "" {
+		l["org.opencontainers.image.source"] = c.Source
+	}
+	return l
+}
+
+// binaryFiles are the binary layer's entries: the folders above c's path, then the binary.
+func (c Component) binaryFiles(exe []byte) []file {
+	var files []file
+	rel := strings.TrimPrefix(c.path(), "/")
+	for i, r := range rel {
+		if r == '/' {
+			files = append(files, file{name: rel[:i+1], mode: 0o755})
+		}
+	}
+	return append(files, file{name: rel, mode: 0o755, data: exe})
 }
 
 // user is the "uid:gid" c runs as.
@@ -116,8 +157,8 @@ func (o Options) created() time.Time {
 
 // Build builds c's image from its binary, a static executable for o's platform: two layers, the
 // base files (CA bundle, /etc/passwd, /etc/group, /tmp, the non-root user's home), identical in
-// every image, and the binary at /<Name>; the binary as the entrypoint, SSL_CERT_FILE, c's
-// user, and the OCI labels version, source and title.
+// every image, and the binary at c's path (/<Name> for ours); the binary as the entrypoint,
+// SSL_CERT_FILE, c's user, and the OCI labels version, source and title.
 func Build(ctx context.Context, c Component, binary string, o Options) (v1.Image, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -143,7 +184,7 @@ func Build(ctx context.Context, c Component, binary string, o Options) (v1.Image
 	if err != nil {
 		return nil, fmt.Errorf("image %s: base layer: %w", c.Name, err)
 	}
-	bin, err := layer([]file{{name: c.Name, mode: 0o755, data: exe}}, created)
+	bin, err := layer(c.binaryFiles(exe), created)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: binary layer: %w", c.Name, err)
 	}
@@ -153,15 +194,11 @@ func Build(ctx context.Context, c Component, binary string, o Options) (v1.Image
 		OS:           platform.OS,
 		Created:      v1.Time{Time: created},
 		Config: v1.Config{
-			Entrypoint: []string{"/" + c.Name},
+			Entrypoint: []string{c.path()},
 			Env:        []string{pathEnv, "SSL_CERT_FILE=" + CABundle},
 			User:       c.user(),
 			WorkingDir: "/",
-			Labels: map[string]string{
-				"org.opencontainers.image.version": version.Version,
-				"org.opencontainers.image.source":  Source,
-				"org.opencontainers.image.title":   c.Name,
-			},
+			Labels:     c.labels(),
 		},
 		RootFS: v1.RootFS{Type: "layers"},
 	}
@@ -173,7 +210,7 @@ func Build(ctx context.Context, c Component, binary string, o Options) (v1.Image
 	}
 	img, err = mutate.Append(img,
 		mutate.Addendum{Layer: base, History: v1.History{Created: cfg.Created, CreatedBy: "liqo-images: CA bundle, /etc/passwd, /etc/group"}},
-		mutate.Addendum{Layer: bin, History: v1.History{Created: cfg.Created, CreatedBy: "liqo-images: /" + c.Name}})
+		mutate.Addendum{Layer: bin, History: v1.History{Created: cfg.Created, CreatedBy: "liqo-images: " + c.path()}})
 	if err != nil {
 		return nil, fmt.Errorf("image %s: adding layers: %w", c.Name, err)
 	}

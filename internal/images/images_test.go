@@ -262,6 +262,37 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestBuildPath: another project's image (upstream Liqo's, built from its source) carries its
+// binary where its chart runs it (/usr/bin/<name>, with the folders above it), as its
+// entrypoint, and that project's version and source labels.
+func TestBuildPath(t *testing.T) {
+	bundle, _ := caBundle(t)
+	c := images.Component{Name: "proxy", Path: "/usr/bin/proxy", Version: "v1.2.0", Source: "https://github.com/liqotech/liqo"}
+	img := build(t, c, hello, images.Options{CABundle: bundle, Created: created})
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.Config.Entrypoint, []string{"/usr/bin/proxy"}) {
+		t.Errorf("entrypoint %q, want /usr/bin/proxy", cfg.Config.Entrypoint)
+	}
+	if v, src := cfg.Config.Labels["org.opencontainers.image.version"], cfg.Config.Labels["org.opencontainers.image.source"]; v != c.Version || src != c.Source {
+		t.Errorf("labels version %q source %q, want %q and %q", v, src, c.Version, c.Source)
+	}
+	fs := filesystem(t, img)
+	for _, dir := range []string{"usr", "usr/bin"} {
+		if e, ok := fs[dir]; !ok || e.hdr.Typeflag != tar.TypeDir || e.hdr.Mode != 0o755 {
+			t.Errorf("/%s is not a 0755 folder of the image", dir)
+		}
+	}
+	if e, ok := fs["usr/bin/proxy"]; !ok || e.hdr.Typeflag != tar.TypeReg || e.hdr.Mode != 0o755 || len(e.data) == 0 {
+		t.Errorf("/usr/bin/proxy is not the image's executable")
+	}
+	if _, ok := fs["proxy"]; ok {
+		t.Errorf("the binary is also at /proxy")
+	}
+}
+
 // TestBuildRoot: a root component's image runs as 0:0 and shares the base layer with the
 // non-root images.
 func TestBuildRoot(t *testing.T) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the upstream Liqo components a peering with networking disabled runs (controller
-# manager, webhook, CRD replicator, virtual kubelet), at a pinned version, once, for the mixed
+# manager, webhook, CRD replicator, virtual kubelet, and the chart's API-server proxy and
+# pre-delete uninstaller), at a pinned version, once, for the mixed
 # test bed of docs/upstream-testbed.md. Same pattern as tools/liqoctl/build.sh: the module comes
 # from the Go module proxy (`go install ...@version` is refused: its go.mod has a replace
 # directive), is copied somewhere writable and built there with its own go.mod and go.sum.
@@ -13,8 +14,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 LIQO_VERSION=v1.2.0
 out=${1:-$repo/bin/liqo-upstream-$LIQO_VERSION}
+# Absolute: the build runs in a copy of the module elsewhere.
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 # The main packages under cmd/ of the upstream module, each built to a binary of the same name.
-components=(liqo-controller-manager webhook crd-replicator virtual-kubelet)
+components=(liqo-controller-manager webhook crd-replicator virtual-kubelet proxy uninstaller)
 stamp="$out/.stamp"
 want="$LIQO_VERSION ${components[*]} chart"
 

@@ -70,7 +70,7 @@ func Render(tb testing.TB, clusterID string, sets ...string) []*unstructured.Uns
 	tb.Helper()
 	dir := filepath.Join(BinDir(tb), "chart")
 	args := []string{"template", Release, dir, "--namespace", Namespace,
-		"--set", "networking.enabled=false", "--set", "tag=v1.2.0", "--set", "discovery.config.clusterID=" + clusterID}
+		"--set", "networking.enabled=false", "--set", "tag=" + Version, "--set", "discovery.config.clusterID=" + clusterID}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
