@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -47,4 +48,58 @@ func RunLiqoctl(tb testing.TB, bin, kubeconfig string, args ...string) []byte {
 		tb.Errorf("liqoctl %s (kubeconfig %s) warns:\n%s", strings.Join(args, " "), kubeconfig, stderr.Bytes())
 	}
 	return stdout.Bytes()
+}
+
+// LiqoctlPeer is what `liqoctl info peer <id> -o json` says of one peer (the fields checked).
+type LiqoctlPeer struct {
+	Authentication struct {
+		Status         string `json:"status"`
+		APIServerAddr  string `json:"APIServerAddr"`
+		ResourceSlices []struct {
+			Name     string `json:"name"`
+			Action   string `json:"action"`
+			Accepted bool   `json:"accepted"`
+		} `json:"resourceSlices"`
+	} `json:"authentication"`
+	Info struct {
+		Role string `json:"role"`
+	} `json:"info"`
+	Network struct {
+		Status  string `json:"status"`
+		Gateway struct {
+			Address []string `json:"address"`
+			Port    int32    `json:"port"`
+			Role    string   `json:"role"`
+		} `json:"gateway"`
+	} `json:"network"`
+	Offloading struct {
+		Status       string `json:"status"`
+		VirtualNodes []struct {
+			Name          string `json:"name"`
+			Status        string `json:"status"`
+			ResourceSlice string `json:"resourceSlice"`
+		} `json:"virtualNodes"`
+	} `json:"offloading"`
+}
+
+// ExpectInfoPeer runs upstream's `liqoctl info peer <peer> -o json` against kubeconfig and
+// checks that it names peer in role ("Provider" or "Consumer") with authentication Healthy and
+// one accepted slice, and, for a provider, one Healthy virtual node.
+func ExpectInfoPeer(tb testing.TB, bin, kubeconfig, peer, role string) {
+	tb.Helper()
+	var out map[string]LiqoctlPeer
+	raw := RunLiqoctl(tb, bin, kubeconfig, "info", "peer", peer, "-o", "json")
+	if err := json.Unmarshal(raw, &out); err != nil {
+		tb.Fatalf("liqoctl info peer %s -o json (kubeconfig %s): %v\n%s", peer, kubeconfig, err, raw)
+	}
+	p := out[peer]
+	ok := p.Info.Role == role && p.Authentication.Status == "Healthy" && len(p.Authentication.ResourceSlices) == 1 &&
+		p.Authentication.ResourceSlices[0].Accepted
+	if role == "Provider" {
+		ok = ok && len(p.Offloading.VirtualNodes) == 1 && p.Offloading.VirtualNodes[0].Status == "Healthy"
+	}
+	if !ok {
+		tb.Errorf("liqoctl info peer %s (kubeconfig %s): want role %s, authentication Healthy, one accepted slice (and a healthy virtual node on the consumer):\n%s",
+			peer, kubeconfig, role, raw)
+	}
 }

@@ -55,36 +55,7 @@ type liqoctlInfo struct {
 }
 
 // liqoctlPeer is what `liqoctl info peer <id> -o json` says of one peer (the fields checked).
-type liqoctlPeer struct {
-	Authentication struct {
-		Status         string `json:"status"`
-		APIServerAddr  string `json:"APIServerAddr"`
-		ResourceSlices []struct {
-			Name     string `json:"name"`
-			Action   string `json:"action"`
-			Accepted bool   `json:"accepted"`
-		} `json:"resourceSlices"`
-	} `json:"authentication"`
-	Info struct {
-		Role string `json:"role"`
-	} `json:"info"`
-	Network struct {
-		Status  string `json:"status"`
-		Gateway struct {
-			Address []string `json:"address"`
-			Port    int32    `json:"port"`
-			Role    string   `json:"role"`
-		} `json:"gateway"`
-	} `json:"network"`
-	Offloading struct {
-		Status       string `json:"status"`
-		VirtualNodes []struct {
-			Name          string `json:"name"`
-			Status        string `json:"status"`
-			ResourceSlice string `json:"resourceSlice"`
-		} `json:"virtualNodes"`
-	} `json:"offloading"`
-}
+type liqoctlPeer = testenv.LiqoctlPeer
 
 // TestLiqoctlInfo: upstream liqoctl v1.2.0 reads our sandbox as a Liqo installation. Before any
 // peering, `liqoctl info` on each cluster gives its cluster ID, our version and its API server,

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -298,21 +297,7 @@ func (b *mixedBed) peerWithTerraform(t *testing.T, consumer, provider string, st
 // authentication Healthy and, on the consumer, one accepted slice and a healthy virtual node.
 func (b *mixedBed) expectInfoPeer(t *testing.T, cluster, peer, role string) {
 	t.Helper()
-	var out map[string]liqoctlPeer
-	raw := b.run(t, cluster, "info", "peer", peer, "-o", "json")
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("liqoctl info peer %s -o json on %s: %v\n%s", peer, cluster, err, raw)
-	}
-	p := out[peer]
-	ok := p.Info.Role == role && p.Authentication.Status == "Healthy" && len(p.Authentication.ResourceSlices) == 1 &&
-		p.Authentication.ResourceSlices[0].Accepted
-	if role == "Provider" {
-		ok = ok && len(p.Offloading.VirtualNodes) == 1 && p.Offloading.VirtualNodes[0].Status == "Healthy"
-	}
-	if !ok {
-		t.Errorf("liqoctl info peer %s on %s: want role %s, authentication Healthy, one accepted slice (and a healthy virtual node on the consumer):\n%s",
-			peer, cluster, role, raw)
-	}
+	testenv.ExpectInfoPeer(t, b.liqoctl, b.kubeconfig(cluster), peer, role)
 }
 
 // offloadAndRun offloads namespace mixed of consumer to provider (virtual node node on the
