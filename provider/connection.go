@@ -159,32 +159,43 @@ func (c *connectionModel) conflicts() []string {
 	if (set(c.ConfigContext) || set(c.ConfigContextAuthInfo) || set(c.ConfigContextCluster)) && !set(c.Kubeconfig) && !set(c.ConfigPath) {
 		out = append(out, "`config_context*` select from a kubeconfig: set `config_path` or `kubeconfig` too")
 	}
-	if set(c.Token) && (set(c.ClientCertificate) || set(c.ClientKey)) {
+	out = append(out, c.credentialConflicts()...)
+	if !c.Insecure.IsNull() && !c.Insecure.IsUnknown() && c.Insecure.ValueBool() && set(c.ClusterCACertificate) {
+		out = append(out, "`insecure = true` skips the verification that `cluster_ca_certificate` is for: remove one of them")
+	}
+	if set(c.Host) && !isURL(c.Host.ValueString()) {
+		out = append(out, fmt.Sprintf("`host` %q is not a URL like https://10.0.0.1:6443", c.Host.ValueString()))
+	}
+	if set(c.ProxyURL) && !isURL(c.ProxyURL.ValueString()) {
+		out = append(out, fmt.Sprintf("`proxy_url` %q is not a URL like http://proxy:3128", c.ProxyURL.ValueString()))
+	}
+	return out
+}
+
+// credentialConflicts lists the contradictions among the connection's credentials: two given,
+// or half of a client certificate.
+func (c *connectionModel) credentialConflicts() []string {
+	var out []string
+	certificate := set(c.ClientCertificate) || set(c.ClientKey)
+	if set(c.Token) && certificate {
 		out = append(out, "`token` and `client_certificate`/`client_key` are two credentials: set one of them")
 	}
 	if set(c.Token) && c.Exec != nil {
 		out = append(out, "`token` and `exec` are two credentials: set one of them")
 	}
-	if c.Exec != nil && (set(c.ClientCertificate) || set(c.ClientKey)) {
+	if c.Exec != nil && certificate {
 		out = append(out, "`exec` and `client_certificate`/`client_key` are two credentials: set one of them")
 	}
 	if set(c.ClientCertificate) != set(c.ClientKey) && !c.ClientCertificate.IsUnknown() && !c.ClientKey.IsUnknown() {
 		out = append(out, "`client_certificate` and `client_key` go together: set both")
 	}
-	if !c.Insecure.IsNull() && !c.Insecure.IsUnknown() && c.Insecure.ValueBool() && set(c.ClusterCACertificate) {
-		out = append(out, "`insecure = true` skips the verification that `cluster_ca_certificate` is for: remove one of them")
-	}
-	if set(c.Host) {
-		if u, err := url.Parse(c.Host.ValueString()); err != nil || u.Scheme == "" || u.Host == "" {
-			out = append(out, fmt.Sprintf("`host` %q is not a URL like https://10.0.0.1:6443", c.Host.ValueString()))
-		}
-	}
-	if set(c.ProxyURL) {
-		if u, err := url.Parse(c.ProxyURL.ValueString()); err != nil || u.Scheme == "" || u.Host == "" {
-			out = append(out, fmt.Sprintf("`proxy_url` %q is not a URL like http://proxy:3128", c.ProxyURL.ValueString()))
-		}
-	}
 	return out
+}
+
+// isURL reports whether s parses as a URL with a scheme and a host.
+func isURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme != "" && u.Host != ""
 }
 
 // errNoConnection is returned for a connection with nothing set.

@@ -2,17 +2,17 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/internal/clusterid"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
@@ -92,20 +92,18 @@ func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest
 		resp.Diagnostics.AddError("Reading cluster", err.Error())
 		return
 	}
-	cm := &corev1.ConfigMap{}
-	err = c.ctrl.Get(ctx, client.ObjectKey{Namespace: c.liqoNS, Name: consts.ClusterIDConfigMap}, cm)
-	if err != nil && !apierrors.IsNotFound(err) {
-		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("reading ConfigMap %s/%s in %s: %v",
-			c.liqoNS, consts.ClusterIDConfigMap, c.describe(), err))
+	id, err := clusterid.Read(ctx, c.ctrl, c.liqoNS)
+	if err != nil && !errors.Is(err, clusterid.ErrNotRecorded) {
+		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s: %v", c.describe(), err))
 		return
 	}
-	if err != nil || cm.Data[consts.ClusterIDKey] == "" {
+	if err != nil {
 		resp.Diagnostics.AddError("Reading cluster", fmt.Sprintf("%s has no cluster ID (ConfigMap %s/%s, key %s): the liqo "+
 			"controllers are not installed or have not started there; install them (or wait for them to start) and retry, "+
 			"or set liqo_namespace to the namespace Liqo is installed in", c.describe(), c.liqoNS, consts.ClusterIDConfigMap, consts.ClusterIDKey))
 		return
 	}
-	cfg.ClusterID = types.StringValue(cm.Data[consts.ClusterIDKey])
+	cfg.ClusterID = types.StringValue(string(id))
 
 	nets, err := clusternet.ListIn(ctx, c.ctrl, c.liqoNS)
 	if err != nil {

@@ -46,7 +46,7 @@ func consumerIdentityOrganizationValidators() []validator.String {
 const consumerIdentityTypeName = "liqo_consumer_identity"
 
 // consumerIdentityManagedLabel marks the RBAC objects and CSRs this resource manages.
-const consumerIdentityManagedLabel = "liqo.io/managed-by"
+const consumerIdentityManagedLabel = consts.LiqoManagedByLabel
 
 // consumerIdentityResource issues, in the provider cluster, a client certificate for a consumer
 // cluster through the CSR API and binds it to least privileges in the consumer's tenant namespace.

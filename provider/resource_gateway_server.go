@@ -20,10 +20,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/workload"
 )
 
 var _ resource.ResourceWithValidateConfig = (*gatewayServerResource)(nil)

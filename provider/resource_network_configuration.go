@@ -16,11 +16,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	networkingv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/cidr"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
+	"github.com/peerkit/terraform-provider-liqo/internal/remap"
 )
 
 const networkConfigurationModule = "liqo_network_configuration"
@@ -225,7 +225,7 @@ func networkConfigurationWaitRemap(ctx context.Context, c *clusterClient, _ *net
 	err := nwWait(ctx, c, networkConfigurationModule, "Configuration", conf, timeout, "the remapped CIDRs (status.remote.cidr) to be reported",
 		"wait_for_remap", func(o client.Object) (bool, string) {
 			cur := o.(*networkingv1beta1.Configuration)
-			done, seen := configuration.Remapped(cur)
+			done, seen := remap.Remapped(cur)
 			if done {
 				got = cur
 			}

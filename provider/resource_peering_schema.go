@@ -74,33 +74,8 @@ func (peeringKeepKnownState) PlanModifyString(_ context.Context, req planmodifie
 // Schema describes liqo_peering.
 func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		Version: resourceSchemaVersion,
-		MarkdownDescription: "A peering of a consumer cluster with a provider cluster, both keys of the provider's `clusters` " +
-			"map: what `liqoctl peer` does, in one resource. It makes the tenant namespaces on both sides; the network " +
-			"(unless `networking = false`): each side's Configuration of the other, the gateway server on the provider " +
-			"and its client on the consumer, their public keys exchanged, both Connections awaited; the authentication " +
-			"(the provider's nonce signed by the consumer, the Tenant, the consumer's Identity); and the offloading (a " +
-			"ResourceSlice asking for `cpu`, `memory`, `pods`..., and the virtual node standing for what the provider " +
-			"granted, awaited Ready). The liqo controller manager must run in both clusters.\n\n" +
-			"Changing the requested resources re-negotiates in place; changing a cluster replaces the peering. Two " +
-			"`liqo_peering` in opposite directions make a bidirectional peering: they share the tenant namespaces and " +
-			"the tunnel (give both the same `networking` and `gateway`), and destroying one leaves the other working. " +
-			"Destroy removes, in order, whatever of it exists: the slice (and with it the virtual node), the identity, the " +
-			"tenant and the nonce, then the network and the tenant namespaces (awaited gone) unless the other direction " +
-			"still uses them (it holds its Tenant, Identity or slice).\n\n" +
-			"A refresh reads the peering back: it leaves the state only when nothing it made remains on either cluster (its " +
-			"Tenant, Identity, slice, virtual node, nonce Secrets, and the tenant namespaces with the network unless the " +
-			"other direction uses them), and the next apply then peers again; the requested resources are read from what " +
-			"the provider granted, so a denied or changed grant shows as a difference; and when a module is not up (see " +
-			"`status`, e.g. the slice deleted out of band) the plan shows an in-place update that runs the peering again to " +
-			"repair it.\n\n" +
-			"Create, update and delete wait for the clusters' controllers, each within its `timeouts` (default 2m). A " +
-			"create that fails half-way leaves the peering in the state, tainted, as long as anything it made remains: the " +
-			"next apply removes it and peers again, and destroy removes it. Create refuses a peering that exists already in " +
-			"this direction (the provider's Tenant of the consumer, the consumer's Identity or slice of the provider, made by " +
-			"another state or by liqoctl), naming what exists and how to import it; the other direction of a bidirectional " +
-			"peering and what a failed create left before the Tenant are not refused. The plan cannot tell (it also plans " +
-			"the create of a replacement, while the peering replaced still exists).",
+		Version:             resourceSchemaVersion,
+		MarkdownDescription: peeringDescription,
 		Attributes: map[string]schema.Attribute{
 			"id":               stableComputedString("`<consumer_cluster>/<provider_cluster>`, also the import ID."),
 			"consumer_cluster": peeringClusterAttribute("consumer (the one that gets a virtual node)"),
@@ -125,66 +100,9 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 						resp.RequiresReplace = !req.StateValue.IsNull() // null: a state from before the attribute, read back on refresh
 					}, "Changing in_band replaces the peering.", "Changing `in_band` replaces the peering.")},
 			},
-			"gateway": schema.SingleNestedAttribute{
-				Optional: true, Computed: true, Default: objectdefault.StaticValue(peeringDefaultGateway()),
-				MarkdownDescription: "How the tunnel is exposed, when `networking` is on; default: the provider's server " +
-					"behind a `LoadBalancer` Service on port 51840, MTU 1340. Changes are applied in place (but `server_location`). In a bidirectional peering both directions share " +
-					"one tunnel: give them the same values.",
-				Attributes: map[string]schema.Attribute{
-					"server_location": schema.StringAttribute{
-						Optional: true, Computed: true, Default: stringdefault.StaticString(peeringDefaultServerLocation),
-						MarkdownDescription: "Which cluster hosts the gateway server, as `liqoctl peer --gw-server-service-location`: " +
-							"`Provider` (default) or `Consumer` (e.g. when only the consumer can expose a UDP service); the " +
-							"other cluster runs the client. A tunnel between the two clusters that exists already (the other " +
-							"direction's, in a bidirectional peering) is reused wherever its server is. Changing it replaces the peering.",
-						Validators: []validator.String{stringvalidator.OneOf(peeringServerLocations...)},
-						PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(
-							func(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
-								resp.RequiresReplace = !req.StateValue.IsNull() // null: a state from before the attribute, read back on refresh
-							}, "Changing the side hosting the server replaces the peering.", "Changing the side hosting the server replaces the peering.")},
-					},
-					"service_type": enumAttribute(peeringDefaultServiceType,
-						"Type of the Service exposing the gateway server: `LoadBalancer` (default), `NodePort` or `ClusterIP`.",
-						string(corev1.ServiceTypeLoadBalancer), string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeClusterIP)),
-					"port": schema.Int64Attribute{
-						Optional: true, Computed: true, Default: int64default.StaticInt64(consts.DefaultGatewayPort),
-						MarkdownDescription: "UDP port of the gateway server; default `51840`. Each GatewayServer of a cluster needs a " +
-							"port of its own (gateways listen in their node's network namespace): a port another one of the cluster " +
-							"hosting the server uses is refused at plan when that cluster can be reached, else when applying.",
-						Validators: []validator.Int64{nwPortValidator()},
-					},
-					"node_port": schema.Int64Attribute{
-						Optional:            true,
-						MarkdownDescription: "Node port of a `NodePort` or `LoadBalancer` Service; default: one the cluster picks.",
-						Validators:          []validator.Int64{nwPortValidator()},
-					},
-					"load_balancer_ip": schema.StringAttribute{
-						Optional: true,
-						MarkdownDescription: "Address to ask of a `LoadBalancer` Service (where the load balancer supports it), as " +
-							"`--gw-server-service-loadbalancerip`.",
-						Validators: []validator.String{nwIPValidator()},
-					},
-					"client_address": schema.StringAttribute{
-						Optional: true,
-						MarkdownDescription: "Address (IP or DNS name) the client dials instead of the one the server's Service " +
-							"reports, as `--gw-client-address`: for a server behind NAT.",
-						Validators: []validator.String{nwHostValidator()},
-					},
-					"client_port": schema.Int64Attribute{
-						Optional: true,
-						MarkdownDescription: "UDP port the client dials instead of the one the server's Service reports, as " +
-							"`--gw-client-port`: for a server behind NAT that forwards another port.",
-						Validators: []validator.Int64{nwPortValidator()},
-					},
-					"mtu": schema.Int64Attribute{
-						Optional: true, Computed: true, Default: int64default.StaticInt64(peeringDefaultMTU),
-						MarkdownDescription: "MTU of the tunnel interfaces; default `1340`.",
-						Validators:          []validator.Int64{nwMTUValidator()},
-					},
-				},
-			},
-			"cpu":    peeringQuantityAttribute("CPU (e.g. `4` or `500m`); required unless `create_resource_slice = false`"),
-			"memory": peeringQuantityAttribute("memory (e.g. `8Gi`); required unless `create_resource_slice = false`"),
+			"gateway": peeringGatewayAttribute(),
+			"cpu":     peeringQuantityAttribute("CPU (e.g. `4` or `500m`); required unless `create_resource_slice = false`"),
+			"memory":  peeringQuantityAttribute("memory (e.g. `8Gi`); required unless `create_resource_slice = false`"),
 			"pods": withValidators(peeringQuantityAttribute("pods (e.g. `110`, at least 1: the most the virtual node runs at once); "+
 				"required unless `create_resource_slice = false`"),
 				podsValidator("Ask for at least 1, e.g. pods = \"110\" (the most pods the virtual node runs at once).")),
@@ -221,20 +139,115 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				"(`liqo-tenant-<consumer_cluster_id>`)."),
 			"virtual_node_name": peeringComputedString("Name of the consumer's virtual node standing for the provider."),
 			"granted":           computedStringMap("Resources the provider granted, by resource name: what the virtual node offers."),
-			"status": schema.SingleNestedAttribute{
-				Computed: true,
-				MarkdownDescription: "State of each module, as `liqoctl info peer` shows it. Only states that change when " +
-					"the peering does are kept here, so a plan after apply says \"No changes\"; the tunnel's latency, a " +
-					"measurement, is in the `liqo_foreign_cluster` data source.",
-				Attributes: map[string]schema.Attribute{
-					"networking":     computedString("`Established`, `Pending`, `Error`, `None`, or `Disabled` (`networking = false`)."),
-					"authentication": computedString("`Established`, `Pending` or `None`."),
-					"offloading":     computedString("`Ready` (virtual node Ready), `NotReady`, `Pending`, `Error` (slice denied) or `None`."),
-				},
-			},
+			"status":            peeringStatusAttribute(),
 		},
 		Blocks: map[string]schema.Block{
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+// peeringDescription is liqo_peering's documentation.
+const peeringDescription = "A peering of a consumer cluster with a provider cluster, both keys of the provider's `clusters` " +
+	"map: what `liqoctl peer` does, in one resource. It makes the tenant namespaces on both sides; the network " +
+	"(unless `networking = false`): each side's Configuration of the other, the gateway server on the provider " +
+	"and its client on the consumer, their public keys exchanged, both Connections awaited; the authentication " +
+	"(the provider's nonce signed by the consumer, the Tenant, the consumer's Identity); and the offloading (a " +
+	"ResourceSlice asking for `cpu`, `memory`, `pods`..., and the virtual node standing for what the provider " +
+	"granted, awaited Ready). The liqo controller manager must run in both clusters.\n\n" +
+	"Changing the requested resources re-negotiates in place; changing a cluster replaces the peering. Two " +
+	"`liqo_peering` in opposite directions make a bidirectional peering: they share the tenant namespaces and " +
+	"the tunnel (give both the same `networking` and `gateway`), and destroying one leaves the other working. " +
+	"Destroy removes, in order, whatever of it exists: the slice (and with it the virtual node), the identity, the " +
+	"tenant and the nonce, then the network and the tenant namespaces (awaited gone) unless the other direction " +
+	"still uses them (it holds its Tenant, Identity or slice).\n\n" +
+	"A refresh reads the peering back: it leaves the state only when nothing it made remains on either cluster (its " +
+	"Tenant, Identity, slice, virtual node, nonce Secrets, and the tenant namespaces with the network unless the " +
+	"other direction uses them), and the next apply then peers again; the requested resources are read from what " +
+	"the provider granted, so a denied or changed grant shows as a difference; and when a module is not up (see " +
+	"`status`, e.g. the slice deleted out of band) the plan shows an in-place update that runs the peering again to " +
+	"repair it.\n\n" +
+	"Create, update and delete wait for the clusters' controllers, each within its `timeouts` (default 2m). A " +
+	"create that fails half-way leaves the peering in the state, tainted, as long as anything it made remains: the " +
+	"next apply removes it and peers again, and destroy removes it. Create refuses a peering that exists already in " +
+	"this direction (the provider's Tenant of the consumer, the consumer's Identity or slice of the provider, made by " +
+	"another state or by liqoctl), naming what exists and how to import it; the other direction of a bidirectional " +
+	"peering and what a failed create left before the Tenant are not refused. The plan cannot tell (it also plans " +
+	"the create of a replacement, while the peering replaced still exists)."
+
+// peeringGatewayAttribute is liqo_peering's gateway: how the tunnel is exposed.
+func peeringGatewayAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional: true, Computed: true, Default: objectdefault.StaticValue(peeringDefaultGateway()),
+		MarkdownDescription: "How the tunnel is exposed, when `networking` is on; default: the provider's server " +
+			"behind a `LoadBalancer` Service on port 51840, MTU 1340. Changes are applied in place (but `server_location`). In a bidirectional peering both directions share " +
+			"one tunnel: give them the same values.",
+		Attributes: map[string]schema.Attribute{
+			"server_location": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(peeringDefaultServerLocation),
+				MarkdownDescription: "Which cluster hosts the gateway server, as `liqoctl peer --gw-server-service-location`: " +
+					"`Provider` (default) or `Consumer` (e.g. when only the consumer can expose a UDP service); the " +
+					"other cluster runs the client. A tunnel between the two clusters that exists already (the other " +
+					"direction's, in a bidirectional peering) is reused wherever its server is. Changing it replaces the peering.",
+				Validators: []validator.String{stringvalidator.OneOf(peeringServerLocations...)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(
+					func(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+						resp.RequiresReplace = !req.StateValue.IsNull() // null: a state from before the attribute, read back on refresh
+					}, "Changing the side hosting the server replaces the peering.", "Changing the side hosting the server replaces the peering.")},
+			},
+			"service_type": enumAttribute(peeringDefaultServiceType,
+				"Type of the Service exposing the gateway server: `LoadBalancer` (default), `NodePort` or `ClusterIP`.",
+				string(corev1.ServiceTypeLoadBalancer), string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeClusterIP)),
+			"port": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(consts.DefaultGatewayPort),
+				MarkdownDescription: "UDP port of the gateway server; default `51840`. Each GatewayServer of a cluster needs a " +
+					"port of its own (gateways listen in their node's network namespace): a port another one of the cluster " +
+					"hosting the server uses is refused at plan when that cluster can be reached, else when applying.",
+				Validators: []validator.Int64{nwPortValidator()},
+			},
+			"node_port": schema.Int64Attribute{
+				Optional:            true,
+				MarkdownDescription: "Node port of a `NodePort` or `LoadBalancer` Service; default: one the cluster picks.",
+				Validators:          []validator.Int64{nwPortValidator()},
+			},
+			"load_balancer_ip": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Address to ask of a `LoadBalancer` Service (where the load balancer supports it), as " +
+					"`--gw-server-service-loadbalancerip`.",
+				Validators: []validator.String{nwIPValidator()},
+			},
+			"client_address": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Address (IP or DNS name) the client dials instead of the one the server's Service " +
+					"reports, as `--gw-client-address`: for a server behind NAT.",
+				Validators: []validator.String{nwHostValidator()},
+			},
+			"client_port": schema.Int64Attribute{
+				Optional: true,
+				MarkdownDescription: "UDP port the client dials instead of the one the server's Service reports, as " +
+					"`--gw-client-port`: for a server behind NAT that forwards another port.",
+				Validators: []validator.Int64{nwPortValidator()},
+			},
+			"mtu": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(peeringDefaultMTU),
+				MarkdownDescription: "MTU of the tunnel interfaces; default `1340`.",
+				Validators:          []validator.Int64{nwMTUValidator()},
+			},
+		},
+	}
+}
+
+// peeringStatusAttribute is liqo_peering's status: the state of each module.
+func peeringStatusAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Computed: true,
+		MarkdownDescription: "State of each module, as `liqoctl info peer` shows it. Only states that change when " +
+			"the peering does are kept here, so a plan after apply says \"No changes\"; the tunnel's latency, a " +
+			"measurement, is in the `liqo_foreign_cluster` data source.",
+		Attributes: map[string]schema.Attribute{
+			"networking":     computedString("`Established`, `Pending`, `Error`, `None`, or `Disabled` (`networking = false`)."),
+			"authentication": computedString("`Established`, `Pending` or `None`."),
+			"offloading":     computedString("`Ready` (virtual node Ready), `NotReady`, `Pending`, `Error` (slice denied) or `None`."),
 		},
 	}
 }

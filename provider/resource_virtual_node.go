@@ -28,7 +28,7 @@ import (
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
-	"github.com/peerkit/terraform-provider-liqo/internal/peering"
+	"github.com/peerkit/terraform-provider-liqo/internal/identities"
 )
 
 // virtualNodeDefaultTimeout bounds the create and update waits unless timeouts says otherwise.
@@ -233,7 +233,7 @@ func (r *virtualNodeResource) ModifyPlan(ctx context.Context, req resource.Modif
 }
 
 // fill writes the plan into vn, with the capacity the slice was granted and, unless one is
-// named, the kubeconfig Secret peering.VirtualNodeSecret gives (the slice's identity, else the
+// named, the kubeconfig Secret identities.VirtualNodeSecret gives (the slice's identity, else the
 // provider's control-plane identity).
 func (m *virtualNodeModel) fill(ctx context.Context, c *clusterClient, vn *offv1beta1.VirtualNode) error {
 	ns, provider := vn.Namespace, corev1beta1.ClusterID(m.ProviderClusterID.ValueString())
@@ -260,7 +260,7 @@ func (m *virtualNodeModel) fill(ctx context.Context, c *clusterClient, vn *offv1
 	secret := m.KubeconfigSecretName.ValueString()
 	if secret == "" {
 		var err error
-		if secret, err = peering.VirtualNodeSecret(ctx, c.ctrl, slice); err != nil {
+		if secret, err = identities.VirtualNodeSecret(ctx, c.ctrl, slice); err != nil {
 			return err
 		}
 		if secret == "" {

@@ -41,12 +41,12 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
-	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 )
 

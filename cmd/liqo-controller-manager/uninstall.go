@@ -31,12 +31,12 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/grantenforcement"
 	"github.com/peerkit/terraform-provider-liqo/controllers/podplacement"
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
-	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/webhookserver"
 )
 

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -38,6 +37,7 @@ import (
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
+	"github.com/peerkit/terraform-provider-liqo/internal/clusterid"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/reflectors"
@@ -115,12 +115,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("creating clientset: %w", err)
 	}
 	if o.consumerID == "" {
-		cm, err := kube.CoreV1().ConfigMaps(o.liqoNamespace).Get(ctx, consts.ClusterIDConfigMap, metav1.GetOptions{})
+		reader, err := client.New(cfg, client.Options{Scheme: scheme})
 		if err != nil {
-			return fmt.Errorf("no --consumer-cluster-id and reading ConfigMap %s/%s failed (set --liqo-namespace where Liqo is installed): %w",
-				o.liqoNamespace, consts.ClusterIDConfigMap, err)
+			return fmt.Errorf("creating client: %w", err)
 		}
-		o.consumerID = corev1beta1.ClusterID(cm.Data[consts.ClusterIDKey])
+		if o.consumerID, err = clusterid.Read(ctx, reader, o.liqoNamespace); err != nil {
+			return fmt.Errorf("no --consumer-cluster-id, and this cluster's ID (set --liqo-namespace where Liqo is installed): %w", err)
+		}
 	}
 	mopts := o.ManagerOptions("liqo-vk-"+o.virtualNode.Name, o.virtualNode.Namespace)
 	mopts.Scheme, mopts.Logger = scheme, log

@@ -45,9 +45,9 @@ const (
 	// upstream Liqo v1.2's name for the role its virtual kubelets use there
 	// (peerrbac.SliceWorkloadRules).
 	SliceWorkloadClusterRole = "liqo-virtual-kubelet-remote"
-	// managedByLabel marks the objects this package keeps.
-	managedByLabel = "app.kubernetes.io/managed-by"
-	managedBy      = "liqo-controller-manager"
+	// managedByLabel and managedBy mark the objects this package keeps.
+	managedByLabel = consts.ManagedByLabel
+	managedBy      = consts.ManagedByControllerManager
 )
 
 // Config is what a cluster knows of itself, from the controller manager's flags.

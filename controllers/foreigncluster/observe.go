@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
@@ -16,6 +15,7 @@ import (
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/peerstatus"
+	"github.com/peerkit/terraform-provider-liqo/internal/remap"
 )
 
 // observation is what the local cluster holds about one remote cluster.
@@ -177,13 +177,13 @@ func (o *observation) status(old corev1beta1.ForeignClusterStatus, now metav1.Ti
 }
 
 // networkingConditions are the conditions of the networking module: one per Configuration
-// (Ready once its status maps every remote CIDR, configuration.Remapped), the gateway server's and client's, and one per
+// (Ready once its status maps every remote CIDR, remap.Remapped), the gateway server's and client's, and one per
 // Connection (its tunnel's state).
 func (o *observation) networkingConditions() []corev1beta1.Condition {
 	var net []corev1beta1.Condition
 	for _, c := range o.configurations {
 		s := corev1beta1.ConditionStatusPending
-		if done, _ := configuration.Remapped(&c); done {
+		if done, _ := remap.Remapped(&c); done {
 			s = corev1beta1.ConditionStatusReady
 		}
 		net = append(net, cond(corev1beta1.NetworkConfigurationStatusCondition, s, "Configuration "+c.Name))

@@ -29,8 +29,8 @@ import (
 
 // managedByLabel marks the ForeignClusters this reconciler created (and may delete).
 const (
-	managedByLabel = "app.kubernetes.io/managed-by"
-	managedBy      = "liqo-controller-manager"
+	managedByLabel = consts.ManagedByLabel
+	managedBy      = consts.ManagedByControllerManager
 )
 
 // Reconciler keeps ForeignClusters. The reconcile key's name is the remote cluster ID.

@@ -1,6 +1,6 @@
 // Package gatewayclient reconciles GatewayClients: it generates the key Secret when missing,
 // renders the gateway client's Deployment, which connects to the endpoint in the spec, from the
-// template spec.clientTemplateRef names (gateway/workload.Load: the template's Deployment with the
+// template spec.clientTemplateRef names (internal/gateway/workload.Load: the template's Deployment with the
 // controller's part filled in; the built-in one when the reference is empty; the default
 // liqo/wireguard-client is created when missing; any other missing template is a Warning Event
 // and nothing is rendered), and reports in status the internal endpoint (the gateway pod's IP and
@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/gateways"
-	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
-	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/mode"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/workload"
 )
 
 // Reconciler makes GatewayClients real.
@@ -41,7 +41,7 @@ type Reconciler struct {
 // clients is how the shared part reads GatewayClients.
 var clients = gateways.Kind[*netv1beta1.GatewayClient]{
 	Name:          "GatewayClient",
-	Mode:          agent.ModeClient,
+	Mode:          mode.Client,
 	TemplateKind:  workload.ClientTemplateKind,
 	TemplateField: "spec.clientTemplateRef",
 	New:           func() *netv1beta1.GatewayClient { return &netv1beta1.GatewayClient{} },
@@ -67,12 +67,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	gw := p.Object
-	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: agent.ModeClient, SecretName: p.SecretName, Image: r.Image, Base: p.Base,
+	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: mode.Client, SecretName: p.SecretName, Image: r.Image, Base: p.Base,
 		LiqoNamespace: r.LiqoNamespace})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	internal, err := workload.InternalEndpoint(ctx, r.Client, gw, agent.ModeClient)
+	internal, err := workload.InternalEndpoint(ctx, r.Client, gw, mode.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

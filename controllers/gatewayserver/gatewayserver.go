@@ -1,6 +1,6 @@
 // Package gatewayserver reconciles GatewayServers: it generates the key Secret when missing,
 // renders the gateway's Deployment and the Service of the requested type that exposes it from
-// the template spec.serverTemplateRef names (gateway/workload.Load: the template's Deployment and
+// the template spec.serverTemplateRef names (internal/gateway/workload.Load: the template's Deployment and
 // Service with the controller's part filled in; the built-in one when the reference is empty; the
 // default liqo/wireguard-server is created when missing; any other missing template is a Warning
 // Event and nothing is rendered), and reports in status the endpoint (addresses, port, protocol)
@@ -23,10 +23,10 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/gateways"
-	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
-	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/mode"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/workload"
 )
 
 // Reconciler makes GatewayServers real.
@@ -46,7 +46,7 @@ type Reconciler struct {
 // servers is how the shared part reads GatewayServers.
 var servers = gateways.Kind[*netv1beta1.GatewayServer]{
 	Name:          "GatewayServer",
-	Mode:          agent.ModeServer,
+	Mode:          mode.Server,
 	TemplateKind:  workload.ServerTemplateKind,
 	TemplateField: "spec.serverTemplateRef",
 	New:           func() *netv1beta1.GatewayServer { return &netv1beta1.GatewayServer{} },
@@ -95,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: agent.ModeServer, SecretName: p.SecretName, Image: r.Image, Port: port, Base: p.Base,
+	dep, err := workload.Ensure(ctx, r.Client, workload.Params{Owner: gw, Mode: mode.Server, SecretName: p.SecretName, Image: r.Image, Port: port, Base: p.Base,
 		LiqoNamespace: r.LiqoNamespace, Stopped: conflict})
 	if err != nil {
 		return ctrl.Result{}, err
@@ -108,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	internal, err := workload.InternalEndpoint(ctx, r.Client, gw, agent.ModeServer)
+	internal, err := workload.InternalEndpoint(ctx, r.Client, gw, mode.Server)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -141,7 +141,7 @@ func (r *Reconciler) ensureService(ctx context.Context, gw *netv1beta1.GatewaySe
 			typ = corev1.ServiceTypeClusterIP
 		}
 		spec.Type = typ
-		spec.Selector = workload.Selector(gw, agent.ModeServer)
+		spec.Selector = workload.Selector(gw, mode.Server)
 		// What the API server allocated stays: the cluster IP cannot change, node ports should not.
 		spec.ClusterIP, spec.ClusterIPs = svc.Spec.ClusterIP, svc.Spec.ClusterIPs
 		if spec.IPFamilies == nil {

@@ -21,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/peerkit/terraform-provider-liqo/internal/clusterid"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 )
 
@@ -48,7 +50,7 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err := r.Client.Get(ctx, req.NamespacedName, ns); err != nil || ns.DeletionTimestamp != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	labels := map[string]string{consts.RemoteClusterIDLabel: ns.Labels[consts.RemoteClusterIDLabel], consts.NonceLabel: "true"}
+	labels := forge.NonceLabels(ns.Labels[consts.RemoteClusterIDLabel])
 	secret := &corev1.Secret{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: consts.NonceSecret}, secret)
 	switch {
@@ -168,11 +170,11 @@ func LocalIdentity(ctx context.Context, c client.Client, liqoNS string) (*signin
 	if err != nil {
 		return nil, "", err
 	}
-	cm := &corev1.ConfigMap{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: liqoNS, Name: consts.ClusterIDConfigMap}, cm); err != nil {
+	id, err := clusterid.Read(ctx, c, liqoNS)
+	if err != nil {
 		return nil, "", fmt.Errorf("reading the cluster ID: %w", err)
 	}
-	return key, cm.Data[consts.ClusterIDKey], nil
+	return key, string(id), nil
 }
 
 func named(name string) predicate.Predicate {

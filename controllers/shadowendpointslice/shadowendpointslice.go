@@ -78,7 +78,7 @@ const (
 	kind = "ShadowEndpointSlice"
 	// managedByLabel and managedByValue mark, as upstream Liqo does, an EndpointSlice made of
 	// a ShadowEndpointSlice.
-	managedByLabel = "liqo.io/managed-by"
+	managedByLabel = consts.LiqoManagedByLabel
 	managedByValue = "shadowendpointslice"
 	// kubeControllerValue is endpointslice.kubernetes.io/managed-by of Kubernetes' own
 	// EndpointSlice controller; reflectionValue is upstream Liqo's reflected slices' value.
@@ -86,7 +86,7 @@ const (
 	reflectionValue     = consts.UpstreamEndpointSliceManagedBy
 	// directConnectionsAnnotation is upstream's annotation for provider-to-provider
 	// connections, which is not copied to the EndpointSlice.
-	directConnectionsAnnotation = "liqo.io/direct-connections-data"
+	directConnectionsAnnotation = consts.DirectConnectionsAnnotation
 	// nameTakenRetry is how often a ShadowEndpointSlice whose name another EndpointSlice takes
 	// looks again.
 	nameTakenRetry = 30 * time.Second

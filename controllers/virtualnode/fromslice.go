@@ -1,7 +1,7 @@
 // Package virtualnode turns the consumer's accepted ResourceSlices into VirtualNodes (capacity =
 // the grant; node labels and the offloading patch's node selector = the slice's) and runs each
 // VirtualNode's Node through a vnode.Runner; a VirtualNode runs with the slice's own Identity once
-// the provider signed the slice's certificate, as upstream's do (peering.VirtualNodeSecret, the
+// the provider signed the slice's certificate, as upstream's do (identities.VirtualNodeSecret, the
 // control-plane identity until then); deleting a slice deletes its VirtualNode, which
 // removes the Node. A slice of any class makes a virtual node once accepted (by whichever
 // controller decides its class); a cordoned slice's Node is unschedulable (syncCordon).
@@ -28,7 +28,7 @@ import (
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
-	"github.com/peerkit/terraform-provider-liqo/internal/peering"
+	"github.com/peerkit/terraform-provider-liqo/internal/identities"
 )
 
 // NameFor is the VirtualNode (and Node) of a slice (consts.VirtualNodeName).
@@ -61,7 +61,7 @@ func (r *SliceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	// As upstream: the slice's own Identity once the provider signed its certificate (until
 	// then, or for a provider that signs none, the control-plane identity).
-	secret, err := peering.VirtualNodeSecret(ctx, r.Client, slice)
+	secret, err := identities.VirtualNodeSecret(ctx, r.Client, slice)
 	if err != nil || secret == "" {
 		return reconcile.Result{}, err
 	}
@@ -100,7 +100,7 @@ func (r *SliceReconciler) syncMadeFromSlice(ctx context.Context, slice *authv1be
 	controlPlane := ""
 	if secret != "" {
 		var err error
-		if controlPlane, err = peering.ControlPlaneSecret(ctx, r.Client, slice.Namespace, *slice.Spec.ProviderClusterID); err != nil {
+		if controlPlane, err = identities.ControlPlaneSecret(ctx, r.Client, slice.Namespace, *slice.Spec.ProviderClusterID); err != nil {
 			return err
 		}
 	}
@@ -142,7 +142,7 @@ func (r *SliceReconciler) syncProviderNodes(ctx context.Context, slice *authv1be
 
 // syncSecret moves vn, when it runs with the provider's control-plane Secret controlPlane (the
 // default of liqo_virtual_node, or the slice's own virtual node before the slice was signed),
-// to secret (peering.VirtualNodeSecret: the slice Identity's once it exists). A Secret its
+// to secret (identities.VirtualNodeSecret: the slice Identity's once it exists). A Secret its
 // writer chose is kept. The virtual kubelet restarts its node with the new credentials.
 func syncSecret(vn *offv1beta1.VirtualNode, secret, controlPlane string) {
 	if secret == "" || controlPlane == "" || vn.Spec.KubeconfigSecretRef == nil || vn.Spec.KubeconfigSecretRef.Name != controlPlane {

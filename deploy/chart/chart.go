@@ -88,6 +88,7 @@ func NewHelm3(tb testing.TB) *Helper {
 // newHelper returns a Helper running bin.
 func newHelper(tb testing.TB, bin string) *Helper {
 	tb.Helper()
+	testenv.RequireLong(tb, "runs helm")
 	// Not tb.TempDir(): its name comes from the test's, and helm splits --values at commas.
 	home, err := os.MkdirTemp("", "liqo-helm-")
 	if err != nil {

@@ -12,11 +12,11 @@ import (
 	"net"
 	"time"
 
-	"github.com/peerkit/terraform-provider-liqo/gateway/mode"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/mode"
 )
 
-// Mode says which end of the tunnel the gateway is (gateway/mode, which the packages that
+// Mode says which end of the tunnel the gateway is (internal/gateway/mode, which the packages that
 // must build on every OS import).
 type Mode = mode.Mode
 

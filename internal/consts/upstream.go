@@ -58,6 +58,16 @@ const (
 	LegacyEndpointSliceManagedBy = "endpointslice-reflection.liqo.io"
 )
 
+const (
+	// LiqoManagedByLabel is upstream's liqo.io/managed-by: on the EndpointSlices made of
+	// ShadowEndpointSlices (value "shadowendpointslice"), and on the RBAC objects and CSRs
+	// liqo_consumer_identity manages.
+	LiqoManagedByLabel = "liqo.io/managed-by"
+	// DirectConnectionsAnnotation is upstream's annotation of a ShadowEndpointSlice for
+	// provider-to-provider connections, which is not copied to its EndpointSlice.
+	DirectConnectionsAnnotation = "liqo.io/direct-connections-data"
+)
+
 // Upstream Liqo v1.2's per-pod API-server support: an annotation of a pod offloaded through a
 // virtual node that overrides, for that pod, how its virtual kubelet gives it service-account
 // tokens on the provider.

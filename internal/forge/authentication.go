@@ -1,6 +1,9 @@
 package forge
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
@@ -87,4 +90,24 @@ func MutateResourceSliceIdentity(id *authv1beta1.Identity, slice *authv1beta1.Re
 	}
 	MutateIdentity(id, provider, authv1beta1.ResourceSliceIdentityType, "", params)
 	setLabels(id, map[string]string{consts.ResourceSliceNameLabel: slice.Name})
+}
+
+// NonceLabels are the labels of the nonce Secret a provider keeps for consumer consumerID in
+// its tenant namespace, as upstream's tools look it up.
+func NonceLabels(consumerID string) map[string]string {
+	return map[string]string{consts.NonceLabel: "true", consts.RemoteClusterIDLabel: consumerID}
+}
+
+// NonceRequest is the nonce Secret a consumer creates, empty, in its tenant namespace on the
+// provider to ask for a nonce, as upstream liqoctl does; the provider's nonce controller fills it.
+func NonceRequest(tenantNamespace, consumerID string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: consts.NonceSecret, Labels: NonceLabels(consumerID)}}
+}
+
+// SignedNonceRequest is the Secret a consumer creates in its tenant namespace for provider
+// providerID holding the provider's nonce, for its controller manager to sign.
+func SignedNonceRequest(tenantNamespace, providerID string, nonce []byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: consts.SignedNonceSecret,
+		Labels: map[string]string{consts.SignedNonceLabel: "true", consts.RemoteClusterIDLabel: providerID}},
+		Data: map[string][]byte{consts.NonceKey: nonce}}
 }

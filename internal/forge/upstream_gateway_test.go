@@ -29,9 +29,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 

@@ -68,7 +68,7 @@ type Component struct {
 // Components are the project's images, in the order they are built.
 //
 // The gateway runs as root: it creates the WireGuard interface (/dev/net/tun), routes and
-// nftables rules (through netlink: the image needs no other binary), and its Deployment grants it NET_ADMIN (gateway/workload). So
+// nftables rules (through netlink: the image needs no other binary), and its Deployment grants it NET_ADMIN (internal/gateway/workload). So
 // does the fabric agent (links, routes, rules and nftables rules of the node, through netlink;
 // the chart's DaemonSet grants it NET_ADMIN and NET_RAW). The controller
 // manager, the virtual kubelet and the API-server proxy run as NonRootUser (the chart and the

@@ -109,8 +109,7 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 // Secret in the consumer's tenant namespace, which the provider's nonce controller fills in. One
 // already there is fine.
 func AskNonce(ctx context.Context, c client.Client, tenantNamespace, consumerID string) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNamespace, Name: consts.NonceSecret,
-		Labels: map[string]string{consts.NonceLabel: "true", consts.RemoteClusterIDLabel: consumerID}}}
+	s := forge.NonceRequest(tenantNamespace, consumerID)
 	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("asking for a nonce in %s: %w", tenantNamespace, err)
 	}
@@ -144,9 +143,7 @@ func (p *pair) signedNonce(ctx context.Context) (*corev1.Secret, error) {
 	err = p.consumer.Client.Get(ctx, key, signed)
 	switch {
 	case apierrors.IsNotFound(err):
-		signed = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{
-			consts.SignedNonceLabel: "true", consts.RemoteClusterIDLabel: string(p.providerID)}},
-			Data: map[string][]byte{consts.NonceKey: n.Data[consts.NonceKey]}}
+		signed = forge.SignedNonceRequest(key.Namespace, string(p.providerID), n.Data[consts.NonceKey])
 		if err := p.consumer.Client.Create(ctx, signed); err != nil {
 			return nil, fmt.Errorf("asking %s to sign the nonce (Secret %s): %w", p.consumer.Name, key, err)
 		}

@@ -21,6 +21,7 @@ import (
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/identities"
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
@@ -212,7 +213,7 @@ func offloadedNamespace(t *testing.T, consumer, provider client.Client, name str
 // control-plane identity the consumer holds in its tenant namespace.
 func consumerIdentity(t *testing.T, consumer client.Client, tenantNS string, provider client.Client) client.Client {
 	t.Helper()
-	name, err := peering.ControlPlaneSecret(t.Context(), consumer, tenantNS, "cl-b")
+	name, err := identities.ControlPlaneSecret(t.Context(), consumer, tenantNS, "cl-b")
 	if err != nil || name == "" {
 		t.Fatalf("the consumer's identity Secret: %q, %v", name, err)
 	}

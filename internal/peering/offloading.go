@@ -18,6 +18,7 @@ import (
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
+	"github.com/peerkit/terraform-provider-liqo/internal/identities"
 )
 
 // sliceName is the consumer's ResourceSlice of a peering (so its virtual node is named after
@@ -130,14 +131,14 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 // is the slice's own Identity's (made from the signed certificate just after it): so an apply
 // returns with the virtual kubelet authenticating as the provider expects it to.
 func (p *pair) onSliceSecret(ctx context.Context, slice *authv1beta1.ResourceSlice, name string) (bool, error) {
-	want, err := SliceIdentitySecret(ctx, p.consumer.Client, slice.Namespace, slice.Name)
+	want, err := identities.SliceIdentitySecret(ctx, p.consumer.Client, slice.Namespace, slice.Name)
 	switch {
 	case err != nil:
 		return false, err
 	case want == "" && slice.Status.AuthParams != nil && len(slice.Status.AuthParams.SignedCRT) > 0:
 		return false, nil // signed: its Identity is coming
 	case want == "":
-		if want, err = ControlPlaneSecret(ctx, p.consumer.Client, slice.Namespace, *slice.Spec.ProviderClusterID); err != nil {
+		if want, err = identities.ControlPlaneSecret(ctx, p.consumer.Client, slice.Namespace, *slice.Spec.ProviderClusterID); err != nil {
 			return false, err
 		}
 	}
@@ -284,57 +285,4 @@ func grantCovers(granted, asked corev1.ResourceList) bool {
 		}
 	}
 	return true
-}
-
-// VirtualNodeSecret is the kubeconfig Secret, in the slice's namespace, a virtual node of the
-// consumer's ResourceSlice slice runs with, as upstream Liqo's virtual nodes do: the Secret of
-// the slice's own Identity (SliceIdentitySecret: the certificate the provider signed for the
-// slice, CN <slice>-<hash>, O <consumer ID>, the group upstream's provider binds its
-// virtual-kubelet roles to) once it exists; until then, or when it never comes (a slice of
-// another class, not signed yet, or a provider of ours older than the slice certificates),
-// the control-plane Secret of the slice's provider (ControlPlaneSecret). It is "" when there
-// is neither yet.
-func VirtualNodeSecret(ctx context.Context, c client.Reader, slice *authv1beta1.ResourceSlice) (string, error) {
-	if secret, err := SliceIdentitySecret(ctx, c, slice.Namespace, slice.Name); err != nil || secret != "" {
-		return secret, err
-	}
-	if slice.Spec.ProviderClusterID == nil {
-		return "", nil
-	}
-	return ControlPlaneSecret(ctx, c, slice.Namespace, *slice.Spec.ProviderClusterID)
-}
-
-// SliceIdentitySecret is the kubeconfig Secret of the Identity of the consumer's ResourceSlice
-// slice in namespace (forge.ResourceSliceIdentityName, which the consumer makes once the
-// provider signed the slice's certificate request, and whose status then names the Secret):
-// "" while there is none, or it is going.
-func SliceIdentitySecret(ctx context.Context, c client.Reader, namespace, slice string) (string, error) {
-	id := &authv1beta1.Identity{}
-	key := client.ObjectKey{Namespace: namespace, Name: forge.ResourceSliceIdentityName(slice)}
-	if err := c.Get(ctx, key, id); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("reading Identity %s of ResourceSlice %s/%s: %w", key, namespace, slice, err)
-	}
-	if id.DeletionTimestamp != nil || id.Status.KubeconfigSecretRef == nil {
-		return "", nil
-	}
-	return id.Status.KubeconfigSecretRef.Name, nil
-}
-
-// ControlPlaneSecret is the name of the Secret holding the consumer's control-plane kubeconfig
-// of the provider providerID, in the tenant namespace namespace of the consumer c (the Identity
-// controller writes it): what a virtual node of that provider runs with. It is "" when there is
-// none yet.
-func ControlPlaneSecret(ctx context.Context, c client.Reader, namespace string, providerID corev1beta1.ClusterID) (string, error) {
-	secrets := &corev1.SecretList{}
-	if err := c.List(ctx, secrets, client.InNamespace(namespace), client.MatchingLabels{
-		consts.IdentityTypeLabel: string(authv1beta1.ControlPlaneIdentityType), consts.RemoteClusterIDLabel: string(providerID)}); err != nil {
-		return "", fmt.Errorf("listing the identities of %s in %s: %w", providerID, namespace, err)
-	}
-	if len(secrets.Items) == 0 {
-		return "", nil
-	}
-	return secrets.Items[0].Name, nil
 }

@@ -25,6 +25,7 @@ import (
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/clusterid"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 )
@@ -159,21 +160,15 @@ func TenantNamespace(remote corev1beta1.ClusterID) string {
 
 // ClusterID reads a cluster's ID, recorded by its controller manager.
 func ClusterID(ctx context.Context, c Cluster) (corev1beta1.ClusterID, error) {
-	cm := &corev1.ConfigMap{}
-	ns := c.liqoNamespace()
-	err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: consts.ClusterIDConfigMap}, cm)
-	if apierrors.IsNotFound(err) {
-		return "", fmt.Errorf("cluster %s has no cluster ID (ConfigMap %s/%s): the liqo controller manager has not run there; install it "+
-			"first, or set liqo_namespace to the namespace Liqo is installed in", c.Name, ns, consts.ClusterIDConfigMap)
+	id, err := clusterid.Read(ctx, c.Client, c.liqoNamespace())
+	if errors.Is(err, clusterid.ErrNotRecorded) {
+		return "", fmt.Errorf("cluster %s has no cluster ID (%w): the liqo controller manager has not run there; install it "+
+			"first, or set liqo_namespace to the namespace Liqo is installed in", c.Name, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("reading the cluster ID of %s: %w", c.Name, err)
 	}
-	id := cm.Data[consts.ClusterIDKey]
-	if id == "" {
-		return "", fmt.Errorf("cluster %s: ConfigMap %s/%s has no %s", c.Name, ns, consts.ClusterIDConfigMap, consts.ClusterIDKey)
-	}
-	return corev1beta1.ClusterID(id), nil
+	return id, nil
 }
 
 // pair is a peering being worked on.

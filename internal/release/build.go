@@ -25,7 +25,7 @@ type Target struct {
 func (t Target) String() string { return t.OS + "/" + t.Arch }
 
 // Targets are the platforms of a full release. The provider builds for each because the packages
-// it links name the gateway's ends through gateway/mode, not the gateway's Linux data plane.
+// it links name the gateway's ends through internal/gateway/mode, not the gateway's Linux data plane.
 var Targets = []Target{
 	{"darwin", "amd64"}, {"darwin", "arm64"},
 	{"freebsd", "amd64"},

@@ -145,7 +145,7 @@ func TestProviderBuildsForEveryTarget(t *testing.T) {
 		for pkg := range strings.Lines(string(out)) {
 			for _, bad := range linuxOnly {
 				if pkg = strings.TrimSpace(pkg); pkg == bad || strings.HasPrefix(pkg, bad+"/") {
-					t.Errorf("the provider links %s, which does not build for %s: name gateway ends through gateway/mode", pkg, target)
+					t.Errorf("the provider links %s, which does not build for %s: name gateway ends through internal/gateway/mode", pkg, target)
 				}
 			}
 		}

@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
 )
 

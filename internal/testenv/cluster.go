@@ -176,22 +176,32 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions, 
 		return c, err
 	}
 
+	if err := c.startComponents(ctx, binDir, certDir, realBin, authn, opts, kwokArgs, testImages); err != nil {
+		return c, err
+	}
+	return c, c.checkProcesses()
+}
+
+// startComponents starts, once its API server runs, what else opts asks of the cluster: the
+// controller manager, the scheduler, KWOK's nodes and the real nodes.
+func (c *Cluster) startComponents(ctx context.Context, binDir, certDir, realBin string, authn *diskCertAuthn, opts ClusterOptions,
+	kwokArgs, testImages []string) error {
 	if opts.ControllerManager {
 		if err := c.startControllerManager(ctx, binDir, certDir, opts.ControllerManagerArgs); err != nil {
-			return c, err
+			return err
 		}
 	}
 	if opts.Scheduler {
 		args := append([]string{"--kubeconfig=" + c.KubeconfigPath, "--secure-port=0", "--leader-elect=false"}, opts.SchedulerArgs...)
-		p, err := startProcess("kube-scheduler", filepath.Join(dir, "logs"), filepath.Join(binDir, "kube-scheduler"), args...)
+		p, err := startProcess("kube-scheduler", filepath.Join(c.Dir, "logs"), filepath.Join(binDir, "kube-scheduler"), args...)
 		if err != nil {
-			return c, err
+			return err
 		}
 		c.procs = append(c.procs, p)
 	}
 	if len(opts.Nodes) > 0 {
 		if err := c.startKWOK(ctx, binDir, orDefault(opts.PodCIDR, "10.244.0.0/16"), opts.Nodes, kwokArgs...); err != nil {
-			return c, err
+			return err
 		}
 	}
 	if opts.RealNode != nil {
@@ -200,10 +210,10 @@ func startCluster(ctx context.Context, binDir, dir string, opts ClusterOptions, 
 			clusterCIDR = orDefault(opts.RealNode.PodCIDR, clusterCIDR)
 		}
 		if err := c.startRealNodes(ctx, realBin, authn, *opts.RealNode, clusterCIDR, testImages); err != nil {
-			return c, err
+			return err
 		}
 	}
-	return c, c.checkProcesses()
+	return nil
 }
 
 // configureKubeletAPI sets the API server up to reach kubelets when opts.KubeletAPI is set,

@@ -80,6 +80,7 @@ func Start(ctx context.Context, clusters ...ClusterOptions) (*Env, error) {
 // to run `make tools`.
 func New(tb testing.TB, clusters ...ClusterOptions) *Env {
 	tb.Helper()
+	RequireLong(tb, "starts real API servers")
 	env, err := Start(tb.Context(), clusters...)
 	if err != nil {
 		tb.Fatalf("starting test clusters: %v", err)

@@ -24,6 +24,7 @@ var builds = struct {
 // folder. The package's TestMain calls RemoveBuilds when its tests end.
 func BuildOnce(tb testing.TB, pkgs ...string) string {
 	tb.Helper()
+	RequireLong(tb, "builds binaries")
 	key := strings.Join(pkgs, " ")
 	builds.mu.Lock()
 	defer builds.mu.Unlock()

@@ -18,6 +18,7 @@ const LiqoctlEnv = "LIQO_LIQOCTL"
 // LiqoctlBin returns the liqoctl binary LiqoctlEnv names, and skips tb when it is unset.
 func LiqoctlBin(tb testing.TB) string {
 	tb.Helper()
+	RequireLong(tb, "runs upstream liqoctl")
 	bin := os.Getenv(LiqoctlEnv)
 	if bin == "" {
 		tb.Skipf("%s is not set: run through `make test`, which builds upstream liqoctl v1.2.0 (make liqoctl)", LiqoctlEnv)

@@ -46,6 +46,7 @@ func NewNetns(tb testing.TB, prefix string) string {
 // requireNetns skips tb unless it runs as root with ip (iproute2) on PATH.
 func requireNetns(tb testing.TB) {
 	tb.Helper()
+	RequireLong(tb, "makes network namespaces")
 	if os.Geteuid() != 0 {
 		tb.Skip("needs root: creates network namespaces, links and nftables rules")
 	}

@@ -35,6 +35,7 @@ func NewShared(setup func(ctx context.Context, env *Env) error, clusters ...Clus
 // clusters' logs is written to it.
 func (s *Shared) Env(tb testing.TB) *Env {
 	tb.Helper()
+	RequireLong(tb, "starts real API servers")
 	s.once.Do(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()

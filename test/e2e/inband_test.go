@@ -16,8 +16,8 @@ import (
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/identities"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
-	"github.com/peerkit/terraform-provider-liqo/internal/peering"
 	"github.com/peerkit/terraform-provider-liqo/internal/remap"
 	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
 	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
@@ -70,7 +70,7 @@ func (r *sandboxRun) identityProxyURL(t *testing.T) string {
 	t.Helper()
 	ctx := t.Context()
 	ns := consts.TenantNamespace("provider")
-	name, err := peering.ControlPlaneSecret(ctx, r.clients["consumer"], ns, "provider")
+	name, err := identities.ControlPlaneSecret(ctx, r.clients["consumer"], ns, "provider")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,25 +77,38 @@ func (rf *reflection) reconcile(ctx context.Context, key string) error {
 		return rf.fail(ctx, pod, ReasonRefused, why)
 	}
 	if sp == nil {
-		switch {
-		case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
-			return nil // finished: nothing to run
-		case pod.Status.StartTime != nil:
-			return rf.fail(ctx, pod, ReasonRemoteDeleted, fmt.Sprintf(
-				"the pod's ShadowPod %s/%s was deleted on provider %s after the pod had started: the remote pod is gone for good",
-				n.remote, name, rf.env.ProviderID))
-		}
-		return rf.createShadow(ctx, pod, n.remote)
+		return rf.reconcileWithoutShadow(ctx, pod, n.remote)
 	}
 	if sp.Labels[consts.OriginNodeLabel] != rf.env.NodeName {
 		return errNotMine
 	}
-	if upd := syncShadow(sp, shadowFor(pod, n.remote, rf.labels, rf.env.OffloadingPatch)); upd != nil {
+	return rf.reconcileShadowed(ctx, pod, sp, rpod, n.remote)
+}
+
+// reconcileWithoutShadow handles a local pod to run whose ShadowPod does not exist: made, unless
+// the pod finished, or failed when it had started (its remote copy is gone for good).
+func (rf *reflection) reconcileWithoutShadow(ctx context.Context, pod *corev1.Pod, remoteNS string) error {
+	switch {
+	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
+		return nil // finished: nothing to run
+	case pod.Status.StartTime != nil:
+		return rf.fail(ctx, pod, ReasonRemoteDeleted, fmt.Sprintf(
+			"the pod's ShadowPod %s/%s was deleted on provider %s after the pod had started: the remote pod is gone for good",
+			remoteNS, pod.Name, rf.env.ProviderID))
+	}
+	return rf.createShadow(ctx, pod, remoteNS)
+}
+
+// reconcileShadowed handles a local pod with its ShadowPod sp (and the remote pod rpod, nil until
+// it exists): the ShadowPod and the service-account tokens follow the pod, and the pod's status
+// follows the remote pod's, or says why there is none.
+func (rf *reflection) reconcileShadowed(ctx context.Context, pod *corev1.Pod, sp *offv1beta1.ShadowPod, rpod *corev1.Pod, remoteNS string) error {
+	if upd := syncShadow(sp, shadowFor(pod, remoteNS, rf.labels, rf.env.OffloadingPatch)); upd != nil {
 		if _, err := rf.updateShadow(ctx, upd); err != nil {
 			return err
 		}
 	}
-	if err := rf.syncTokens(ctx, pod, n.remote, sp); err != nil {
+	if err := rf.syncTokens(ctx, pod, remoteNS, sp); err != nil {
 		return err
 	}
 	if rpod != nil {

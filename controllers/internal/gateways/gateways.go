@@ -1,6 +1,6 @@
 // Package gateways is the part the GatewayServer and GatewayClient controllers share: reading a
 // gateway, its key Secret (generated when missing), the template its workload is rendered from
-// (gateway/workload.Load: the built-in one when the reference is empty; the default one is
+// (internal/gateway/workload.Load: the built-in one when the reference is empty; the default one is
 // created when missing; any other missing template is a Warning Event and nothing is rendered),
 // the watches every gateway controller has, and writing the status. A Kind says how to read one
 // kind of gateway; each controller renders its own workload with it.
@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
-	"github.com/peerkit/terraform-provider-liqo/gateway/agent"
-	"github.com/peerkit/terraform-provider-liqo/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/mode"
+	"github.com/peerkit/terraform-provider-liqo/internal/gateway/workload"
 )
 
 // Kind says how the shared part handles one kind T of gateway (*GatewayServer or *GatewayClient).
@@ -34,7 +34,7 @@ type Kind[T client.Object] struct {
 	// controller.
 	Name string
 	// Mode is the gateway's mode: what its pods run as, and how they are found.
-	Mode agent.Mode
+	Mode mode.Mode
 	// TemplateKind is the kind of the templates the gateways reference (workload's
 	// ServerTemplateKind or ClientTemplateKind), and TemplateField the spec field that
 	// references one, in Events and errors, e.g. "spec.serverTemplateRef".

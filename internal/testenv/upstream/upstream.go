@@ -45,6 +45,7 @@ const (
 // BinDir returns the folder LIQO_UPSTREAM_BIN names, and skips tb when it is unset.
 func BinDir(tb testing.TB) string {
 	tb.Helper()
+	testenv.RequireLong(tb, "runs upstream Liqo's components")
 	dir := os.Getenv(BinEnv)
 	if dir == "" {
 		tb.Skipf("%s is not set: upstream Liqo's components are not built (`make liqo-upstream`, then %s=bin/liqo-upstream-v1.2.0)", BinEnv, BinEnv)

@@ -8,7 +8,7 @@ import (
 // GatewayTemplateSpec is the template a gateway's workload is made from. Template is free-form;
 // the gateway controllers read template.spec.deployment ({metadata, spec} of a Deployment) and,
 // for servers, template.spec.service ({metadata, spec} of a Service), as upstream Liqo's
-// templates lay them out; string values may hold Go templates (see package gateway/workload).
+// templates lay them out; string values may hold Go templates (see package internal/gateway/workload).
 type GatewayTemplateSpec struct {
 	// ObjectKind is the kind of the object the template describes (upstream Liqo renders an
 	// intermediate WgGatewayServer or WgGatewayClient; the gateway controllers here render the

@@ -1,4 +1,4 @@
-package configuration
+package remap
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // Remapped tells whether the status of conf reports how the local cluster sees every remote
 // CIDR of its current spec: status.remote lists as many pod and external CIDRs as the spec,
 // and no condition that says which generation it observed is older than the object (a status
-// written for the spec before an update is stale). This is the rule this reconciler's status
+// written for the spec before an update is stale). This is the rule the Configuration reconciler's status
 // follows; upstream Liqo's, which leaves conditions without a generation, passes it too. seen
 // describes the status, for a message naming what was last seen.
 func Remapped(conf *netv1beta1.Configuration) (done bool, seen string) {

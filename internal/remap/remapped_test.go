@@ -1,4 +1,4 @@
-package configuration_test
+package remap_test
 
 import (
 	"strings"
@@ -6,8 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
+	"github.com/peerkit/terraform-provider-liqo/internal/remap"
 )
 
 // TestRemapped: a Configuration is remapped once its status maps every CIDR of its spec, and
@@ -19,7 +19,7 @@ func TestRemapped(t *testing.T) {
 		c.Spec.Remote.CIDR = spec
 		if status != nil {
 			c.Status.Remote = &netv1beta1.ClusterConfig{CIDR: *status}
-			c.Status.Conditions = []metav1.Condition{{Type: string(configuration.ReadyCondition), Status: metav1.ConditionTrue,
+			c.Status.Conditions = []metav1.Condition{{Type: string(netv1beta1.ConfigurationConditionNetworkCIDRsConfigured), Status: metav1.ConditionTrue,
 				Reason: "Remapped", ObservedGeneration: condGen}}
 		}
 		return c
@@ -38,7 +38,7 @@ func TestRemapped(t *testing.T) {
 		{"every CIDR, no generation (upstream's)", conf(3, full, 0), true, "NetworkCIDRsConfigured=True"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			done, seen := configuration.Remapped(tc.conf)
+			done, seen := remap.Remapped(tc.conf)
 			if done != tc.want || !strings.Contains(seen, tc.seenHas) {
 				t.Errorf("Remapped = %t, %q; want %t and a description with %q", done, seen, tc.want, tc.seenHas)
 			}
