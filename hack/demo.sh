@@ -171,7 +171,7 @@ if [[ $networking == true ]]; then
     cross_node
   else
     # KWOK plays the nodes; the sandbox gives each running pod its address in the cluster's pod
-    # network and answers HTTP there with the pod's name (internal/sandbox/podnet.go).
+    # network and answers HTTP there with the pod's name (internal/test/sandbox/podnet.go).
     "$SANDBOX_BIN" -state "$STATE" request consumer "$ip"
   fi
 fi

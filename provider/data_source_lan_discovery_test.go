@@ -17,7 +17,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/internal/landiscovery"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // lanDiscoveryConfig browses interface iface with extra attributes.

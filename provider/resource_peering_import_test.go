@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
-	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/sandbox"
 )
 
 // TestAccPeeringSandboxImportGateway: a peering whose gateway is not the default one (a

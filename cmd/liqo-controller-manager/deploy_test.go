@@ -21,7 +21,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/dnsdiscovery"
 	"github.com/peerkit/terraform-provider-liqo/internal/landiscovery"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // lanBrowse lists the clusters announced on the LAN, from its member m.

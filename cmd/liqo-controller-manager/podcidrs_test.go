@@ -17,7 +17,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/configuration"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // TestPodCIDRFlag: --pod-cidr takes one CIDR, as always, or several: repeated, or separated by

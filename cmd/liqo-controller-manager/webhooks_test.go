@@ -18,7 +18,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/podplacement"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // TestWebhookFlags: --webhook-service and --webhook-url are exclusive, a Service is

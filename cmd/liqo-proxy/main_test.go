@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 func env(vars map[string]string) func(string) string {

@@ -16,8 +16,8 @@ import (
 	"path/filepath"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
-	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/sandbox"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // identified is a cluster whose identity Ensure(cfg) recorded, shared by the tests of a

@@ -16,7 +16,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // TestEnsureSeveralPodCIDRs: a cluster with several pod CIDRs (upstream Liqo v1.2's podCIDRs)

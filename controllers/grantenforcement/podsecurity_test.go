@@ -19,7 +19,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity/podsecuritytest"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // tenant creates the consumer's Tenant in its tenant namespace, annotated with a Pod Security

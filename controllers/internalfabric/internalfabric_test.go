@@ -21,7 +21,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/internalnode"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 const ns = "liqo-tenant-provider"

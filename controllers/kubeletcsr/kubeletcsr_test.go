@@ -24,7 +24,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/kubeletcsr"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // request is the PEM of a CSR for cn/org with the SANs.

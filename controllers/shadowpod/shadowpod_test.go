@@ -17,7 +17,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // TestShadowPodBecomesOwnedPod: on a provider without garbage collection (no controller

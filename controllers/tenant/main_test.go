@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // loneProvider is a provider without a consumer cluster, with identity cl-provider and

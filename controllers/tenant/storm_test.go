@@ -20,7 +20,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // stormTenants are the consumers of the renewal-storm tests.

@@ -13,7 +13,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // ipObject is an ipam.liqo.io IP in ns with spec.ip local (status set apart).

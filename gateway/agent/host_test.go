@@ -19,7 +19,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // gatewayHost makes a throwaway network namespace standing for a gateway's host and returns

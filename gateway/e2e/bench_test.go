@@ -10,7 +10,7 @@ import (
 	"time"
 
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // BenchmarkTunnel measures, in one run: iperf3 TCP pod to pod through the tunnel and over the

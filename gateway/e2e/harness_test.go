@@ -25,7 +25,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // gatewayBin is the liqo-gateway binary built once by TestMain.

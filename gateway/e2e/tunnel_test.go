@@ -16,7 +16,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/nat"
 	"github.com/peerkit/terraform-provider-liqo/gateway/tunnel"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // TestPodToPod peers two clusters with distinct pod CIDRs through gateway processes: pods ping

@@ -18,7 +18,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/fabric/fabrictest"
 	"github.com/peerkit/terraform-provider-liqo/gateway/netcfg"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // bed is a cluster of two nodes and a gateway, each a network namespace on a bridge (the node

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/apiproxy"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // startProxy serves a proxy allowing targets on a loopback listener until the test ends, and

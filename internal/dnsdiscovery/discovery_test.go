@@ -12,7 +12,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/dnsdiscovery"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 const (

@@ -16,7 +16,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/dnsdiscovery"
 	"github.com/peerkit/terraform-provider-liqo/internal/landiscovery"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // logLines is a logger that keeps its lines.

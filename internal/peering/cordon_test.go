@@ -23,7 +23,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/identities"
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // TestProviderCordonSurvivesConsumer: the provider cordons the slice of a peering (as `liqoctl

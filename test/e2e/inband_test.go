@@ -19,8 +19,8 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/identities"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
 	"github.com/peerkit/terraform-provider-liqo/internal/remap"
-	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/sandbox"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // inBandProxyURL is the proxy URL the consumer should reach the provider's API server through:

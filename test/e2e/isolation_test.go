@@ -25,7 +25,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/netns"
-	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/sandbox"
 )
 
 // restConfig reads the named sandbox cluster's kubeconfig.

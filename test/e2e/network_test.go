@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/nsping"
-	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/sandbox"
 )
 
 // expectPodTraffic pings, from each named cluster's stand-in pod (a network namespace the

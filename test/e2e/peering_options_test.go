@@ -16,7 +16,7 @@ import (
 
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/peering"
-	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/sandbox"
 )
 
 // natAddress and natPort are where the provider's gateway client reaches the consumer's gateway

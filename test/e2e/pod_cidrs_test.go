@@ -16,7 +16,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/nsping"
 	"github.com/peerkit/terraform-provider-liqo/internal/remap"
-	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/sandbox"
 )
 
 // secondPodCIDR is the provider's second pod CIDR in TestSecondPodCIDR: the consumer's external

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // The examples' own tests, written for `terraform test` (Terraform >= 1.7 for mock providers),

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // upstreamCRDSets are the folders of upstream Liqo's CRDs our objects must fit: v1.2.0's (from

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
-	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv/upstream"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/sandbox"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv/upstream"
 )
 
 // upstreamCluster is the cluster that runs upstream Liqo v1.2.0's controllers in the mixed

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // TestDemoOnRealNodes: `make demo`'s sandbox and script where real nodes run (liqo-sandbox

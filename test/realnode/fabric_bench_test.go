@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // BenchmarkFabricAcrossNodes measures the fabric on TestPeeringAcrossNodes's clusters (two real

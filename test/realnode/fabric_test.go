@@ -20,7 +20,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // fabricCase is one pair of two-node clusters to peer.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // terraformRun runs terraform on an example with a dev_overrides CLI configuration for a

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
-	"github.com/peerkit/terraform-provider-liqo/internal/sandbox"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/sandbox"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // sandboxRealNodesEnv overrides how many real nodes per cluster TestSandboxRealNodes starts

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv/upstream"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv/upstream"
 )
 
 // upstreamWorkloads are the Deployments upstream's chart installs with networking disabled and

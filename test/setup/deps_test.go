@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // machine is a PATH made of one folder: links to the real commands it should have, and stubs.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode/events"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 	rt "github.com/peerkit/terraform-provider-liqo/vnode/reflection/reflectiontest"

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 	rt "github.com/peerkit/terraform-provider-liqo/vnode/reflection/reflectiontest"
 )
 

@@ -22,7 +22,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity/podsecuritytest"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode/pods"
 )
 

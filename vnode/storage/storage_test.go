@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 	"github.com/peerkit/terraform-provider-liqo/vnode/namespaces"
 	rt "github.com/peerkit/terraform-provider-liqo/vnode/reflection/reflectiontest"
 	"github.com/peerkit/terraform-provider-liqo/vnode/storage"

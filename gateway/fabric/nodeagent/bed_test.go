@@ -10,7 +10,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/gateway/fabric/fabrictest"
 	"github.com/peerkit/terraform-provider-liqo/gateway/netcfg"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // Addresses of the bed: node-1 (which hosts the gateway, host network) and node-2 on the node

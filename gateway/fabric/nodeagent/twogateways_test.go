@@ -16,7 +16,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/gateway/fabric/fabrictest"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // The second peering of TestAgentTwoGatewaysOnOneNode: a GatewayClient on node-1 too, towards a

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
-	"github.com/peerkit/terraform-provider-liqo/internal/testenv"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // fabricCRDs are the network fabric's kinds (issue 32), whose every upstream field we define.
