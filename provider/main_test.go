@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -24,6 +25,13 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		// Every test of the package runs terraform against the two clusters (or reads them):
+		// `make test-unit` (-short) leaves the whole package to `make test`.
+		fmt.Println("-short: the provider's tests need real clusters and terraform (make test runs them)")
+		return 0
+	}
 	if os.Getenv("TF_ACC") == "" {
 		_ = os.Setenv("TF_ACC", "1")
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/internal/pki"
 	"github.com/peerkit/terraform-provider-liqo/internal/release"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // version is the release's version in the test.
@@ -44,6 +45,7 @@ output "public_key" {
 )
 
 func TestTerraformInstallsTheRelease(t *testing.T) {
+	testenv.RequireLong(t, "builds and runs binaries")
 	ctx := t.Context()
 	host := []release.Target{{OS: runtime.GOOS, Arch: runtime.GOARCH}}
 	key, err := release.NewThrowawayKey("registry test")

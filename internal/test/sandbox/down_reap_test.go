@@ -21,6 +21,7 @@ const downReapEnv = "LIQO_SANDBOX_DOWN_REAP_REPORT"
 // flannel (one with the bridge when flannel is not built), reports their namespaces, and hangs
 // until it is killed.
 func TestDownReapsChild(t *testing.T) {
+	testenv.RequireLong(t, "builds and runs binaries")
 	report := os.Getenv(downReapEnv)
 	if report == "" {
 		t.Skip("helper for TestDownReapsKilledRealNodes")

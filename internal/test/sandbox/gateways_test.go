@@ -32,6 +32,7 @@ import (
 // sandbox holds the network's fixed names.
 func requireNetworking(t *testing.T) {
 	t.Helper()
+	testenv.RequireLong(t, "runs the sandbox with its gateways")
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the sandbox runs the gateways in network namespaces only as root")
 	}

@@ -15,6 +15,7 @@ import (
 // clusters (the provider's KWOK nodes Ready), a second `up` finds it running, `down` leaves no
 // process and no file.
 func TestSandboxUpDown(t *testing.T) {
+	testenv.RequireLong(t, "builds and runs binaries")
 	binDir, err := testenv.BinDir()
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ func fullCluster(name string) testenv.ClusterOptions {
 // TestStopLeavesNothing: after Stop, no process of either cluster runs, their API servers no
 // longer accept connections and the Env's folder is gone.
 func TestStopLeavesNothing(t *testing.T) {
+	testenv.RequireLong(t, "starts real API servers")
 	env, err := testenv.Start(t.Context(), fullCluster("consumer"), fullCluster("provider"))
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +153,7 @@ func runChild(t *testing.T, mode string) (*exec.Cmd, string) {
 
 // TestCleanupOnPanic: a test that panics after starting clusters leaves no process and no folder.
 func TestCleanupOnPanic(t *testing.T) {
+	testenv.RequireLong(t, "starts real API servers")
 	cmd, dir := runChild(t, "panic")
 	pids := testenv.ProcessesUsing(dir)
 	if len(pids) == 0 {
@@ -167,6 +169,7 @@ func TestCleanupOnPanic(t *testing.T) {
 // the kernel ends its clusters' processes (parent-death signal). The folder stays in the OS
 // temp folder, as nothing ran to remove it.
 func TestCleanupOnKill(t *testing.T) {
+	testenv.RequireLong(t, "starts real API servers")
 	cmd, dir := runChild(t, "hang")
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	pids := testenv.ProcessesUsing(dir)
