@@ -325,12 +325,15 @@ func waitDefaultServiceAccount(ctx context.Context, t testing.TB, c *testenv.Clu
 }
 
 // leftovers lists what of ours is still in the cluster after `helm uninstall --wait` (see
-// listLeftovers), waiting up to 30 s for it to go: helm waits for the Deployments it deletes,
+// listLeftovers), waiting up to 90 s for it to go: helm waits for the Deployments it deletes,
 // not for their pods, which the garbage collector removes after (the API-server proxy's; the
-// manager's are gone before, its Deployment scaled to zero by the uninstall hook).
+// manager's are gone before, its Deployment scaled to zero by the uninstall hook); a
+// DaemonSet's pod on a node removed before (TestPeeringAcrossNodes' churn) has no kubelet to
+// end it and waits for kube-controller-manager's pod GC, which deletes such orphans after up
+// to about a minute.
 func leftovers(ctx context.Context, t testing.TB, c *testenv.Cluster) []string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		left := listLeftovers(ctx, t, c)
 		if len(left) == 0 || time.Now().After(deadline) {
