@@ -226,7 +226,11 @@ func TestAgentOnTwoNodes(t *testing.T) {
 		t.Errorf("the peer sees node-2's host network as %s; want 10.76.0.0 (the external CIDR's first address)", got)
 	}
 	t.Logf("node-2's host network to the peer and back: %v", time.Since(start))
-	checkMarks(t, c, map[string]int{"node-1": 1, "node-2": 2})
+	// The marks go in the order the InternalNodes were allocated, which the test does not fix.
+	marks := checkMarks(t, c, []string{"node-1", "node-2"}, nil)
+	if m := []int{marks["node-1"], marks["node-2"]}; !slices.Equal(m, []int{1, 2}) && !slices.Equal(m, []int{2, 1}) {
+		t.Errorf("NodePort marks %v; want 1 and 2, one per node", marks)
+	}
 	checkStatus(t, c)
 	testGatewayMoved(t, c, b, gw, f)
 
@@ -241,7 +245,7 @@ func TestAgentOnTwoNodes(t *testing.T) {
 		return nil
 	})
 	t.Logf("from node-2's Node deleted to its links gone on both nodes: %v", time.Since(start))
-	checkMarks(t, c, map[string]int{"node-1": 1})
+	checkMarks(t, c, []string{"node-1"}, map[string]int{"node-1": marks["node-1"]})
 	if err := c.Delete(ctx, gw); err != nil {
 		t.Fatal(err)
 	}
@@ -437,19 +441,22 @@ func testGatewayMoved(t *testing.T, c client.Client, b *bed, gw *netv1beta1.Gate
 	t.Logf("from the gateway back on node-1 to traffic from the pod on node-2: %v", time.Since(start))
 }
 
-// checkMarks waits for the manager's NodePort marks to be want: the ctmark rules of the
-// FirewallConfiguration service-nodeport-routing and the "<node>-service-nodeport-routing"
-// RouteConfigurations (upstream's objects), no more, no less.
-func checkMarks(t *testing.T, c client.Client, want map[string]int) {
+// checkMarks waits for the manager's NodePort marks to be one per node of nodes, distinct, from
+// 1, with the marks of keep kept: the ctmark rules of the FirewallConfiguration
+// service-nodeport-routing and the "<node>-service-nodeport-routing" RouteConfigurations
+// (upstream's objects) agree, no more, no less. It returns the marks.
+func checkMarks(t *testing.T, c client.Client, nodes []string, keep map[string]int) map[string]int {
 	t.Helper()
 	ctx := t.Context()
+	var marks map[string]int
 	testenv.EventuallyOK(t, "the nodes' NodePort marks", 30*time.Second, func() error {
 		fw := &netv1beta1.FirewallConfiguration{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: forge.NodePortRoutingName}, fw); err != nil {
 			return err
 		}
-		if got := forge.NodePortMarks(fw); !maps.Equal(got, want) {
-			return fmt.Errorf("marks %v; want %v", got, want)
+		marks = forge.NodePortMarks(fw)
+		if err := validMarks(marks, nodes, keep); err != nil {
+			return err
 		}
 		var rcs netv1beta1.RouteConfigurationList
 		if err := c.List(ctx, &rcs, client.InNamespace(consts.LiqoNamespace)); err != nil {
@@ -461,9 +468,28 @@ func checkMarks(t *testing.T, c client.Client, want map[string]int) {
 				got[node] = ptr.Deref(rc.Spec.Table.Rules[0].FwMark, 0)
 			}
 		}
-		if !maps.Equal(got, want) {
-			return fmt.Errorf("RouteConfigurations' marks %v; want %v", got, want)
+		if !maps.Equal(got, marks) {
+			return fmt.Errorf("RouteConfigurations' marks %v; want the FirewallConfiguration's %v", got, marks)
 		}
 		return nil
 	})
+	return marks
+}
+
+// validMarks says why marks are not one distinct mark from 1 per node of nodes, with keep's.
+func validMarks(marks map[string]int, nodes []string, keep map[string]int) error {
+	if got := slices.Sorted(maps.Keys(marks)); !slices.Equal(got, nodes) {
+		return fmt.Errorf("marks %v; want one for each of %v", marks, nodes)
+	}
+	seen := map[int]bool{}
+	for node, m := range marks {
+		if m < 1 || seen[m] {
+			return fmt.Errorf("marks %v: %s's mark %d is below 1 or taken twice", marks, node, m)
+		}
+		seen[m] = true
+		if k, ok := keep[node]; ok && k != m {
+			return fmt.Errorf("marks %v: %s's mark changed from %d", marks, node, k)
+		}
+	}
+	return nil
 }
