@@ -46,10 +46,10 @@ import (
 // token, brings the Node Ready and gets its serving certificate (the RBAC is enough); deleting
 // the VirtualNode removes the Deployment, the ServiceAccount, the binding and the Node.
 func TestDeploymentRunner(t *testing.T) {
-	bin := buildVirtualKubelet(t)
 	env := testenv.New(t,
 		testenv.ClusterOptions{Name: "consumer", ControllerManager: true}, // garbage collection, CSR signing
 		testenv.ClusterOptions{Name: "provider"})
+	bin := buildVirtualKubelet(t)
 	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
 	ctx := t.Context()
 	consKube := kubernetes.NewForConfigOrDie(cons.Config)

@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 // testCluster returns the package's cluster, starting it on first use.
 func testCluster(t *testing.T) *testenv.Cluster {
 	t.Helper()
+	testenv.RequireLong(t, "starts a real API server")
 	clusterOnce.Do(func() {
 		clusterEnv, clusterErr = testenv.Start(context.Background(), testenv.ClusterOptions{Name: "gateway"})
 	})

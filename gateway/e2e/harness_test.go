@@ -28,30 +28,15 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
-// gatewayBin is the liqo-gateway binary built once by TestMain.
-var gatewayBin string
-
 func TestMain(m *testing.M) {
 	if code, ran := runHelper(); ran {
 		os.Exit(code)
 	}
-	code := func() int {
-		if os.Geteuid() == 0 {
-			dir, err := os.MkdirTemp("", "liqo-gateway-bin-")
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-			defer func() { _ = os.RemoveAll(dir) }()
-			gatewayBin = filepath.Join(dir, "liqo-gateway")
-			out, err := exec.Command("go", "build", "-o", gatewayBin, "github.com/peerkit/terraform-provider-liqo/cmd/liqo-gateway").CombinedOutput()
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "building liqo-gateway: %v\n%s", err, out)
-				return 1
-			}
-		}
-		return m.Run()
-	}()
+	code := m.Run()
+	if err := testenv.RemoveBuilds(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -272,6 +257,7 @@ type gatewayProc struct {
 func startGateway(tb testing.TB, ns, mode, kubeconfig, namespace, gateway, ifc string, env []string, args ...string) *gatewayProc {
 	tb.Helper()
 	g := &gatewayProc{ifc: ifc, done: make(chan struct{})}
+	gatewayBin := filepath.Join(testenv.BuildOnce(tb, "./cmd/liqo-gateway"), "liqo-gateway")
 	g.cmd = inNS(ns, append([]string{gatewayBin, "--mode=" + mode, "--kubeconfig=" + kubeconfig, "--namespace=" + namespace,
 		"--gateway=" + gateway, "--interface=" + ifc, fmt.Sprintf("--api-netns=/proc/%d/ns/net", os.Getpid())}, args...)...)
 	if len(env) > 0 {

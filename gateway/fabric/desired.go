@@ -166,32 +166,27 @@ const maxIfName = 15
 
 // Validate says what is wrong with d, naming the item and the field.
 func (d Desired) Validate() error {
-	var errs []error
-	names := map[string]bool{}
-	for i, t := range d.Tunnels {
-		errs = append(errs, t.validate(fmt.Sprintf("tunnels[%d]", i)))
-		if names[t.Name] {
-			errs = append(errs, fmt.Errorf("tunnels[%d].name: %q is used by another tunnel", i, t.Name))
-		}
-		names[t.Name] = true
-	}
-	tables := map[string]bool{}
-	for i, t := range d.Tables {
-		errs = append(errs, t.validate(fmt.Sprintf("tables[%d]", i)))
-		if tables[t.Name] {
-			errs = append(errs, fmt.Errorf("tables[%d].name: %q is used by another table", i, t.Name))
-		}
-		tables[t.Name] = true
-	}
-	firewalls := map[string]bool{}
-	for i, f := range d.Firewalls {
-		errs = append(errs, f.validate(fmt.Sprintf("firewalls[%d]", i)))
-		if firewalls[f.Name] {
-			errs = append(errs, fmt.Errorf("firewalls[%d].name: %q is used by another nftables table (Merge joins them)", i, f.Name))
-		}
-		firewalls[f.Name] = true
-	}
+	errs := validateList("tunnels", "another tunnel", d.Tunnels, func(t Tunnel) string { return t.Name }, Tunnel.validate)
+	errs = append(errs, validateList("tables", "another table", d.Tables, func(t Table) string { return t.Name }, Table.validate)...)
+	errs = append(errs, validateList("firewalls", "another nftables table (Merge joins them)", d.Firewalls,
+		func(f Firewall) string { return f.Name }, Firewall.validate)...)
 	return errors.Join(errs...)
+}
+
+// validateList validates each item of the list field and that no two items share a name
+// (other says what the name is used by).
+func validateList[T any](field, other string, items []T, name func(T) string, validate func(T, string) error) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, item := range items {
+		errs = append(errs, validate(item, fmt.Sprintf("%s[%d]", field, i)))
+		if n := name(item); seen[n] {
+			errs = append(errs, fmt.Errorf("%s[%d].name: %q is used by %s", field, i, n, other))
+		} else {
+			seen[n] = true
+		}
+	}
+	return errs
 }
 
 func (t Tunnel) validate(at string) error {

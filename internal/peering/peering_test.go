@@ -26,21 +26,12 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
-var managerBin string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "peering-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	managerBin = filepath.Join(dir, "liqo-controller-manager")
-	if out, err := exec.Command("go", "build", "-o", managerBin, "../../cmd/liqo-controller-manager").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the controller manager: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	code := testenv.RunShared(m, clusterPair, peering.OneCluster)
-	_ = os.RemoveAll(dir)
+	if err := testenv.RemoveBuilds(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -52,6 +43,7 @@ func startManager(t *testing.T, cl *testenv.Cluster, args ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	managerBin := filepath.Join(testenv.BuildOnce(t, "./cmd/liqo-controller-manager"), "liqo-controller-manager")
 	cmd := exec.Command(managerBin, append([]string{"--kubeconfig", cl.KubeconfigPath, "--cluster-id", cl.Name,
 		"--health-probe-bind-address", probe, "--metrics-bind-address", "0"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
