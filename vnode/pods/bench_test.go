@@ -3,6 +3,7 @@ package pods_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -38,6 +39,11 @@ import (
 // rss-MB once every pod is Running, rss-delta-MB from before the scale-up, and cpu-s (user +
 // system) spent from the scale-up until every pod is Running. Each iteration scales up, waits,
 // scales back to 0 and waits for every pod to be gone.
+//
+// The floor, in the same run: the same pods created directly on the provider by a Deployment
+// of the same template without the virtual node's placement (the API servers', scheduler's and
+// KWOK's own cost on this machine): floor-all-running-s and floor-p99-ms, and the ratios
+// all-running-x (offloaded all-running-s over the floor's) and p99-x.
 func BenchmarkOffload(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) { benchmarkOffload(b, n) })
@@ -50,16 +56,23 @@ func benchmarkOffload(b *testing.B, n int) {
 	ctx := b.Context()
 	dep := deployment("bench", 0)
 	create(b, bd.cons.Client, dep)
+	bd.createDirect(b)
 
-	var allRunning, p50, p99, rss, rssDelta, cpu float64
+	var allRunning, p50, p99, rss, rssDelta, cpu, floorAll, floorP99 float64
 	for i := 0; i < b.N; i++ {
 		r := bd.offloadOnce(ctx, b, n)
 		allRunning += r.allRunning.Seconds()
 		p50 += float64(r.p50.Milliseconds())
 		p99 += float64(r.p99.Milliseconds())
 		rss, rssDelta, cpu = rss+r.rssMB, rssDelta+r.rssDeltaMB, cpu+r.cpu.Seconds()
+		fa, fp99 := bd.directOnce(ctx, b, n)
+		floorAll, floorP99 = floorAll+fa.Seconds(), floorP99+float64(fp99.Milliseconds())
 	}
 	N := float64(b.N)
+	b.ReportMetric(floorAll/N, "floor-all-running-s")
+	b.ReportMetric(floorP99/N, "floor-p99-ms")
+	b.ReportMetric(allRunning/floorAll, "all-running-x")
+	b.ReportMetric(p99/max(floorP99, 1), "p99-x")
 	b.ReportMetric(allRunning/N, "all-running-s")
 	b.ReportMetric(p50/N, "p50-ms")
 	b.ReportMetric(p99/N, "p99-ms")
@@ -158,47 +171,20 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 	consReqBefore, provReqBefore := apiRequests(ctx, bd.consKube), apiRequests(ctx, bd.provKube)
 	start := time.Now()
 	scale(b, bd.cons.Client, n)
-	added := make(map[string]time.Time, n)
 	bound := make(map[string]time.Time, n)
-	running := make(map[string]time.Duration, n)
-	timeout := time.After(5 * time.Minute)
-	for len(running) < n {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				b.Fatalf("watch of the bench pods ended with %d of %d Running", len(running), n)
-			}
-			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type == watch.Deleted {
-				continue
-			}
-			localWrites++
-			now := time.Now()
-			if _, seen := added[p.Name]; !seen {
-				added[p.Name] = now
-			}
-			if _, seen := bound[p.Name]; !seen && p.Spec.NodeName != "" {
-				bound[p.Name] = now
-			}
-			if _, done := running[p.Name]; !done && p.Status.Phase == corev1.PodRunning {
-				running[p.Name] = now.Sub(added[p.Name])
-			}
-		case <-timeout:
-			b.Fatalf("%d of %d pods Running after 5 minutes", len(running), n)
+	added, running := waitRunning(b, w, n, func(p *corev1.Pod, now time.Time) {
+		localWrites++
+		if _, seen := bound[p.Name]; !seen && p.Spec.NodeName != "" {
+			bound[p.Name] = now
 		}
-	}
+	})
 	res := offloadResult{allRunning: time.Since(start), cpu: cpuTime() - cpuBefore}
 	b.Logf("CPU of the test bed's processes until every pod was Running: %s", bd.bedCPU().since(bedBefore))
 	b.Logf("requests per pod until every pod was Running: consumer %s; provider %s",
 		apiRequests(ctx, bd.consKube).perPod(consReqBefore, n), apiRequests(ctx, bd.provKube).perPod(provReqBefore, n))
 	res.rssMB = rssMB()
 	res.rssDeltaMB = res.rssMB - rssBefore
-	lat := make([]time.Duration, 0, n)
-	for _, d := range running {
-		lat = append(lat, d)
-	}
-	slices.Sort(lat)
-	res.p50, res.p99 = lat[len(lat)/2], lat[(len(lat)*99+99)/100-1]
+	res.p50, res.p99 = quantiles(running)
 	b.Logf("%d pods: all Running after %v; creation to Running p50 %v p99 %v; RSS %.0f MB (+%.0f); CPU %v",
 		n, res.allRunning.Round(time.Millisecond), res.p50, res.p99, res.rssMB, res.rssDeltaMB, res.cpu.Round(time.Millisecond))
 
@@ -241,6 +227,103 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 	return res
 }
 
+// waitRunning reads pod events from w until n pods were seen Running, calling onEvent (when
+// not nil) for every pod event but deletions; it returns when each pod was first seen and how
+// long from then it took to be Running. It fails b after 5 minutes.
+func waitRunning(b *testing.B, w watch.Interface, n int, onEvent func(*corev1.Pod, time.Time)) (map[string]time.Time, map[string]time.Duration) {
+	b.Helper()
+	added := make(map[string]time.Time, n)
+	running := make(map[string]time.Duration, n)
+	timeout := time.After(5 * time.Minute)
+	for len(running) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				b.Fatalf("watch of the bench pods ended with %d of %d Running", len(running), n)
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || ev.Type == watch.Deleted {
+				continue
+			}
+			now := time.Now()
+			if onEvent != nil {
+				onEvent(p, now)
+			}
+			if _, seen := added[p.Name]; !seen {
+				added[p.Name] = now
+			}
+			if _, done := running[p.Name]; !done && p.Status.Phase == corev1.PodRunning {
+				running[p.Name] = now.Sub(added[p.Name])
+			}
+		case <-timeout:
+			b.Fatalf("%d of %d pods Running after 5 minutes", len(running), n)
+		}
+	}
+	return added, running
+}
+
+// quantiles are the p50 and p99 of the durations.
+func quantiles(running map[string]time.Duration) (p50, p99 time.Duration) {
+	lat := slices.Sorted(maps.Values(running))
+	return lat[len(lat)/2], lat[(len(lat)*99+99)/100-1]
+}
+
+// directNs is the provider's namespace of the floor's pods, created directly there.
+const directNs = "bench-direct"
+
+// createDirect creates the floor's Deployment "direct" on the provider, at 0 replicas: the
+// bench Deployment's template without the virtual node's placement, in directNs with its
+// ServiceAccount and ConfigMap.
+func (bd *bed) createDirect(b *testing.B) {
+	b.Helper()
+	dep := deployment("direct", 0)
+	dep.Namespace = directNs
+	spec := &dep.Spec.Template.Spec
+	spec.NodeSelector, spec.Affinity, spec.Tolerations = nil, nil, nil
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: directNs}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: directNs, Name: spec.ServiceAccountName}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: directNs, Name: "settings"}},
+		dep,
+	} {
+		create(b, bd.prov.Client, o)
+	}
+}
+
+// directOnce scales the floor's Deployment from 0 to n on the provider, measures as
+// offloadOnce does (every pod Running, p99 from creation to Running), and scales it back to 0.
+func (bd *bed) directOnce(ctx context.Context, b *testing.B, n int) (allRunning, p99 time.Duration) {
+	b.Helper()
+	pods := bd.provKube.CoreV1().Pods(directNs)
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=direct"})
+	if err != nil || len(list.Items) != 0 {
+		b.Fatalf("floor pods before the scale-up: %d, %v", len(list.Items), err)
+	}
+	w, err := retryWatch(ctx, list.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.LabelSelector = "app=direct"
+		return pods.Watch(ctx, o)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	start := time.Now()
+	scaleIn(b, bd.prov.Client, directNs, "direct", n)
+	_, running := waitRunning(b, w, n, nil)
+	allRunning = time.Since(start)
+	p50, p99 := quantiles(running)
+	b.Logf("floor, %d pods created directly on the provider: all Running after %v; creation to Running p50 %v p99 %v",
+		n, allRunning.Round(time.Millisecond), p50, p99)
+	b.StopTimer()
+	scaleIn(b, bd.prov.Client, directNs, "direct", 0)
+	testenv.Eventually(b, "every floor pod gone", 5*time.Minute, func(ctx context.Context) bool {
+		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=direct"})
+		return err == nil && len(l.Items) == 0
+	})
+	b.StartTimer()
+	return allRunning, p99
+}
+
 // retryWatch watches from rv on, watching again from the last event seen when the API server
 // ends a watch.
 func retryWatch(ctx context.Context, rv string, w cache.WatchFuncWithContext) (watch.Interface, error) {
@@ -249,8 +332,14 @@ func retryWatch(ctx context.Context, rv string, w cache.WatchFuncWithContext) (w
 
 func scale(b *testing.B, c client.Client, n int) {
 	b.Helper()
+	scaleIn(b, c, localNs, "bench", n)
+}
+
+// scaleIn sets the replicas of Deployment ns/name to n.
+func scaleIn(b *testing.B, c client.Client, ns, name string, n int) {
+	b.Helper()
 	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)
-	if err := c.Patch(b.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: "bench"}},
+	if err := c.Patch(b.Context(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
 		client.RawPatch(types.MergePatchType, patch)); err != nil {
 		b.Fatal(err)
 	}
