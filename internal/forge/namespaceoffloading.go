@@ -25,4 +25,3 @@ func MutateTetheredOffloading(nsoff *offv1beta1.NamespaceOffloading, foreignID s
 		}},
 	}}}
 }
-
