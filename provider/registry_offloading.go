@@ -7,7 +7,8 @@ import (
 
 // offloadingResources are the resources of the offloading module.
 func offloadingResources() []func() resource.Resource {
-	return []func() resource.Resource{newResourceSliceResource, newVirtualNodeResource, newNamespaceOffloadingResource, newPeeringResource}
+	return []func() resource.Resource{newResourceSliceResource, newVirtualNodeResource, newNamespaceOffloadingResource, newPeeringResource,
+		newTetheringResource}
 }
 
 // offloadingDataSources are the data sources about clusters and peerings.

@@ -610,10 +610,10 @@ func (r *peeringResource) ImportState(ctx context.Context, req resource.ImportSt
 }
 
 // asks says whether the observed slice asks for resource name: it does when it names it, or
-// when it names nothing (then the provider's grant is the ask).
+// when it names nothing (then the provider's grant is the ask), but for a tethered slice.
 func asks(st *peering.State, name corev1.ResourceName) bool {
 	if len(st.Asked) == 0 {
-		return true
+		return st.SliceClass != consts.TetheredSliceClass // a tethered slice asks for nothing: its grant is all
 	}
 	_, ok := st.Asked[name]
 	return ok

@@ -123,7 +123,9 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				Optional: true, Computed: true, Default: stringdefault.StaticString(string(authv1beta1.ResourceSliceClassDefault)),
 				MarkdownDescription: "Class of the ResourceSlice, as `liqoctl peer --resource-slice-class`; default `default`. " +
 					"Liqo's controllers grant only the default class: a slice of another class waits for the provider's " +
-					"controller of that class (within `timeouts`). Changing it replaces the peering.",
+					"controller of that class (within `timeouts`). Ours also grant `tethered`, to the cluster the provider " +
+					"is tethered to only (`liqo_tethering`): everything the provider shares, whatever the slice asks; " +
+					"`cpu`, `memory` and `pods` are then not set (`granted` shows the grant). Changing it replaces the peering.",
 				Validators:    dnsLabel("must be a DNS label such as default or gpu"),
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
@@ -293,11 +295,17 @@ func (r *peeringResource) ValidateConfig(ctx context.Context, req resource.Valid
 // validateOffloading checks that the quantities asked for come with a slice that asks for them.
 func validateOffloading(cfg *peeringModel, diags *diag.Diagnostics) {
 	noSlice := !cfg.CreateResourceSlice.IsNull() && !cfg.CreateResourceSlice.IsUnknown() && !cfg.CreateResourceSlice.ValueBool()
+	tethered := cfg.ResourceSliceClass.ValueString() == consts.TetheredSliceClass
 	for _, q := range []struct {
 		attr string
 		v    types.String
 	}{{"cpu", cfg.CPU}, {"memory", cfg.Memory}, {"pods", cfg.Pods}} {
 		switch {
+		case tethered && !q.v.IsNull():
+			diags.AddAttributeError(path.Root(q.attr), q.attr+" with a tethered slice",
+				"resource_slice_class = \"tethered\": the home cluster grants everything it shares to the cluster it is tethered "+
+					"to, whatever the slice asks (granted shows it); remove "+q.attr)
+		case tethered:
 		case !noSlice && q.v.IsNull():
 			diags.AddAttributeError(path.Root(q.attr), "Missing "+q.attr,
 				q.attr+" is required: set the quantity the consumer asks of the provider, or create_resource_slice = false "+

@@ -86,3 +86,65 @@ func ConfigMap(liqoNamespace, foreignID string) *corev1.ConfigMap {
 		Data:       map[string]string{consts.TetheredClusterIDKey: foreignID},
 	}
 }
+
+// NotOffloaded lists the namespaces of the cluster c that a tethering to foreignID offloads
+// and whose offloading is not Ready yet (its NamespaceOffloading missing or in another phase),
+// each with what was seen: empty once every such namespace runs its pods on the foreign cluster.
+func NotOffloaded(ctx context.Context, c client.Reader, liqoNamespace string) ([]string, error) {
+	var nss corev1.NamespaceList
+	if err := c.List(ctx, &nss); err != nil {
+		return nil, fmt.Errorf("listing the namespaces: %w", err)
+	}
+	var out []string
+	for i := range nss.Items {
+		ns := &nss.Items[i]
+		if !Offloads(ns, liqoNamespace) {
+			continue
+		}
+		nsoff := &offv1beta1.NamespaceOffloading{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: consts.NamespaceOffloadingName}, nsoff)
+		switch {
+		case apierrors.IsNotFound(err):
+			out = append(out, ns.Name+" (no NamespaceOffloading yet)")
+		case err != nil:
+			return nil, fmt.Errorf("reading the NamespaceOffloading of namespace %s: %w", ns.Name, err)
+		case nsoff.Status.OffloadingPhase != offv1beta1.ReadyOffloadingPhaseType:
+			out = append(out, fmt.Sprintf("%s (offloading phase %q)", ns.Name, nsoff.Status.OffloadingPhase))
+		}
+	}
+	return out, nil
+}
+
+// NotHome lists what keeps the cluster c's workloads on the foreign cluster foreignID once a
+// tethering ended: the tethering controller's NamespaceOffloadings, and the pods bound to a
+// virtual node of foreignID but those of namespaces the user offloads (with a NamespaceOffloading
+// of their own); empty once everything is home.
+func NotHome(ctx context.Context, c client.Reader, foreignID string) ([]string, error) {
+	var nsoffs offv1beta1.NamespaceOffloadingList
+	if err := c.List(ctx, &nsoffs, client.MatchingLabels{consts.LiqoManagedByLabel: consts.TetheringManagedBy}); err != nil {
+		return nil, fmt.Errorf("listing the tethering's NamespaceOffloadings: %w", err)
+	}
+	var out []string
+	for _, n := range nsoffs.Items {
+		out = append(out, "NamespaceOffloading "+n.Namespace+"/"+n.Name)
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes, client.MatchingLabels{consts.TypeLabel: consts.VirtualNodeType, consts.RemoteClusterIDLabel: foreignID}); err != nil {
+		return nil, fmt.Errorf("listing the virtual nodes of %s: %w", foreignID, err)
+	}
+	for _, node := range nodes.Items {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
+			return nil, fmt.Errorf("listing the pods on virtual node %s: %w", node.Name, err)
+		}
+		for _, p := range pods.Items {
+			nsoff := &offv1beta1.NamespaceOffloading{}
+			err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: consts.NamespaceOffloadingName}, nsoff)
+			if err == nil && !IsManaged(nsoff) {
+				continue // the user's own offloading
+			}
+			out = append(out, "pod "+p.Namespace+"/"+p.Name+" on virtual node "+node.Name)
+		}
+	}
+	return out, nil
+}
