@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,19 +21,13 @@ import (
 // and other peers' (remapped) CIDRs, allocation from the pool, and that allocations stay put.
 func TestConfiguration(t *testing.T) {
 	ctx := t.Context()
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	cl := env.Cluster("a")
+	cl := plain.Env(t).Cluster("a")
 	c := cl.Client
+	// The local external CIDR comes from a Network in the liqo namespace.
+	namespaces(t, c, "liqo", "t-b", "t-c", "t-d")
 	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
 		return (&configuration.Reconciler{Client: mgr.GetClient(), LocalCIDRs: []string{"10.96.0.0/12"}, Pool: []string{"10.64.0.0/14"}}).SetupWithManager(mgr)
 	})
-
-	// The local external CIDR comes from a Network in the liqo namespace.
-	for _, ns := range []string{"liqo", "t-b", "t-c", "t-d"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The default one, as the controller manager writes it without --external-cidr (not marked
 	// not-remapped): it counts as used all the same.
 	for _, n := range (clusternet.Spec{ExternalCIDR: clusternet.DefaultExternalCIDR, ExternalCIDRDefaulted: true}).Networks() {
@@ -99,8 +92,7 @@ func TestConfiguration(t *testing.T) {
 // decides). Once counted as used before it held anything, such a peer made the holder move.
 func TestAllocationHeldAgainstNewPeer(t *testing.T) {
 	ctx := t.Context()
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	c := env.Cluster("a").Client
+	c := plain.Env(t).Cluster("a").Client
 	r := &configuration.Reconciler{Client: c, LocalCIDRs: []string{"10.96.0.0/12"}, Pool: []string{"10.64.0.0/14"}}
 	reconcile := func(ns string) *netv1beta1.Configuration {
 		t.Helper()
@@ -114,11 +106,7 @@ func TestAllocationHeldAgainstNewPeer(t *testing.T) {
 		}
 		return conf
 	}
-	for _, ns := range []string{"liqo", "t-b", "t-c"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	namespaces(t, c, "liqo", "t-b", "t-c")
 	for _, pod := range []struct{ ns, cidr string }{{"t-b", "10.0.0.0/16"}, {"t-c", "10.64.0.0/16"}} {
 		conf := &netv1beta1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: pod.ns, Name: "conf"}, Spec: netv1beta1.ConfigurationSpec{
 			Local:  &netv1beta1.ClusterConfig{CIDR: netv1beta1.ClusterConfigCIDR{Pod: []netv1beta1.CIDR{"10.0.0.0/16"}}},

@@ -26,6 +26,7 @@ import (
 // kube-controller-manager).
 func TestConfigurationNetworks(t *testing.T) {
 	ctx := t.Context()
+	// Its own cluster: a controller manager (garbage collection), which the shared one lacks.
 	env := testenv.New(t, testenv.ClusterOptions{Name: "a", ControllerManager: true})
 	cl := env.Cluster("a")
 	c := cl.Client

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,16 +36,12 @@ func cidrs(ss ...string) []netv1beta1.CIDR {
 // Network. Dropping a pod CIDR from the list, or adding one in front, moves no other one's range.
 func TestConfigurationSeveralPodCIDRs(t *testing.T) {
 	ctx := t.Context()
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
-	c := env.Cluster("a").Client
-	testenv.StartManager(t, env.Cluster("a"), func(mgr ctrl.Manager) error {
+	cl := plain.Env(t).Cluster("a")
+	c := cl.Client
+	namespaces(t, c, "liqo", "t-b", "t-c")
+	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
 		return (&configuration.Reconciler{Client: mgr.GetClient(), Pool: []string{"10.64.0.0/14"}}).SetupWithManager(mgr)
 	})
-	for _, ns := range []string{"liqo", "t-b", "t-c"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The local cluster's own Networks, as its controller manager writes them for
 	// --pod-cidr=10.0.0.0/16,10.1.0.0/16: nothing else tells the reconciler about them.
 	for _, n := range (clusternet.Spec{PodCIDRs: []string{"10.0.0.0/16", "10.1.0.0/16"}, ExternalCIDR: "10.70.0.0/16"}).Networks() {

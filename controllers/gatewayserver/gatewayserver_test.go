@@ -38,7 +38,7 @@ func (f failure) Error() string { return string(f) }
 // endpoint in status for NodePort, ClusterIP and LoadBalancer servers.
 func TestGatewayServer(t *testing.T) {
 	ctx := t.Context()
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	env := plain.Env(t)
 	c := env.Cluster("a").Client
 	startManager(t, env.Cluster("a"), false)
 	ns := "liqo-tenant-b"
@@ -104,7 +104,7 @@ func TestGatewayServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		gw := &netv1beta1.GatewayServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cip"},
-			Spec: netv1beta1.GatewayServerSpec{SecretRef: corev1.LocalObjectReference{Name: "mine"}, Endpoint: netv1beta1.Endpoint{Ports: []int32{51841}}}}
+			Spec: netv1beta1.GatewayServerSpec{SecretRef: corev1.LocalObjectReference{Name: "mine"}, Endpoint: netv1beta1.Endpoint{Ports: []int32{51842}}}}
 		if err := c.Create(ctx, gw); err != nil {
 			t.Fatal(err)
 		}
@@ -121,8 +121,8 @@ func TestGatewayServer(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-cip"}, svc); err != nil {
 			t.Fatal(err)
 		}
-		if ep := gw.Status.Endpoint; !slices.Equal(ep.Addresses, []string{svc.Spec.ClusterIP}) || ep.Port != 51841 {
-			t.Errorf("endpoint %+v: want cluster IP %s, port 51841", ep, svc.Spec.ClusterIP)
+		if ep := gw.Status.Endpoint; !slices.Equal(ep.Addresses, []string{svc.Spec.ClusterIP}) || ep.Port != 51842 {
+			t.Errorf("endpoint %+v: want cluster IP %s, port 51842", ep, svc.Spec.ClusterIP)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
 			t.Fatal(err)

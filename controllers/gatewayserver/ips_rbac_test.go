@@ -29,7 +29,7 @@ import (
 // another gateway's stays.
 func TestGatewayReadsIPsOfTheLiqoNamespace(t *testing.T) {
 	ctx := t.Context()
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	env := plain.Env(t)
 	cl := env.Cluster("a")
 	c := cl.Client
 	const liqoNS, tenant, other = "liqo-system", "liqo-tenant-ips", "liqo-tenant-other"

@@ -25,7 +25,7 @@ import (
 // frees the port for the first.
 func TestGatewayServerPortConflict(t *testing.T) {
 	ctx := t.Context()
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	env := plain.Env(t)
 	c := env.Cluster("a").Client
 	startManager(t, env.Cluster("a"), true)
 	server := func(remote string, port int32) *netv1beta1.GatewayServer {

@@ -61,6 +61,7 @@ const customTemplate = `{
 // gateway pod's IP and node (KWOK runs the pod).
 func TestGatewayServerTemplates(t *testing.T) {
 	ctx := t.Context()
+	// Its own cluster: a scheduler, a controller manager and a KWOK node the shared one lacks.
 	env := testenv.New(t, testenv.ClusterOptions{Name: "a", Scheduler: true, ControllerManager: true,
 		Nodes: []testenv.NodeOptions{{Name: "gw-node", Labels: map[string]string{"example.org/gateway": "custom"}}}})
 	cl := env.Cluster("a")

@@ -34,7 +34,7 @@ func statusIP(ctx context.Context, c client.Client, ns, name string) (string, er
 // takes the freed address, and the others keep theirs.
 func TestIPAllocation(t *testing.T) {
 	ctx := t.Context()
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	env := cluster.Env(t)
 	c := env.Cluster("a").Client
 	testenv.StartManager(t, env.Cluster("a"), func(mgr ctrl.Manager) error {
 		return (&ipmapping.IPReconciler{Client: mgr.GetClient(), ExternalCIDR: "10.70.0.0/30"}).SetupWithManager(mgr)
@@ -44,6 +44,14 @@ func TestIPAllocation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The next test on the shared cluster counts every IP of the cluster: these go at the end.
+	t.Cleanup(func() {
+		for _, ns := range []string{"n1", "n2"} {
+			if err := c.DeleteAllOf(context.Background(), &ipamv1alpha1.IP{}, client.InNamespace(ns)); err != nil {
+				t.Errorf("deleting the IPs of %s: %v", ns, err)
+			}
+		}
+	})
 	create := func(ns, name, local string) {
 		t.Helper()
 		if err := c.Create(ctx, &ipamv1alpha1.IP{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -105,7 +113,7 @@ func TestUnknownSourceIP(t *testing.T) {
 // cluster IP) gets a new one.
 func TestAPIServerProxyIP(t *testing.T) {
 	ctx := t.Context()
-	env := testenv.New(t, testenv.ClusterOptions{Name: "a"})
+	env := cluster.Env(t)
 	c := env.Cluster("a").Client
 	testenv.StartManager(t, env.Cluster("a"), func(mgr ctrl.Manager) error {
 		if err := (&ipmapping.IPReconciler{Client: mgr.GetClient(), ExternalCIDR: "10.70.0.0/16"}).SetupWithManager(mgr); err != nil {

@@ -32,9 +32,7 @@ import (
 // no pod; a pod within baseline runs. Once the consumer's Tenant is granted privileged, the
 // attack's pod is created and runs.
 func TestShadowPodPodSecurity(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", Scheduler: true,
-		Nodes: []testenv.NodeOptions{{Name: "node-1"}}})
-	c := env.Cluster("provider")
+	c := provider.Env(t).Cluster("provider")
 	ctx := t.Context()
 	var cached client.Reader
 	testenv.StartManager(t, c, func(mgr ctrl.Manager) error {

@@ -26,9 +26,7 @@ import (
 // ShadowPod; deleting the ShadowPod deletes the pod; host namespaces are refused; a pod may
 // use only Secrets its consumer reflected, and waits for one that is not there yet.
 func TestShadowPodBecomesOwnedPod(t *testing.T) {
-	env := testenv.New(t, testenv.ClusterOptions{Name: "provider", Scheduler: true,
-		Nodes: []testenv.NodeOptions{{Name: "node-1"}}})
-	c := env.Cluster("provider")
+	c := provider.Env(t).Cluster("provider")
 	ctx := t.Context()
 
 	testenv.StartManager(t, c, func(mgr ctrl.Manager) error {

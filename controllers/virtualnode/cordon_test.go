@@ -35,6 +35,7 @@ import (
 // uncordon; a kubectl uncordon while the slice is cordoned is undone once, and then nothing
 // flaps.
 func TestSliceClassAndCordon(t *testing.T) {
+	// Its own clusters: no controller manager on the consumer, whose node lifecycle and pod GC would act on the Nodes and pod it checks.
 	env := testenv.New(t, testenv.ClusterOptions{Name: "consumer"}, testenv.ClusterOptions{Name: "provider"})
 	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
 	ctx := t.Context()

@@ -46,9 +46,7 @@ import (
 // token, brings the Node Ready and gets its serving certificate (the RBAC is enough); deleting
 // the VirtualNode removes the Deployment, the ServiceAccount, the binding and the Node.
 func TestDeploymentRunner(t *testing.T) {
-	env := testenv.New(t,
-		testenv.ClusterOptions{Name: "consumer", ControllerManager: true}, // garbage collection, CSR signing
-		testenv.ClusterOptions{Name: "provider"})
+	env := peered.Env(t)
 	bin := buildVirtualKubelet(t)
 	cons, prov := env.Cluster("consumer"), env.Cluster("provider")
 	ctx := t.Context()
@@ -94,6 +92,17 @@ func TestDeploymentRunner(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// TestVirtualNodeFromAcceptedSlice makes a peering with cl-provider in the same tenant
+	// namespace of the shared consumer: its Secrets and NamespaceMap go at the end.
+	t.Cleanup(func() {
+		for _, o := range []client.Object{nm,
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-controlplane"}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-renewed"}}} {
+			if err := cons.Client.Delete(context.Background(), o); err != nil {
+				t.Errorf("deleting %T %s/%s: %v", o, ns, o.GetName(), err)
+			}
+		}
+	})
 	nm.Status.CurrentMapping = map[string]offv1beta1.RemoteNamespaceStatus{localNs: {RemoteNamespace: remoteNs, Phase: offv1beta1.MappingAccepted}}
 	if err := cons.Client.Status().Update(ctx, nm); err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func nodeReady(n *corev1.Node) corev1.ConditionStatus {
 // certificate) restarts the node with it. It has the granted capacity, the virtual-node label and NoExecute taint, and a Lease heartbeat; when the
 // provider's API server goes away the node turns NotReady; deleting the slice removes the node.
 func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
-	consumerEnv := testenv.New(t, testenv.ClusterOptions{Name: "consumer", ControllerManager: true}) // garbage collection of owned objects
+	consumerEnv := peered.Env(t) // its own provider: the test stops it
 	providerEnv, err := testenv.Start(t.Context(), testenv.ClusterOptions{Name: "provider"})
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +77,11 @@ func TestVirtualNodeFromAcceptedSlice(t *testing.T) {
 		Labels: map[string]string{consts.ReplicationLabel: "true"}},
 		Spec: authv1beta1.ResourceSliceSpec{ProviderClusterID: &providerID,
 			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}}}
+	// TestDeploymentRunner may have made the tenant namespace on the shared consumer already.
+	if err := cons.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeconfig-controlplane",
 			Labels: map[string]string{consts.IdentityTypeLabel: "ControlPlane", consts.RemoteClusterIDLabel: "cl-provider"}},
 			Data: map[string][]byte{consts.KubeconfigSecretKey: unreachable}},
