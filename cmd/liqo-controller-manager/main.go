@@ -40,6 +40,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowendpointslice"
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
+	"github.com/peerkit/terraform-provider-liqo/controllers/tethering"
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
@@ -296,8 +297,13 @@ func setup(mgr ctrl.Manager, o *options) error {
 		return fmt.Errorf("setting up the NamespaceMap reconciler: %w", err)
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults,
-		APIServerURL: o.apiServerURL, CAData: o.caData}).SetupWithManager(mgr); err != nil {
+		APIServerURL: o.apiServerURL, CAData: o.caData, LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
+	}
+	// Always on: without the TetheringConfigMap it makes nothing.
+	if err := (&tethering.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-tethering"),
+		LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the tethering reconciler: %w", err)
 	}
 	if err := (&renew.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-renew"),
 		APIServerURL: o.apiServerURL, CAData: o.caData}).SetupWithManager(mgr); err != nil {

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/clientcert"
@@ -30,6 +32,9 @@ const (
 	ReasonGranted       = "Granted"
 	ReasonInsufficient  = "Insufficient"
 	ReasonNotAuthorized = "NotAuthenticated"
+	// ReasonNotTethered denies a slice of class consts.TetheredSliceClass whose consumer is not
+	// the foreign cluster this cluster is tethered to.
+	ReasonNotTethered = "NotTethered"
 )
 
 // Reconciler decides the slices in tenant namespaces.
@@ -47,6 +52,9 @@ type Reconciler struct {
 	APIServerURL string
 	// CAData is the CA bundle of the API server (see APIServerURL).
 	CAData []byte
+	// LiqoNamespace is the namespace Liqo is installed in, where consts.TetheringConfigMap says
+	// which foreign cluster this cluster is tethered to ("": consts.LiqoNamespace).
+	LiqoNamespace string
 	// CertificateValidity, RenewBefore and MinRenewalInterval are how the slices' certificates
 	// are requested and renewed, as the tenant controller's (clientcert.Issuer).
 	CertificateValidity, RenewBefore, MinRenewalInterval time.Duration
@@ -85,6 +93,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case auth.Status == authv1beta1.ResourceSliceConditionDenied:
 		res = cond(authv1beta1.ResourceSliceConditionTypeResources, false, ReasonNotAuthorized, auth.Message)
 		status.Resources = nil
+	case slice.Spec.Class == consts.TetheredSliceClass:
+		if res, err = r.decideTethered(ctx, slice, tenant, holds, status); err != nil {
+			return reconcile.Result{}, err
+		}
 	case accepted:
 		res = cond(authv1beta1.ResourceSliceConditionTypeResources, true, ReasonGranted, "granted")
 	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionCordoned:
@@ -159,10 +171,12 @@ func kept(slice *authv1beta1.ResourceSlice, why string) authv1beta1.ResourceSlic
 }
 
 // Decides tells whether this controller decides the slices of a class: those that name none
-// and the default class, as upstream Liqo's ResourceSlice controller does. A slice of another
-// class is left untouched (no condition written) for the controller of its class.
+// and the default class, as upstream Liqo's ResourceSlice controller does, and the tethered
+// class (consts.TetheredSliceClass, decideTethered). A slice of another class is left
+// untouched (no condition written) for the controller of its class.
 func Decides(class authv1beta1.ResourceSliceClass) bool {
-	return class == authv1beta1.ResourceSliceClassUnknown || class == authv1beta1.ResourceSliceClassDefault
+	return class == authv1beta1.ResourceSliceClassUnknown || class == authv1beta1.ResourceSliceClassDefault ||
+		class == consts.TetheredSliceClass
 }
 
 // available is what is shared minus what other slices were granted. Every accepted slice
@@ -290,14 +304,24 @@ func merge(old []authv1beta1.ResourceSliceCondition, conds ...authv1beta1.Resour
 	return out
 }
 
-// SetupWithManager watches slices, and Tenants (a change of condition re-decides the slices
-// of their namespace).
+// SetupWithManager watches slices, Tenants (a change of condition re-decides the slices of
+// their namespace), and for the tethered slices (consts.TetheredSliceClass) the Nodes (their
+// grant follows what the nodes offer) and the TetheringConfigMap (the tethering starting,
+// ending or moving).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	slicesOfNamespace := enqueue.Listed[*authv1beta1.ResourceSlice](mgr.GetClient(),
-		func() client.ObjectList { return &authv1beta1.ResourceSliceList{} }, enqueue.InNamespaceOf(), nil)
+	newList := func() client.ObjectList { return &authv1beta1.ResourceSliceList{} }
+	slicesOfNamespace := enqueue.Listed[*authv1beta1.ResourceSlice](mgr.GetClient(), newList, enqueue.InNamespaceOf(), nil)
+	tetheredSlices := enqueue.Listed(mgr.GetClient(), newList, nil, func(_ client.Object, s *authv1beta1.ResourceSlice) bool {
+		return s.Spec.Class == consts.TetheredSliceClass
+	})
+	tetheringConfigMap := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetName() == consts.TetheringConfigMap && o.GetNamespace() == consts.LiqoNamespaceOr(r.LiqoNamespace)
+	})
 	err := ctrl.NewControllerManagedBy(mgr).Named("negotiation").
 		For(&authv1beta1.ResourceSlice{}).
 		Watches(&authv1beta1.Tenant{}, slicesOfNamespace).
+		Watches(&corev1.Node{}, tetheredSlices).
+		Watches(&corev1.ConfigMap{}, tetheredSlices, builder.WithPredicates(tetheringConfigMap)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the negotiation controller: %w", err)
