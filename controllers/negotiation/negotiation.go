@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -304,6 +305,26 @@ func merge(old []authv1beta1.ResourceSliceCondition, conds ...authv1beta1.Resour
 	return out
 }
 
+// sharedNodeChanged passes the Node events that may change what Policy shares: a real node
+// created or deleted, or its allocatable resources or schedulability changed (not heartbeats).
+var sharedNodeChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool {
+		return e.Object.GetLabels()[consts.TypeLabel] != consts.VirtualNodeType
+	},
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		return e.Object.GetLabels()[consts.TypeLabel] != consts.VirtualNodeType
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okOld := e.ObjectOld.(*corev1.Node)
+		n, okNew := e.ObjectNew.(*corev1.Node)
+		if !okOld || !okNew || n.Labels[consts.TypeLabel] == consts.VirtualNodeType {
+			return false
+		}
+		return o.Spec.Unschedulable != n.Spec.Unschedulable || !equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
+	},
+}
+
 // SetupWithManager watches slices, Tenants (a change of condition re-decides the slices of
 // their namespace), and for the tethered slices (consts.TetheredSliceClass) the Nodes (their
 // grant follows what the nodes offer) and the TetheringConfigMap (the tethering starting,
@@ -320,7 +341,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).Named("negotiation").
 		For(&authv1beta1.ResourceSlice{}).
 		Watches(&authv1beta1.Tenant{}, slicesOfNamespace).
-		Watches(&corev1.Node{}, tetheredSlices).
+		Watches(&corev1.Node{}, tetheredSlices, builder.WithPredicates(sharedNodeChanged)).
 		Watches(&corev1.ConfigMap{}, tetheredSlices, builder.WithPredicates(tetheringConfigMap)).
 		Complete(r)
 	if err != nil {

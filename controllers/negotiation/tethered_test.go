@@ -100,7 +100,7 @@ func TestTetheredSlices(t *testing.T) {
 				return false, err
 			}
 			return negotiation.Condition(got, "Resources") == "Accepted" &&
-				got.Status.Resources.Cpu().String() == cpu && got.Status.Resources.Memory().String() == memory,
+					got.Status.Resources.Cpu().String() == cpu && got.Status.Resources.Memory().String() == memory,
 				fmt.Errorf("granted %v, conditions %+v", got.Status.Resources, got.Status.Conditions)
 		})
 		if msg := got.Status.Conditions[1].Message; !strings.Contains(msg, "tethered: everything this cluster shares") {

@@ -12,6 +12,7 @@ package tethering
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -96,6 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		return reconcile.Result{}, nil // the Tenants' and the ConfigMap's watches bring it back
 	}
+	r.forget("refused/") // a refusal coming back is told again
 	return reconcile.Result{}, r.tether(ctx, liqoNS, to, byNS)
 }
 
@@ -188,6 +190,17 @@ func (r *Reconciler) once(key string) bool {
 	}
 	r.told[key] = true
 	return true
+}
+
+// forget forgets the Events recorded whose key starts with prefix.
+func (r *Reconciler) forget(prefix string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.told {
+		if strings.HasPrefix(k, prefix) {
+			delete(r.told, k)
+		}
+	}
 }
 
 // SetupWithManager watches the TetheringConfigMap, Namespaces (their labels, creation and

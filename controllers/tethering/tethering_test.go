@@ -18,8 +18,8 @@ import (
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
-	rules "github.com/peerkit/terraform-provider-liqo/internal/tethering"
 	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
+	rules "github.com/peerkit/terraform-provider-liqo/internal/tethering"
 )
 
 const foreignID = "cl-foreign"
