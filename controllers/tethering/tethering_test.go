@@ -64,9 +64,9 @@ func noneIn(t *testing.T, c client.Reader, ns string) {
 
 // TestTethering: the TetheringConfigMap makes the tethered NamespaceOffloadings in the
 // namespaces a tethered cluster offloads only (not Kubernetes', Liqo's, a tenant namespace or
-// a consumer's remote namespace), in a namespace created later too, keeps their spec, and
-// leaves the user's own alone (an Event says so); its deletion removes them and leaves the
-// user's; with a Tenant of another consumer, the tethering is refused: nothing made, a
+// a consumer's remote namespace), in a namespace created later too, keeps their spec, deletes
+// them from namespaces no longer eligible, and leaves the user's own alone (an Event says
+// so); its deletion removes them and leaves the user's; with a Tenant of another consumer, the tethering is refused: nothing made, a
 // Warning Event on the ConfigMap.
 func TestTethering(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "home"})
@@ -122,6 +122,20 @@ func TestTethering(t *testing.T) {
 		t.Fatal(err)
 	}
 	tetheredIn(t, c, "app")
+
+	// A namespace no longer eligible (now a consumer's remote namespace) loses its managed one.
+	later := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "later"}, later); err != nil {
+		t.Fatal(err)
+	}
+	later.Labels[consts.RemoteNamespaceLabel] = "true"
+	if err := c.Update(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Poll(t, "the NamespaceOffloading of a no longer eligible namespace gone", 30*time.Second, func(ctx context.Context) (bool, error) {
+		got, err := offloadingOf(ctx, c, "later")
+		return got == nil && err == nil, err
+	})
 
 	// The tethering ends: the managed ones go, the user's stays.
 	if err := c.Delete(ctx, cm); err != nil {
