@@ -297,11 +297,11 @@ func setup(mgr ctrl.Manager, o *options) error {
 		return fmt.Errorf("setting up the NamespaceMap reconciler: %w", err)
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults,
-		APIServerURL: o.apiServerURL, CAData: o.caData, LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
+		APIServerURL: o.apiServerURL, CAData: o.caData, APIReader: mgr.GetAPIReader(), LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
 	}
 	// Always on: without the TetheringConfigMap it makes nothing.
-	if err := (&tethering.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-tethering"),
+	if err := (&tethering.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("liqo-tethering"),
 		LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the tethering reconciler: %w", err)
 	}

@@ -53,6 +53,9 @@ type Reconciler struct {
 	APIServerURL string
 	// CAData is the CA bundle of the API server (see APIServerURL).
 	CAData []byte
+	// APIReader reads the TetheringConfigMap uncached (nil: Client), so that the manager does
+	// not cache every ConfigMap of the cluster; the ConfigMaps are watched as metadata only.
+	APIReader client.Reader
 	// LiqoNamespace is the namespace Liqo is installed in, where consts.TetheringConfigMap says
 	// which foreign cluster this cluster is tethered to ("": consts.LiqoNamespace).
 	LiqoNamespace string
@@ -342,7 +345,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&authv1beta1.ResourceSlice{}).
 		Watches(&authv1beta1.Tenant{}, slicesOfNamespace).
 		Watches(&corev1.Node{}, tetheredSlices, builder.WithPredicates(sharedNodeChanged)).
-		Watches(&corev1.ConfigMap{}, tetheredSlices, builder.WithPredicates(tetheringConfigMap)).
+		Watches(&corev1.ConfigMap{}, tetheredSlices, builder.WithPredicates(tetheringConfigMap), builder.OnlyMetadata).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the negotiation controller: %w", err)

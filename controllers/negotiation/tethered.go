@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
@@ -25,11 +26,16 @@ const grantTethered = "tethered: everything this cluster shares"
 // everything by writing the class. A Cordoned tenant keeps the grant in force.
 func (r *Reconciler) decideTethered(ctx context.Context, slice *authv1beta1.ResourceSlice, tenant *authv1beta1.Tenant, holds bool,
 	status *authv1beta1.ResourceSliceStatus) (authv1beta1.ResourceSliceCondition, error) {
-	to, err := tethering.TetheredTo(ctx, r.Client, r.LiqoNamespace)
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	to, err := tethering.TetheredTo(ctx, reader, r.LiqoNamespace)
 	if err != nil {
 		return authv1beta1.ResourceSliceCondition{}, fmt.Errorf("deciding tethered slice %s/%s: %w", slice.Namespace, slice.Name, err)
 	}
-	ns := &corev1.Namespace{}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: slice.Namespace}, ns); err != nil {
 		return authv1beta1.ResourceSliceCondition{}, fmt.Errorf("reading the tenant namespace %s of slice %s: %w", slice.Namespace, slice.Name, err)
 	}

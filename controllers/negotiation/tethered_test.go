@@ -76,7 +76,7 @@ func TestTetheredSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.StartManager(t, cl, func(mgr ctrl.Manager) error {
-		return (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: negotiation.Policy{Percent: 50}}).SetupWithManager(mgr)
+		return (&negotiation.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Policy: negotiation.Policy{Percent: 50}}).SetupWithManager(mgr)
 	})
 
 	def := classSlice(otherNS, "default", "cl-other", "", "1")

@@ -50,6 +50,10 @@ const (
 type Reconciler struct {
 	// Client reads and writes the local (home) cluster.
 	Client client.Client
+	// APIReader reads the TetheringConfigMap and the Tenants uncached (nil: Client), so that
+	// the manager does not cache every ConfigMap of the cluster; the controller's watch of
+	// ConfigMaps is of their metadata only.
+	APIReader client.Reader
 	// Recorder records the refusals (on the TetheringConfigMap) and the NamespaceOffloadings of
 	// the user's left alone (on their Namespace).
 	Recorder events.EventRecorder
@@ -61,6 +65,14 @@ type Reconciler struct {
 	told map[string]bool // Events recorded already, once each
 }
 
+// reader is APIReader, or Client without it.
+func (r *Reconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
 // key is the one request of the controller.
 func (r *Reconciler) key() client.ObjectKey {
 	return client.ObjectKey{Namespace: consts.LiqoNamespaceOr(r.LiqoNamespace), Name: consts.TetheringConfigMap}
@@ -69,7 +81,7 @@ func (r *Reconciler) key() client.ObjectKey {
 // Reconcile brings every namespace's NamespaceOffloading in line with the tethering.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	liqoNS := consts.LiqoNamespaceOr(r.LiqoNamespace)
-	to, err := rules.TetheredTo(ctx, r.Client, liqoNS)
+	to, err := rules.TetheredTo(ctx, r.reader(), liqoNS)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -86,11 +98,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if to == "" {
 		return reconcile.Result{}, r.deleteManaged(ctx, byNS, func(string) bool { return true })
 	}
-	if refusal := rules.Refusal(ctx, r.Client, liqoNS, to); refusal != nil {
+	if refusal := rules.Refusal(ctx, r.reader(), liqoNS, to); refusal != nil {
 		log.FromContext(ctx).Info("tethering refused: no namespace is offloaded", "foreignCluster", to, "reason", refusal.Error())
 		if r.once("refused/" + to + "/" + refusal.Error()) {
 			cm := &corev1.ConfigMap{}
-			if err := r.Client.Get(ctx, r.key(), cm); err != nil {
+			if err := r.reader().Get(ctx, r.key(), cm); err != nil {
 				return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("reading ConfigMap %s: %w", r.key(), err))
 			}
 			r.Recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonRefused, "Tether", "%s", refusal.Error())
@@ -213,7 +225,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	configMap := predicate.NewPredicateFuncs(func(o client.Object) bool { return client.ObjectKeyFromObject(o) == r.key() })
 	offloading := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == consts.NamespaceOffloadingName })
 	if err := ctrl.NewControllerManagedBy(mgr).Named("tethering").
-		Watches(&corev1.ConfigMap{}, one, builder.WithPredicates(configMap)).
+		Watches(&corev1.ConfigMap{}, one, builder.WithPredicates(configMap), builder.OnlyMetadata).
 		Watches(&corev1.Namespace{}, one, builder.OnlyMetadata).
 		Watches(&offv1beta1.NamespaceOffloading{}, one, builder.WithPredicates(offloading,
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).

@@ -88,7 +88,7 @@ func TestTethering(t *testing.T) {
 		}
 	}
 	testenv.StartManager(t, env.Cluster("home"), func(mgr ctrl.Manager) error {
-		return (&tethering.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("tethering")}).SetupWithManager(mgr)
+		return (&tethering.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("tethering")}).SetupWithManager(mgr)
 	})
 
 	cm := rules.ConfigMap("", foreignID)
