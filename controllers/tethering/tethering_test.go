@@ -147,7 +147,14 @@ func TestTethering(t *testing.T) {
 		return err == nil && len(list.Items) == 1 && list.Items[0].Namespace == "mine", err
 	})
 
-	// Refused: this cluster offers resources to another consumer too.
+	refused(t, c)
+}
+
+// refused: with a Tenant of another consumer, the tethering is refused: a Warning Event on the
+// ConfigMap, and no NamespaceOffloading made.
+func refused(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := t.Context()
 	for _, o := range []client.Object{
 		namespace("liqo-tenant-cl-other", map[string]string{consts.TenantNamespaceLabel: "true", consts.RemoteClusterIDLabel: "cl-other"}),
 		tenant("liqo-tenant-cl-other", "cl-other"),
@@ -156,7 +163,7 @@ func TestTethering(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cm = rules.ConfigMap("", foreignID)
+	cm := rules.ConfigMap("", foreignID)
 	if err := c.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
