@@ -106,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionCordoned:
 		res = kept(slice, "the tenant is Cordoned: nothing more is granted")
 	default:
-		available, err := r.available(ctx, slice)
+		available, err := r.available(ctx, slice, r.Policy)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -183,12 +183,12 @@ func Decides(class authv1beta1.ResourceSliceClass) bool {
 		class == consts.TetheredSliceClass
 }
 
-// available is what is shared minus what other slices were granted. Every accepted slice
+// available is what policy shares minus what other slices were granted. Every accepted slice
 // counts, whatever its class: a slice of another class accepted by its own controller runs on
 // the same nodes this policy shares, so what it was granted is no longer there to give (the
 // grant enforcement on ShadowPods sums the slices of every class too).
-func (r *Reconciler) available(ctx context.Context, self *authv1beta1.ResourceSlice) (corev1.ResourceList, error) {
-	shared, err := r.Policy.Shared(ctx, r.Client)
+func (r *Reconciler) available(ctx context.Context, self *authv1beta1.ResourceSlice, policy Policy) (corev1.ResourceList, error) {
+	shared, err := policy.Shared(ctx, r.Client)
 	if err != nil {
 		return nil, err
 	}

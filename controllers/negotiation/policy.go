@@ -7,7 +7,8 @@
 // so that its virtual node and the pods on it are not disturbed (a denial would withdraw the
 // grant, and the consumer's virtual node with it). Slices of the default class (or naming
 // none) are decided here, and those of the tethered class (consts.TetheredSliceClass): granted
-// everything available when this cluster is tethered to their consumer, denied otherwise
+// the real nodes in full, but what other slices hold, whatever the Policy, when this cluster
+// is tethered to their consumer, denied otherwise
 // (ReasonNotTethered); a slice of another class is left to the controller of its class
 // (Decides).
 package negotiation

@@ -14,13 +14,14 @@ import (
 )
 
 // grantTethered is the message of a tethered slice's grant.
-const grantTethered = "tethered: everything this cluster shares"
+const grantTethered = "tethered: everything this cluster shares, its real nodes' allocatable in full (--share and --share-percent do not apply) but what other slices hold"
 
 // decideTethered decides a slice of class consts.TetheredSliceClass of an authenticated tenant
 // (holds: the slice holds a grant), setting status.resources: when this cluster is tethered to
-// the slice's consumer, it is granted everything available (what the Policy shares minus what
-// the other slices hold), whatever it asks, and follows what is available; otherwise it is
-// denied (ReasonNotTethered). The consumer is the one the provider knows, not what the slice
+// the slice's consumer, it is granted everything available, whatever it asks: the real nodes'
+// allocatable in full (the tethered cluster's nodes are its foreign cluster's to use: the
+// Policy, --share and --share-percent, does not apply) minus what the other slices hold, and
+// follows it; otherwise it is denied (ReasonNotTethered). The consumer is the one the provider knows, not what the slice
 // says: the Tenant's spec.clusterID and the tenant namespace's consts.RemoteClusterIDLabel
 // must both name the cluster this one is tethered to, so that no other consumer gets
 // everything by writing the class. A Cordoned tenant keeps the grant in force.
@@ -54,7 +55,7 @@ func (r *Reconciler) decideTethered(ctx context.Context, slice *authv1beta1.Reso
 	if tenant.Spec.TenantCondition == authv1beta1.TenantConditionCordoned && holds {
 		return kept(slice, "the tenant is Cordoned: nothing more is granted"), nil
 	}
-	available, err := r.available(ctx, slice)
+	available, err := r.available(ctx, slice, Policy{}) // the real nodes in full, whatever r.Policy says
 	if err != nil {
 		return authv1beta1.ResourceSliceCondition{}, err
 	}

@@ -61,8 +61,8 @@ func classSlice(ns, name, consumer string, class authv1beta1.ResourceSliceClass,
 }
 
 // TestTetheredSlices: on a cluster tethered to cl-foreign, cl-foreign's slice of the tethered
-// class is granted everything available (what is shared minus a default slice's grant),
-// whatever it asks, and follows the nodes; the same class from another consumer is denied
+// class is granted everything available (the nodes' allocatable in full, whatever the Policy,
+// minus a default slice's grant), whatever it asks, and follows the nodes; the same class from another consumer is denied
 // (NotTethered), and so is a slice written in another consumer's namespace naming cl-foreign;
 // the tethering ended, cl-foreign's is denied too. The default slice keeps its grant.
 func TestTetheredSlices(t *testing.T) {
@@ -107,9 +107,9 @@ func TestTetheredSlices(t *testing.T) {
 			t.Errorf("tethered grant says %q", msg)
 		}
 	}
-	grantIs("1", "3Gi") // half of 4 CPUs and 8Gi, minus the default slice's 1 CPU and 1Gi
+	grantIs("3", "7Gi") // 4 CPUs and 8Gi (not the Policy's half), minus the default slice's 1 CPU and 1Gi
 	addNode(t, c, "n2", "4", "8Gi")
-	grantIs("3", "7Gi")
+	grantIs("7", "15Gi")
 
 	// The class from another consumer; a slice in another consumer's namespace naming
 	// cl-foreign (no Tenant of cl-foreign there).
