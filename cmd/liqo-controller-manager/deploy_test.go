@@ -104,6 +104,11 @@ func TestChartRunsTheManager(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Verb: "create", Namespace: "any"}, true},
 		{authorizationv1.ResourceAttributes{Resource: "namespaces", Verb: "create"}, true},
 		{authorizationv1.ResourceAttributes{Resource: "namespaces", Verb: "delete", Name: "any"}, true},
+		// The tethering controller: the NamespaceOffloadings of a tethered cluster, and its Events.
+		{authorizationv1.ResourceAttributes{Group: "offloading.liqo.io", Resource: "namespaceoffloadings", Verb: "create", Namespace: "any"}, true},
+		{authorizationv1.ResourceAttributes{Group: "offloading.liqo.io", Resource: "namespaceoffloadings", Verb: "update", Namespace: "any"}, true},
+		{authorizationv1.ResourceAttributes{Group: "offloading.liqo.io", Resource: "namespaceoffloadings", Verb: "delete", Namespace: "any"}, true},
+		{authorizationv1.ResourceAttributes{Group: "events.k8s.io", Resource: "events", Verb: "create", Namespace: "any"}, true},
 	} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: sa, ResourceAttributes: &c.attrs}}
 		if err := cl.Client.Create(ctx, sar); err != nil {

@@ -40,6 +40,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowendpointslice"
 	"github.com/peerkit/terraform-provider-liqo/controllers/shadowpod"
 	"github.com/peerkit/terraform-provider-liqo/controllers/tenant"
+	"github.com/peerkit/terraform-provider-liqo/controllers/tethering"
 	"github.com/peerkit/terraform-provider-liqo/controllers/virtualnode"
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
@@ -250,6 +251,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// setupOffloading registers the reconcilers of namespace offloading: NamespaceOffloadings on
+// the consumer, NamespaceMaps on the provider, and the tethered mode's NamespaceOffloadings.
+func setupOffloading(mgr ctrl.Manager, o *options) error {
+	if err := (&namespaceoffloading.Reconciler{Client: mgr.GetClient(), LocalClusterID: o.identity.ClusterID}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NamespaceOffloading reconciler: %w", err)
+	}
+	if err := (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-namespacemap"),
+		PodSecurity: o.podSecurity}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the NamespaceMap reconciler: %w", err)
+	}
+	// Always on: without the TetheringConfigMap it makes nothing.
+	if err := (&tethering.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("liqo-tethering"),
+		LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the tethering reconciler: %w", err)
+	}
+	return nil
+}
+
 // setup registers the reconcilers, one per concern.
 func setup(mgr ctrl.Manager, o *options) error {
 	if err := (&clusteridentity.Reconciler{Client: mgr.GetClient(), Config: o.identity}).SetupWithManager(mgr); err != nil {
@@ -288,15 +307,11 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := replication.NewNamespaceMapReconciler(mgr.GetClient(), o.identity.ClusterID).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceMap replication reconciler: %w", err)
 	}
-	if err := (&namespaceoffloading.Reconciler{Client: mgr.GetClient(), LocalClusterID: o.identity.ClusterID}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the NamespaceOffloading reconciler: %w", err)
-	}
-	if err := (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-namespacemap"),
-		PodSecurity: o.podSecurity}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the NamespaceMap reconciler: %w", err)
+	if err := setupOffloading(mgr, o); err != nil {
+		return err
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults,
-		APIServerURL: o.apiServerURL, CAData: o.caData}).SetupWithManager(mgr); err != nil {
+		APIServerURL: o.apiServerURL, CAData: o.caData, APIReader: mgr.GetAPIReader(), LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)
 	}
 	if err := (&renew.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-renew"),

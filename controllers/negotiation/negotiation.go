@@ -12,7 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/clientcert"
@@ -30,6 +33,9 @@ const (
 	ReasonGranted       = "Granted"
 	ReasonInsufficient  = "Insufficient"
 	ReasonNotAuthorized = "NotAuthenticated"
+	// ReasonNotTethered denies a slice of class consts.TetheredSliceClass whose consumer is not
+	// the foreign cluster this cluster is tethered to.
+	ReasonNotTethered = "NotTethered"
 )
 
 // Reconciler decides the slices in tenant namespaces.
@@ -47,6 +53,12 @@ type Reconciler struct {
 	APIServerURL string
 	// CAData is the CA bundle of the API server (see APIServerURL).
 	CAData []byte
+	// APIReader reads the TetheringConfigMap uncached (nil: Client), so that the manager does
+	// not cache every ConfigMap of the cluster; the ConfigMaps are watched as metadata only.
+	APIReader client.Reader
+	// LiqoNamespace is the namespace Liqo is installed in, where consts.TetheringConfigMap says
+	// which foreign cluster this cluster is tethered to ("": consts.LiqoNamespace).
+	LiqoNamespace string
 	// CertificateValidity, RenewBefore and MinRenewalInterval are how the slices' certificates
 	// are requested and renewed, as the tenant controller's (clientcert.Issuer).
 	CertificateValidity, RenewBefore, MinRenewalInterval time.Duration
@@ -85,12 +97,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case auth.Status == authv1beta1.ResourceSliceConditionDenied:
 		res = cond(authv1beta1.ResourceSliceConditionTypeResources, false, ReasonNotAuthorized, auth.Message)
 		status.Resources = nil
+	case slice.Spec.Class == consts.TetheredSliceClass:
+		if res, err = r.decideTethered(ctx, slice, tenant, holds, status); err != nil {
+			return reconcile.Result{}, err
+		}
 	case accepted:
 		res = cond(authv1beta1.ResourceSliceConditionTypeResources, true, ReasonGranted, "granted")
 	case tenant.Spec.TenantCondition == authv1beta1.TenantConditionCordoned:
 		res = kept(slice, "the tenant is Cordoned: nothing more is granted")
 	default:
-		available, err := r.available(ctx, slice)
+		available, err := r.available(ctx, slice, r.Policy)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -159,18 +175,20 @@ func kept(slice *authv1beta1.ResourceSlice, why string) authv1beta1.ResourceSlic
 }
 
 // Decides tells whether this controller decides the slices of a class: those that name none
-// and the default class, as upstream Liqo's ResourceSlice controller does. A slice of another
-// class is left untouched (no condition written) for the controller of its class.
+// and the default class, as upstream Liqo's ResourceSlice controller does, and the tethered
+// class (consts.TetheredSliceClass, decideTethered). A slice of another class is left
+// untouched (no condition written) for the controller of its class.
 func Decides(class authv1beta1.ResourceSliceClass) bool {
-	return class == authv1beta1.ResourceSliceClassUnknown || class == authv1beta1.ResourceSliceClassDefault
+	return class == authv1beta1.ResourceSliceClassUnknown || class == authv1beta1.ResourceSliceClassDefault ||
+		class == consts.TetheredSliceClass
 }
 
-// available is what is shared minus what other slices were granted. Every accepted slice
+// available is what policy shares minus what other slices were granted. Every accepted slice
 // counts, whatever its class: a slice of another class accepted by its own controller runs on
 // the same nodes this policy shares, so what it was granted is no longer there to give (the
 // grant enforcement on ShadowPods sums the slices of every class too).
-func (r *Reconciler) available(ctx context.Context, self *authv1beta1.ResourceSlice) (corev1.ResourceList, error) {
-	shared, err := r.Policy.Shared(ctx, r.Client)
+func (r *Reconciler) available(ctx context.Context, self *authv1beta1.ResourceSlice, policy Policy) (corev1.ResourceList, error) {
+	shared, err := policy.Shared(ctx, r.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -290,14 +308,44 @@ func merge(old []authv1beta1.ResourceSliceCondition, conds ...authv1beta1.Resour
 	return out
 }
 
-// SetupWithManager watches slices, and Tenants (a change of condition re-decides the slices
-// of their namespace).
+// sharedNodeChanged passes the Node events that may change what Policy shares: a real node
+// created or deleted, or its allocatable resources or schedulability changed (not heartbeats).
+var sharedNodeChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool {
+		return e.Object.GetLabels()[consts.TypeLabel] != consts.VirtualNodeType
+	},
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		return e.Object.GetLabels()[consts.TypeLabel] != consts.VirtualNodeType
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okOld := e.ObjectOld.(*corev1.Node)
+		n, okNew := e.ObjectNew.(*corev1.Node)
+		if !okOld || !okNew || n.Labels[consts.TypeLabel] == consts.VirtualNodeType {
+			return false
+		}
+		return o.Spec.Unschedulable != n.Spec.Unschedulable || !equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
+	},
+}
+
+// SetupWithManager watches slices, Tenants (a change of condition re-decides the slices of
+// their namespace), and for the tethered slices (consts.TetheredSliceClass) the Nodes (their
+// grant follows what the nodes offer) and the TetheringConfigMap (the tethering starting,
+// ending or moving).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	slicesOfNamespace := enqueue.Listed[*authv1beta1.ResourceSlice](mgr.GetClient(),
-		func() client.ObjectList { return &authv1beta1.ResourceSliceList{} }, enqueue.InNamespaceOf(), nil)
+	newList := func() client.ObjectList { return &authv1beta1.ResourceSliceList{} }
+	slicesOfNamespace := enqueue.Listed[*authv1beta1.ResourceSlice](mgr.GetClient(), newList, enqueue.InNamespaceOf(), nil)
+	tetheredSlices := enqueue.Listed(mgr.GetClient(), newList, nil, func(_ client.Object, s *authv1beta1.ResourceSlice) bool {
+		return s.Spec.Class == consts.TetheredSliceClass
+	})
+	tetheringConfigMap := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetName() == consts.TetheringConfigMap && o.GetNamespace() == consts.LiqoNamespaceOr(r.LiqoNamespace)
+	})
 	err := ctrl.NewControllerManagedBy(mgr).Named("negotiation").
 		For(&authv1beta1.ResourceSlice{}).
 		Watches(&authv1beta1.Tenant{}, slicesOfNamespace).
+		Watches(&corev1.Node{}, tetheredSlices, builder.WithPredicates(sharedNodeChanged)).
+		Watches(&corev1.ConfigMap{}, tetheredSlices, builder.WithPredicates(tetheringConfigMap), builder.OnlyMetadata).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the negotiation controller: %w", err)

@@ -5,8 +5,11 @@
 // next cannot be granted (too much, or its tenant Cordoned): its Resources condition stays
 // Accepted with reason consts.ResourceSliceGrantKept and the grant in force stays in its status,
 // so that its virtual node and the pods on it are not disturbed (a denial would withdraw the
-// grant, and the consumer's virtual node with it). Only slices of the default class (or naming
-// none) are decided here; a slice of another class is left to the controller of its class
+// grant, and the consumer's virtual node with it). Slices of the default class (or naming
+// none) are decided here, and those of the tethered class (consts.TetheredSliceClass): granted
+// the real nodes in full, but what other slices hold, whatever the Policy, when this cluster
+// is tethered to their consumer, denied otherwise
+// (ReasonNotTethered); a slice of another class is left to the controller of its class
 // (Decides).
 package negotiation
 
