@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,7 @@ type tetheringModel struct {
 	ID               types.String   `tfsdk:"id"`
 	Cluster          types.String   `tfsdk:"cluster"`
 	Namespace        types.String   `tfsdk:"namespace"`
+	Name             types.String   `tfsdk:"name"`
 	ForeignClusterID types.String   `tfsdk:"foreign_cluster_id"`
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
@@ -72,6 +74,10 @@ func (r *tetheringResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				MarkdownDescription: "The Liqo namespace of `cluster`, where the ConfigMap is; default: the cluster's `liqo_namespace` " +
 					"of the provider's configuration.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"name": schema.StringAttribute{
+				Computed: true, Default: stringdefault.StaticString(consts.TetheringConfigMap),
+				MarkdownDescription: "The ConfigMap's name, always `" + consts.TetheringConfigMap + "`.",
 			},
 			"foreign_cluster_id": clusterIDAttribute("Cluster ID of the foreign cluster the home cluster is tethered to. " +
 				"Changing it ends the tethering and starts another."),
@@ -128,37 +134,61 @@ func tetheringRead(_ context.Context, _ *clusterClient, state *tetheringModel, c
 
 // tetheringWait waits until every namespace the tethering offloads is offloaded.
 func tetheringWait(ctx context.Context, c *clusterClient, plan *tetheringModel, cm *corev1.ConfigMap, timeout time.Duration, op string) (*corev1.ConfigMap, error) {
-	var left []string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		if left, err = tethering.NotOffloaded(ctx, c.ctrl, plan.Namespace.ValueString()); err != nil {
-			left = []string{err.Error()}
-			return false, nil
-		}
-		return len(left) == 0, nil
+	err := pollLeft(ctx, timeout, func(ctx context.Context) ([]string, error) {
+		return tethering.NotOffloaded(ctx, c.ctrl, plan.Namespace.ValueString())
 	})
 	if err != nil {
-		return cm, fmt.Errorf("waiting for %s's namespaces to be offloaded to %s (not yet: %s): %w; raise timeouts.%s, or look at the "+
+		return cm, fmt.Errorf("waiting for %s's namespaces to be offloaded to %s: %w; raise timeouts.%s, or look at the "+
 			"NamespaceOffloadings' status and the controller manager's Events on ConfigMap %s/%s", c.describe(),
-			plan.ForeignClusterID.ValueString(), strings.Join(left, ", "), err, op, cm.Namespace, cm.Name)
+			plan.ForeignClusterID.ValueString(), err, op, cm.Namespace, cm.Name)
 	}
 	return cm, nil
 }
 
-// tetheringDeleted waits, once the ConfigMap is gone, until the home cluster's workloads are home.
+// tetheringDeleted waits, once the ConfigMap is gone, until the home cluster's workloads are
+// home, then deletes the pods the foreign cluster's virtual kubelet released, which their
+// controllers replaced at home (tethering.Released).
 func tetheringDeleted(ctx context.Context, c *clusterClient, state *tetheringModel, timeout time.Duration) error {
-	var left []string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		if left, err = tethering.NotHome(ctx, c.ctrl, state.ForeignClusterID.ValueString()); err != nil {
-			left = []string{err.Error()}
-			return false, nil
-		}
-		return len(left) == 0, nil
-	})
+	foreign := state.ForeignClusterID.ValueString()
+	err := pollLeft(ctx, timeout, func(ctx context.Context) ([]string, error) { return tethering.NotHome(ctx, c.ctrl, foreign) })
 	if err != nil {
-		return fmt.Errorf("waiting for %s's workloads to come home from %s (left: %s): %w; raise timeouts.delete, or look at the "+
-			"controller manager's log", c.describe(), state.ForeignClusterID.ValueString(), strings.Join(left, ", "), err)
+		return fmt.Errorf("waiting for %s's workloads to come home from %s: %w; raise timeouts.delete, or look at the "+
+			"controller manager's log", c.describe(), foreign, err)
+	}
+	released, err := tethering.Released(ctx, c.ctrl, foreign)
+	if err != nil {
+		return fmt.Errorf("the pods %s released in %s: %w", foreign, c.describe(), err)
+	}
+	for i := range released {
+		if err := c.ctrl.Delete(ctx, &released[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting pod %s/%s, released by %s and replaced at home, in %s: %w",
+				released[i].Namespace, released[i].Name, foreign, c.describe(), err)
+		}
 	}
 	return nil
+}
+
+// pollLeft polls left until it lists nothing, within timeout; the error says what was left
+// last, and the last read error if any.
+func pollLeft(ctx context.Context, timeout time.Duration, left func(context.Context) ([]string, error)) error {
+	var last []string
+	var readErr error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		l, err := left(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				readErr = err
+			}
+			return false, nil
+		}
+		last, readErr = l, nil
+		return len(l) == 0, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if readErr != nil {
+		return fmt.Errorf("%w (not yet: %s; last read error: %w)", err, strings.Join(last, ", "), readErr)
+	}
+	return fmt.Errorf("%w (not yet: %s)", err, strings.Join(last, ", "))
 }

@@ -76,8 +76,12 @@ func (p *pair) ensureOffloading(ctx context.Context) error {
 	}
 	what := fmt.Sprintf("%s to grant ResourceSlice %s and sign its certificate request (spec.csr, which the controller manager of %s fills)",
 		p.provider.Name, key, p.consumer.Name)
-	if class := p.sliceOptions().Class; class != authv1beta1.ResourceSliceClassDefault {
-		what += fmt.Sprintf(" (class %q: the provider's controller for that class decides it; Liqo's own controllers decide only the default class)", class)
+	switch class := p.sliceOptions().Class; class {
+	case authv1beta1.ResourceSliceClassDefault:
+	case consts.TetheredSliceClass:
+		what += fmt.Sprintf(" (class %q: granted only when %s is tethered to %s, by liqo_tethering)", class, p.provider.Name, p.consumer.Name)
+	default:
+		what += fmt.Sprintf(" (class %q: the provider's controller for that class decides it; our controllers decide the default and tethered classes, upstream's the default one)", class)
 	}
 	err = waitFor(ctx, p.opts.PollInterval, what, func(ctx context.Context) (bool, error) {
 		if err := p.consumer.Client.Get(ctx, key, slice); err != nil {
@@ -221,14 +225,16 @@ func granted(s *authv1beta1.ResourceSlice) bool {
 	return false
 }
 
-// certified tells whether a slice of the default class whose authentication its provider
-// accepted has its own certificate: the consumer's controller manager fills spec.csr, the
-// provider's negotiation signs it into status.authParams, and the consumer's copy gets it back.
-// A slice of another class is decided by that class's controller, which may sign nothing.
+// certified tells whether a slice of the default (or tethered) class whose authentication its
+// provider accepted has its own certificate: the consumer's controller manager fills spec.csr,
+// the provider's negotiation signs it into status.authParams, and the consumer's copy gets it
+// back. A slice of another class is decided by that class's controller, which may sign nothing.
 // Waiting for it makes an apply return once the slice stands still, and its identity
 // (forge.ResourceSliceIdentityName) can be made.
 func certified(s *authv1beta1.ResourceSlice) bool {
-	if s.Spec.Class != authv1beta1.ResourceSliceClassUnknown && s.Spec.Class != authv1beta1.ResourceSliceClassDefault {
+	switch s.Spec.Class {
+	case authv1beta1.ResourceSliceClassUnknown, authv1beta1.ResourceSliceClassDefault, consts.TetheredSliceClass:
+	default:
 		return true
 	}
 	for _, c := range s.Status.Conditions {

@@ -116,9 +116,10 @@ func NotOffloaded(ctx context.Context, c client.Reader, liqoNamespace string) ([
 }
 
 // NotHome lists what keeps the cluster c's workloads on the foreign cluster foreignID once a
-// tethering ended: the tethering controller's NamespaceOffloadings, and the pods bound to a
-// virtual node of foreignID but those of namespaces the user offloads (with a NamespaceOffloading
-// of their own); empty once everything is home.
+// tethering ended: the tethering controller's NamespaceOffloadings, and the pods still running
+// (or about to) on a virtual node of foreignID but those of namespaces the user offloads (with a
+// NamespaceOffloading of their own); empty once everything is home. The pods the virtual
+// kubelet released when their namespace came home (phase Failed) are Released's.
 func NotHome(ctx context.Context, c client.Reader, foreignID string) ([]string, error) {
 	var nsoffs offv1beta1.NamespaceOffloadingList
 	if err := c.List(ctx, &nsoffs, client.MatchingLabels{consts.LiqoManagedByLabel: consts.TetheringManagedBy}); err != nil {
@@ -128,10 +129,49 @@ func NotHome(ctx context.Context, c client.Reader, foreignID string) ([]string, 
 	for _, n := range nsoffs.Items {
 		out = append(out, "NamespaceOffloading "+n.Namespace+"/"+n.Name)
 	}
+	pods, err := onForeignNodes(ctx, c, foreignID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods {
+		if !terminated(&p) {
+			out = append(out, "pod "+p.Namespace+"/"+p.Name+" on virtual node "+p.Spec.NodeName)
+		}
+	}
+	return out, nil
+}
+
+// Released lists the pods a tethering to foreignID leaves behind once it ended: those on a
+// virtual node of foreignID, in a namespace the user does not offload, that ended there (the
+// virtual kubelet fails them when their namespace comes home) and that a controller owns, so
+// that a replacement runs at home: deleting them loses nothing. A bare pod is not listed.
+func Released(ctx context.Context, c client.Reader, foreignID string) ([]corev1.Pod, error) {
+	pods, err := onForeignNodes(ctx, c, foreignID)
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range pods {
+		if terminated(&p) && metav1.GetControllerOf(&p) != nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// terminated tells whether pod p ended (Succeeded or Failed).
+func terminated(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// onForeignNodes lists the pods bound to a virtual node of foreignID, but those of namespaces
+// the user offloads with a NamespaceOffloading of their own.
+func onForeignNodes(ctx context.Context, c client.Reader, foreignID string) ([]corev1.Pod, error) {
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes, client.MatchingLabels{consts.TypeLabel: consts.VirtualNodeType, consts.RemoteClusterIDLabel: foreignID}); err != nil {
 		return nil, fmt.Errorf("listing the virtual nodes of %s: %w", foreignID, err)
 	}
+	var out []corev1.Pod
 	for _, node := range nodes.Items {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
@@ -143,7 +183,7 @@ func NotHome(ctx context.Context, c client.Reader, foreignID string) ([]string, 
 			if err == nil && !IsManaged(nsoff) {
 				continue // the user's own offloading
 			}
-			out = append(out, "pod "+p.Namespace+"/"+p.Name+" on virtual node "+node.Name)
+			out = append(out, p)
 		}
 	}
 	return out, nil

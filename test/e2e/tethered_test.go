@@ -26,9 +26,10 @@ import (
 // cluster and its provider the foreign one: refused while the home offers resources to another
 // cluster (seed 004's rule); then applied, the home's namespaces (one from before, one made
 // after) are offloaded with the Remote strategy and their Deployments' pods run on the foreign
-// cluster, the foreign cluster's slice on the home is granted everything the home shares, plans
-// are quiet; mode = "autonomous" brings every pod home (each Deployment's replicas Running on the
-// home's own node) and removes the tethering's objects; destroy leaves nothing.
+// cluster, the foreign cluster's slice on the home is granted all the home's nodes, plans are
+// quiet and imports plan nothing more; mode = "autonomous" brings every pod home (each
+// Deployment's replicas Running on the home's own node) and removes the tethering's objects;
+// destroy leaves nothing.
 func TestTethered(t *testing.T) {
 	r := startSandbox(t, 2)
 	ctx := t.Context()
@@ -58,7 +59,21 @@ func TestTethered(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.expectOnNode(t, home, before, vnode, "tethered")
-	after := tetheredDeployment(t, home, "laptop-after", 3) // a namespace made once tethered
+	// A namespace made once tethered: offloaded by the tethering controller; its pods go to the
+	// foreign cluster once its offloading is Ready (before, they would stay home).
+	if err := home.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "laptop-after"}}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	testenv.EventuallyOK(t, "the namespace made once tethered offloaded", time.Minute, func() error {
+		left, err := tethering.NotOffloaded(ctx, home, consts.LiqoNamespace)
+		if err == nil && len(left) > 0 {
+			err = fmt.Errorf("not offloaded: %v", left)
+		}
+		return err
+	})
+	t.Logf("a namespace made once tethered: offloaded (Ready) %s after its creation", time.Since(start).Round(time.Millisecond))
+	after := tetheredDeployment(t, home, "laptop-after", 3)
 	r.expectOnNode(t, home, after, vnode, "tethered")
 	for _, ns := range []string{"kube-system", consts.LiqoNamespace} {
 		if err := home.Get(ctx, client.ObjectKey{Namespace: ns, Name: consts.NamespaceOffloadingName}, &offv1beta1.NamespaceOffloading{}); err == nil {
@@ -67,6 +82,7 @@ func TestTethered(t *testing.T) {
 	}
 	r.expectTetheredGrant(t, home)
 	r.expectQuietPlans(t, "tethered", args("tethered")...)
+	r.expectImportsQuiet(t, "tethered", args("tethered"), nil)
 
 	start = time.Now()
 	r.mustTF(t, "tethered", append([]string{"apply", "-auto-approve"}, args("autonomous")...)...)
@@ -87,10 +103,11 @@ func TestTethered(t *testing.T) {
 	r.expectNothingLeft(t)
 }
 
-// tetheredDeployment makes namespace ns on c with Deployment "web" of replicas in it.
+// tetheredDeployment makes namespace ns on c (unless it exists) with Deployment "web" of
+// replicas in it.
 func tetheredDeployment(t *testing.T, c client.Client, ns string, replicas int32) *appsv1.Deployment {
 	t.Helper()
-	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
 	labels := map[string]string{"app": "web"}
