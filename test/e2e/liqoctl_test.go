@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
@@ -270,15 +269,7 @@ func (r *sandboxRun) offloadedDeployment(t *testing.T, bin, ns string, replicas 
 		t.Fatal(err)
 	}
 	r.liqoctl(t, bin, "consumer", "offload", "namespace", ns, "--pod-offloading-strategy", "Remote", "--timeout", "1m")
-	labels := map[string]string{"app": "web"}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web"}}}}}}
-	if err := c.Create(t.Context(), dep); err != nil {
-		t.Fatal(err)
-	}
-	return dep
+	return webDeployment(t, c, ns, replicas)
 }
 
 // offloadAndUnoffload: `liqoctl offload namespace` sends a Deployment's pods to the virtual

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,7 +39,7 @@ func TestTethered(t *testing.T) {
 		return r.tfArgs("tethered", "home_kubeconfig="+filepath.Join(r.state, "consumer.kubeconfig"),
 			"foreign_kubeconfig="+filepath.Join(r.state, "provider.kubeconfig"), "mode="+mode)
 	}
-	before := tetheredDeployment(t, home, "laptop-before", 2)
+	before := webDeployment(t, home, "laptop-before", 2)
 
 	// Seed 004's rule: not while the home offers resources to another cluster.
 	other := fakeOtherConsumer(t, home)
@@ -49,6 +50,19 @@ func TestTethered(t *testing.T) {
 	if err := home.Delete(ctx, other); err != nil {
 		t.Fatal(err)
 	}
+	otherNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other.Namespace}}
+	if err := home.Delete(ctx, otherNS); err != nil {
+		t.Fatal(err)
+	}
+	testenv.EventuallyOK(t, "the other consumer's tenant namespace gone", time.Minute, func() error {
+		switch err := home.Get(ctx, client.ObjectKeyFromObject(otherNS), otherNS); {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("namespace %s still there (%s)", otherNS.Name, otherNS.Status.Phase)
+	})
 
 	start := time.Now()
 	r.mustTF(t, "tethered", append([]string{"apply", "-auto-approve"}, args("tethered")...)...)
@@ -73,7 +87,7 @@ func TestTethered(t *testing.T) {
 		return err
 	})
 	t.Logf("a namespace made once tethered: offloaded (Ready) %s after its creation", time.Since(start).Round(time.Millisecond))
-	after := tetheredDeployment(t, home, "laptop-after", 3)
+	after := webDeployment(t, home, "laptop-after", 3)
 	r.expectOnNode(t, home, after, vnode, "tethered")
 	for _, ns := range []string{"kube-system", consts.LiqoNamespace} {
 		if err := home.Get(ctx, client.ObjectKey{Namespace: ns, Name: consts.NamespaceOffloadingName}, &offv1beta1.NamespaceOffloading{}); err == nil {
@@ -103,9 +117,9 @@ func TestTethered(t *testing.T) {
 	r.expectNothingLeft(t)
 }
 
-// tetheredDeployment makes namespace ns on c (unless it exists) with Deployment "web" of
+// webDeployment makes namespace ns on c (unless it exists) with Deployment "web" of
 // replicas in it.
-func tetheredDeployment(t *testing.T, c client.Client, ns string, replicas int32) *appsv1.Deployment {
+func webDeployment(t *testing.T, c client.Client, ns string, replicas int32) *appsv1.Deployment {
 	t.Helper()
 	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
@@ -225,7 +239,12 @@ func (r *sandboxRun) expectTetheredGrant(t *testing.T, home client.Client) {
 				t.Errorf("tethered slice %s/%s: %s granted %s, want all the home's %s", s.Namespace, s.Name, name, got.String(), q.String())
 			}
 		}
-		t.Logf("tethered slice %s/%s granted %v", s.Namespace, s.Name, s.Status.Resources)
+		granted := make([]string, 0, len(s.Status.Resources))
+		for name, q := range s.Status.Resources {
+			granted = append(granted, string(name)+"="+q.String())
+		}
+		slices.Sort(granted)
+		t.Logf("tethered slice %s/%s granted %s", s.Namespace, s.Name, strings.Join(granted, " "))
 		return
 	}
 	t.Errorf("no slice of class %s on the foreign cluster", consts.TetheredSliceClass)
