@@ -7,7 +7,8 @@
 #   shell     a provider/-only pair the tool marks boilerplate: plugin-framework shells
 #             (Metadata, Schema, model structs), which the issue that set the goal lets stay
 #   imports   both sides inside import blocks
-#   code      the rest: what the goal counts (code pairs, at most 100)
+#   code      the rest: what the goal counts (code pairs, at most 100); the tool lists 200 pairs at
+#             most, so the pairs it leaves out (the least shared) count as code pairs too
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v duplicates >/dev/null; then
@@ -51,5 +52,10 @@ while read -r row; do
 	count[$kind]=$((count[$kind] + 1))
 	[[ $kind == code ]] && code+=("$row")
 done <<<"$rows"
-echo "api types: ${count[api]}, plugin-framework shells: ${count[shell]}, import blocks: ${count[imports]}, code pairs: ${count[code]} (goal: at most 100)"
+# The tool lists 200 pairs at most, the most shared first: the rest may all be code pairs.
+total=$(echo "$rows" | head -1 | awk '{print $1}')
+listed=$((count[api] + count[shell] + count[imports] + count[code]))
+unlisted=$((total - listed))
+echo "of the $listed listed: api types: ${count[api]}, plugin-framework shells: ${count[shell]}, import blocks: ${count[imports]}, code pairs: ${count[code]}"
+echo "code pairs: at most $((count[code] + unlisted)) (the $unlisted pairs past the tool's 200 rows counted as code; goal: at most 100)"
 printf '%s\n' "${code[@]}"
