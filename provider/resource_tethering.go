@@ -78,6 +78,7 @@ func (r *tetheringResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"name": schema.StringAttribute{
 				Computed: true, Default: stringdefault.StaticString(consts.TetheringConfigMap),
 				MarkdownDescription: "The ConfigMap's name, always `" + consts.TetheringConfigMap + "`.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"foreign_cluster_id": clusterIDAttribute("Cluster ID of the foreign cluster the home cluster is tethered to. " +
 				"Changing it ends the tethering and starts another."),
