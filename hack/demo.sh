@@ -21,7 +21,7 @@ gateway_node() {
 }
 # has_fabric says whether the cluster runs the fabric agent (the chart's liqo-fabric DaemonSet),
 # which routes every node's pods into the tunnel.
-has_fabric() { kc "$1" get daemonsets --all-namespaces -o name | grep -q '/liqo-fabric$'; }
+has_fabric() { kc "$1" get daemonsets --all-namespaces -o name | grep '/liqo-fabric$' >/dev/null; }
 # pod_on_node prints the name of a hello pod whose offloaded copy (same name, in namespace $2 of
 # the provider) runs on the provider's node $1; it fails when there is none.
 pod_on_node() {
@@ -39,7 +39,7 @@ run_client() {
 # consumer has one (REAL_NODES=2): that takes the fabric agent; without it, it says so.
 cross_node() {
   local other
-  other=$(kc consumer get nodes -l '!liqo.io/type' -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | grep -vx "$consumer_gw" | head -n1 || true)
+  other=$(kc consumer get nodes -l '!liqo.io/type' -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | grep -vx "$consumer_gw" | sed -n 1p || true)
   [[ -n $other ]] || return 0
   step "cross-node traffic: from the consumer's node $other, which has no gateway"
   if [[ $fabric == false ]]; then

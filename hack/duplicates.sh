@@ -22,7 +22,7 @@ git ls-files -co --exclude-standard '*.go' | grep -v -e '_test\.go$' -e 'zz_gene
 	cp "$f" "$tree/$f"
 done
 rows=$(cd "$tree" && duplicates --seconds 120 --most 200)
-echo "$rows" | head -1
+echo "$rows" | sed -n 1p
 
 # importRange prints the first and last line of a file's import block (0 0 without one).
 importRange() {
@@ -53,7 +53,7 @@ while read -r row; do
 	[[ $kind == code ]] && code+=("$row")
 done <<<"$rows"
 # The tool lists 200 pairs at most, the most shared first: the rest may all be code pairs.
-total=$(echo "$rows" | head -1 | awk '{print $1}')
+total=$(echo "$rows" | sed -n 1p | awk '{print $1}')
 listed=$((count[api] + count[shell] + count[imports] + count[code]))
 unlisted=$((total - listed))
 echo "of the $listed listed: api types: ${count[api]}, plugin-framework shells: ${count[shell]}, import blocks: ${count[imports]}, code pairs: ${count[code]}"

@@ -21,7 +21,7 @@ copy_crds() {
   chmod -R u+w "$crds.tmp" && rm -rf "$crds" && mv "$crds.tmp" "$crds"
   echo "liqoctl: upstream $LIQO_VERSION CRDs in $crds ($(ls "$crds" | wc -l) files)"
 }
-if [[ -x "$out" ]] && "$out" version --client 2>/dev/null | grep -q "Client version: $LIQO_VERSION$"; then
+if [[ -x "$out" ]] && "$out" version --client 2>/dev/null | grep "Client version: $LIQO_VERSION$" >/dev/null; then
   echo "liqoctl: $out is $LIQO_VERSION"
   if [[ ! -d "$crds" ]]; then
     copy_crds "$(module_dir)"

@@ -36,5 +36,5 @@ for b in $STUBBED_BACKENDS; do
     "$b" "$TERRAFORM_VERSION" > "stubs/$b/go.mod"
 done
 CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out" github.com/hashicorp/terraform
-TF_CLI_CONFIG_FILE=/dev/null "$out" version | head -1
+TF_CLI_CONFIG_FILE=/dev/null "$out" version | sed -n 1p
 echo "$what" > "$stamp"

@@ -55,7 +55,7 @@ done
 chmod -R u+w "$out/kwok-stages"
 
 "$out/kube-apiserver" --version
-"$out/etcd" --version | head -1
-"$out/kwok" --version 2>/dev/null | head -1 || true
+"$out/etcd" --version | sed -n 1p
+"$out/kwok" --version 2>/dev/null | sed -n 1p || true
 echo "$stamp_want" > "$out/.stamp"
 echo "testbed: built in $(( $(date +%s) - start ))s into $out"

@@ -33,7 +33,7 @@ dir=$(GOWORK=off GOFLAGS= go env GOMODCACHE)/$mod
 cd "$dir"
 GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -buildvcs=false \
   -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$out" ./cmd/tofu
-got=$(TF_CLI_CONFIG_FILE=/dev/null CHECKPOINT_DISABLE=1 "$out" version | head -1)
+got=$(TF_CLI_CONFIG_FILE=/dev/null CHECKPOINT_DISABLE=1 "$out" version | sed -n 1p)
 if [[ "$got" != "OpenTofu $TOFU_VERSION" ]]; then
   echo "tofu: $out says \"$got\", want \"OpenTofu $TOFU_VERSION\"" >&2
   exit 1
