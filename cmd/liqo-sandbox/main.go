@@ -1,5 +1,5 @@
-// Command liqo-sandbox runs two local Kubernetes clusters, consumer and provider, on the test
-// bed's binaries: `up` starts them in the background and prints how to reach them, `down` stops
+// Command liqo-sandbox runs local Kubernetes clusters, consumer and provider (and up to 14 more,
+// -clusters), on the test bed's binaries: `up` starts them in the background and prints how to reach them, `down` stops
 // them and removes their files, `serve` is the background supervisor itself, and
 // `request <cluster> <address>` pings and sends an HTTP GET to a pod address from the named
 // cluster's pod network (with the sandbox's networking, as root). With -nodes real (or auto,
@@ -29,7 +29,7 @@ func run(ctx context.Context, args []string) error {
 	root, _ := testenv.RepoRoot()
 	state := fs.String("state", filepath.Join(root, ".sandbox"), "folder for kubeconfigs, Terraform CLI config and supervisor files")
 	providerBin := fs.String("provider-bin", filepath.Join(root, "bin"), "folder holding terraform-provider-liqo (for dev_overrides)")
-	count := fs.Int("clusters", 2, "how many clusters to run: 2 (consumer, provider) or 3 (and provider-2, for the fleet example)")
+	count := fs.Int("clusters", 2, fmt.Sprintf("how many clusters to run: 2 (consumer, provider) to %d (and provider-2, provider-3, ...: the fleet example takes 3, the fleet benchmark up to %d); KWOK nodes only beyond 2", sandbox.MaxClusters, sandbox.MaxClusters))
 	managerBin := fs.String("manager-bin", filepath.Join(root, "bin", "liqo-controller-manager"), "the liqo-controller-manager binary run for each cluster")
 	gatewayBin := fs.String("gateway-bin", filepath.Join(root, "bin", "liqo-gateway"), "the liqo-gateway binary run for each gateway (as root; otherwise networking is disabled)")
 	nodes := fs.String("nodes", sandbox.NodesKWOK, "the clusters' nodes: kwok (the components as processes), real (a kubelet with containerd per cluster, the chart installed by helm; root on Linux) or auto (real where possible)")
@@ -56,8 +56,8 @@ func run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("parsing arguments: %w", err)
 	}
-	if *count != 2 && *count != 3 {
-		return fmt.Errorf("-clusters is %d: the sandbox runs 2 or 3 clusters", *count)
+	if *count < 2 || *count > sandbox.MaxClusters {
+		return fmt.Errorf("-clusters is %d: the sandbox runs 2 to %d clusters", *count, sandbox.MaxClusters)
 	}
 	abs, err := filepath.Abs(*state)
 	if err != nil {

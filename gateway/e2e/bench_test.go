@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"regexp"
 	"strconv"
@@ -101,19 +100,11 @@ func loadAvg(tb testing.TB) float64 {
 // cpuSeconds returns the CPU time (user and system) the gateway process used so far.
 func (g *gatewayProc) cpuSeconds(tb testing.TB) float64 {
 	tb.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", g.cmd.Process.Pid))
+	st, err := testenv.ReadProcStat(g.cmd.Process.Pid)
 	if err != nil {
 		tb.Fatalf("gateway CPU time: %v", err)
 	}
-	// The fields after the command name (which is in parentheses): utime and stime are the
-	// 14th and 15th fields of the line, in clock ticks (100 per second on Linux).
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	utime, err1 := strconv.ParseFloat(f[11], 64)
-	stime, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		tb.Fatalf("parsing /proc/%d/stat: %q", g.cmd.Process.Pid, data)
-	}
-	return (utime + stime) / 100
+	return st.CPU.Seconds()
 }
 
 var pingTime = regexp.MustCompile(`time=(\S+)`)

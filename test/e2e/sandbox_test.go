@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 }
 
 // requireTerraform skips the test when no terraform is on PATH.
-func requireTerraform(t *testing.T) {
+func requireTerraform(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("terraform"); err != nil {
 		t.Skip("terraform is not on PATH")
@@ -65,7 +65,7 @@ const heldByAnother = "held by another running sandbox"
 
 // startSandbox runs `liqo-sandbox up` with n clusters (and the further sandbox flags, if any) and
 // stops it (`down`) when the test ends, checking that nothing is left.
-func startSandbox(t *testing.T, n int, flags ...string) *sandboxRun {
+func startSandbox(t testing.TB, n int, flags ...string) *sandboxRun {
 	t.Helper()
 	requireTerraform(t)
 	root, err := testenv.RepoRoot()
@@ -121,7 +121,7 @@ func startSandbox(t *testing.T, n int, flags ...string) *sandboxRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"consumer", "provider", "provider-2"}[:n] {
+	for _, name := range sandbox.ClusterNames[:n] {
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, name+".kubeconfig"))
 		if err != nil {
 			t.Fatal(err)
@@ -135,21 +135,21 @@ func startSandbox(t *testing.T, n int, flags ...string) *sandboxRun {
 
 // tf runs terraform in an example folder with the sandbox's CLI config, returning its output,
 // duration and exit code.
-func (r *sandboxRun) tf(t *testing.T, example string, args ...string) (string, time.Duration, int) {
+func (r *sandboxRun) tf(t testing.TB, example string, args ...string) (string, time.Duration, int) {
 	t.Helper()
 	return terraformIn(t, filepath.Join(r.root, "examples", example), r.tfEnv, args...)
 }
 
 // terraformIn runs terraform in a folder with the given environment, returning its output,
 // duration and exit code; it fails the test when terraform cannot run.
-func terraformIn(t *testing.T, dir string, env []string, args ...string) (string, time.Duration, int) {
+func terraformIn(t testing.TB, dir string, env []string, args ...string) (string, time.Duration, int) {
 	t.Helper()
 	return cliIn(t, "terraform", dir, env, args...)
 }
 
 // cliIn is terraformIn with another Terraform CLI (a path, or a name on PATH): OpenTofu's tofu
 // takes the same -chdir and commands.
-func cliIn(t *testing.T, cli, dir string, env []string, args ...string) (string, time.Duration, int) {
+func cliIn(t testing.TB, cli, dir string, env []string, args ...string) (string, time.Duration, int) {
 	t.Helper()
 	cmd := exec.Command(cli, append([]string{"-chdir=" + dir}, args...)...)
 	cmd.Env = env
@@ -169,7 +169,7 @@ func cliIn(t *testing.T, cli, dir string, env []string, args ...string) (string,
 }
 
 // mustTF is tf failing the test on a non-zero exit.
-func (r *sandboxRun) mustTF(t *testing.T, example string, args ...string) time.Duration {
+func (r *sandboxRun) mustTF(t testing.TB, example string, args ...string) time.Duration {
 	t.Helper()
 	out, took, code := r.tf(t, example, args...)
 	if code != 0 {
@@ -255,7 +255,7 @@ func mustItems(l client.ObjectList) []client.Object {
 
 // expectNothingLeft checks every cluster for the peerings' objects and the sandbox for
 // gateway processes.
-func (r *sandboxRun) expectNothingLeft(t *testing.T) {
+func (r *sandboxRun) expectNothingLeft(t testing.TB) {
 	t.Helper()
 	for name, c := range r.clients {
 		left, err := leftovers(t.Context(), c)

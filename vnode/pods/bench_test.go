@@ -181,7 +181,7 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 	res := offloadResult{allRunning: time.Since(start), cpu: cpuTime() - cpuBefore}
 	b.Logf("CPU of the test bed's processes until every pod was Running: %s", bd.bedCPU().since(bedBefore))
 	b.Logf("requests per pod until every pod was Running: consumer %s; provider %s",
-		apiRequests(ctx, bd.consKube).perPod(consReqBefore, n), apiRequests(ctx, bd.provKube).perPod(provReqBefore, n))
+		apiRequests(ctx, bd.consKube).Since(consReqBefore).Per(n), apiRequests(ctx, bd.provKube).Since(provReqBefore).Per(n))
 	res.rssMB = rssMB()
 	res.rssDeltaMB = res.rssMB - rssBefore
 	res.p50, res.p99 = quantiles(running)
@@ -379,19 +379,9 @@ func (bd *bed) bedCPU() processCPU {
 	// The child process running the provider's ShadowPod controller is found by its -test.run.
 	for cluster, dir := range map[string]string{"consumer": bd.cons.Dir, "provider": bd.prov.Dir, "provider-shadowpods": "TestShadowPodManagerProcess"} {
 		for _, pid := range testenv.ProcessesUsing(dir) {
-			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
-				continue
+			if st, err := testenv.ReadProcStat(pid); err == nil {
+				out[cluster+"/"+st.Name] += st.CPU
 			}
-			open, closing := strings.IndexByte(string(data), '('), strings.LastIndexByte(string(data), ')')
-			if open < 0 || closing < open {
-				continue
-			}
-			f := strings.Fields(string(data[closing+1:]))
-			utime, _ := strconv.ParseInt(f[11], 10, 64)
-			stime, _ := strconv.ParseInt(f[12], 10, 64)
-			// Clock ticks, 100 per second on Linux.
-			out[cluster+"/"+string(data[open+1:closing])] += time.Duration(utime+stime) * 10 * time.Millisecond
 		}
 	}
 	return out
@@ -417,46 +407,8 @@ func (c processCPU) since(before processCPU) string {
 	return strings.Join(parts, ", ")
 }
 
-// requestCounts are an API server's requests served so far, by verb and resource (its
-// apiserver_request_total metric, watches excluded).
-type requestCounts map[string]float64
-
 // apiRequests reads an API server's request counters; empty when its metrics cannot be read.
-func apiRequests(ctx context.Context, kube kubernetes.Interface) requestCounts {
-	out := requestCounts{}
-	samples, _ := testenv.APIServerMetric(ctx, kube, "apiserver_request_total")
-	for _, s := range samples {
-		verb, resource := s.Labels["verb"], s.Labels["resource"]
-		if verb == "WATCH" || resource == "" {
-			continue
-		}
-		if sub := s.Labels["subresource"]; sub != "" {
-			resource += "/" + sub
-		}
-		out[verb+" "+resource] += s.Value
-	}
-	return out
-}
-
-// perPod lists the requests made since before, per pod, most first (those under 0.05 per pod
-// left out).
-func (c requestCounts) perPod(before requestCounts, pods int) string {
-	type entry struct {
-		key string
-		n   float64
-	}
-	var entries []entry
-	total := 0.0
-	for k, v := range c {
-		if d := (v - before[k]) / float64(pods); d >= 0.05 {
-			entries = append(entries, entry{k, d})
-			total += d
-		}
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return int((b.n - a.n) * 1000) })
-	parts := []string{fmt.Sprintf("%.1f in all", total)}
-	for _, e := range entries {
-		parts = append(parts, fmt.Sprintf("%s %.2f", e.key, e.n))
-	}
-	return strings.Join(parts, ", ")
+func apiRequests(ctx context.Context, kube kubernetes.Interface) testenv.RequestCounts {
+	c, _ := testenv.APIRequests(ctx, kube)
+	return c
 }

@@ -27,6 +27,8 @@ locals {
   pairs = var.topology == "full-mesh" ? local.full_mesh : local.hub_and_spoke
   # Keyed "<consumer>/<provider>", the peering's own ID.
   peerings = { for p in local.pairs : "${p.consumer}/${p.provider}" => p }
+  # What each peering asks: its own entry of resources_by_peering, else the fleet's.
+  resources = { for key in keys(local.peerings) : key => lookup(var.resources_by_peering, key, var.resources) }
 }
 
 resource "liqo_peering" "this" {
@@ -37,11 +39,11 @@ resource "liqo_peering" "this" {
   networking       = var.networking
   gateway          = var.gateway
 
-  cpu               = var.resources.cpu
-  memory            = var.resources.memory
-  pods              = var.resources.pods
-  ephemeral_storage = var.resources.ephemeral_storage
-  resources         = var.resources.others
+  cpu               = local.resources[each.key].cpu
+  memory            = local.resources[each.key].memory
+  pods              = local.resources[each.key].pods
+  ephemeral_storage = local.resources[each.key].ephemeral_storage
+  resources         = local.resources[each.key].others
 
   timeouts {
     create = var.timeout

@@ -52,6 +52,25 @@ variable "resources" {
   }
 }
 
+variable "resources_by_peering" {
+  description = "What a consumer asks of one provider instead of `resources`, keyed \"<consumer>/<provider>\" (seed 004: the amount can differ for each peer); the other peerings keep `resources`."
+  type = map(object({
+    cpu               = string
+    memory            = string
+    pods              = string
+    ephemeral_storage = optional(string)
+    others            = optional(map(string))
+  }))
+  default = {}
+
+  validation {
+    condition = alltrue([for key in keys(var.resources_by_peering) :
+      length(split("/", key)) == 2 && alltrue([for c in split("/", key) : contains(var.members, c)]) && split("/", key)[0] != split("/", key)[1]
+    ])
+    error_message = "resources_by_peering keys must be \"<consumer>/<provider>\", two distinct members."
+  }
+}
+
 variable "networking" {
   description = "Connect the members' pod networks through WireGuard gateways (one tunnel per pair of clusters)."
   type        = bool

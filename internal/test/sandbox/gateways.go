@@ -77,8 +77,10 @@ func tunnelCIDR(k gatewayKey) string {
 	if !tenant || local < 0 || remote < 0 || local == remote {
 		return ""
 	}
+	// The pairs in order, (0,1), (0,2), ..., (1,2), ...: MaxClusters*(MaxClusters-1)/2 of them.
 	lo, hi := min(local, remote), max(local, remote)
-	return fmt.Sprintf("169.254.%d.0/30", 20+lo*len(ClusterNames)+hi)
+	pair := lo*(2*MaxClusters-lo-1)/2 + hi - lo - 1
+	return fmt.Sprintf("169.254.%d.0/30", 20+pair)
 }
 
 // gatewayLogPath is where a gateway's output goes.

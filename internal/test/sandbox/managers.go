@@ -38,7 +38,7 @@ type manager struct {
 
 // managerArgs are the flags of a cluster's controller manager in the sandbox: the cluster's
 // name is its ID, its pod CIDR is the one its KWOK nodes use (and then its further pod CIDRs
-// extra, if any), its external CIDR its own (externalCIDRs), virtual nodes run in-process, and
+// extra, if any), its external CIDR its own (externalCIDR), virtual nodes run in-process, and
 // the API server calls the admission webhooks at a local address.
 func managerArgs(c *testenv.Cluster, opts testenv.ClusterOptions, extra []string, probeAddr, webhookAddr string) []string {
 	// One "--flag=value" argument each, as in the chart: tools read the flags back from the
@@ -52,7 +52,7 @@ func managerArgs(c *testenv.Cluster, opts testenv.ClusterOptions, extra []string
 	for _, cidr := range extra {
 		args = append(args, "--pod-cidr="+cidr)
 	}
-	if cidr := externalCIDRs[opts.Name]; cidr != "" {
+	if cidr := externalCIDR(opts.Name); cidr != "" {
 		args = append(args, "--external-cidr="+cidr)
 	}
 	return args

@@ -141,7 +141,7 @@ func (s *Sandbox) installChart(ctx context.Context, c *testenv.Cluster) error {
 		// The cluster's, not the first node's (with flannel, each node has a /24 of it).
 		"podCIDR":      opts.PodCIDR,
 		"serviceCIDR":  testenv.ServiceCIDR,
-		"externalCIDR": externalCIDRs[c.Name],
+		"externalCIDR": externalCIDR(c.Name),
 		// As the node's pods and the peers reach the API server.
 		"apiServerURL": "https://" + c.RealNode.HostIP + ":" + u.Port(),
 		"pullPolicy":   "Never",

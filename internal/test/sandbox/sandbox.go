@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,28 +37,49 @@ const (
 // DemoNamespace is the consumer's namespace that the examples offload.
 const DemoNamespace = "demo"
 
+// MaxClusters is the most clusters a sandbox runs (with KWOK nodes; the real-node sandbox runs
+// two, realNodesMissing).
+const MaxClusters = 16
+
 // ClusterNames are the sandbox's clusters, in order: a sandbox of N clusters runs the first N
-// (two by default; the fleet example uses three).
-var ClusterNames = []string{"consumer", "provider", "provider-2"}
+// (two by default; the fleet example uses three, the fleet benchmark up to MaxClusters): consumer,
+// provider, then provider-2 to provider-15.
+var ClusterNames = clusterNames(MaxClusters)
+
+// clusterNames names n sandbox clusters (ClusterNames).
+func clusterNames(n int) []string {
+	names := []string{"consumer", "provider"}
+	for i := 2; i < n; i++ {
+		names = append(names, fmt.Sprintf("provider-%d", i))
+	}
+	return names[:n]
+}
 
 // clusters says what each of the first n sandbox clusters runs: the providers have KWOK nodes
 // to run the pods offloaded to them; all have a scheduler and a controller manager (CSR
-// signer, garbage collector, namespace deletion). Each has its own pod CIDR, and each node a
-// /24 of it from x.x.1.0 on, as a node IPAM controller would give: x.x.0.0/24 is the sandbox's
-// network (the stand-in pod and its gateway host, network.go).
+// signer, garbage collector, namespace deletion). The i-th cluster's pod CIDR is 10.(200+i).0.0/16,
+// and each node has a /24 of it from x.x.1.0 on, as a node IPAM controller would give: x.x.0.0/24
+// is the sandbox's network (the stand-in pod and its gateway host, network.go). The provider has
+// two nodes, every other cluster one; the consumer's is the smallest.
 func clusters(n int) []testenv.ClusterOptions {
-	all := []testenv.ClusterOptions{
-		{Name: "consumer", Scheduler: true, ControllerManager: true, KubeletAPI: true, PodCIDR: "10.200.0.0/16",
-			Nodes: []testenv.NodeOptions{{Name: "consumer-node-1", CPU: "4", Memory: "8Gi", PodCIDR: "10.200.1.0/24"}}},
-		{Name: "provider", Scheduler: true, ControllerManager: true, KubeletAPI: true, PodCIDR: "10.201.0.0/16",
-			Nodes: []testenv.NodeOptions{
-				{Name: "provider-node-1", CPU: "8", Memory: "16Gi", PodCIDR: "10.201.1.0/24"},
-				{Name: "provider-node-2", CPU: "8", Memory: "16Gi", PodCIDR: "10.201.2.0/24"},
-			}},
-		{Name: "provider-2", Scheduler: true, ControllerManager: true, KubeletAPI: true, PodCIDR: "10.202.0.0/16",
-			Nodes: []testenv.NodeOptions{{Name: "provider-2-node-1", CPU: "8", Memory: "16Gi", PodCIDR: "10.202.1.0/24"}}},
+	out := make([]testenv.ClusterOptions, 0, n)
+	for i, name := range clusterNames(n) {
+		podCIDR := fmt.Sprintf("10.%d.0.0/16", 200+i)
+		node := func(j int) testenv.NodeOptions {
+			return testenv.NodeOptions{Name: fmt.Sprintf("%s-node-%d", name, j), CPU: "8", Memory: "16Gi",
+				PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 200+i, j)}
+		}
+		nodes := []testenv.NodeOptions{node(1)}
+		switch name {
+		case "consumer":
+			nodes[0].CPU, nodes[0].Memory = "4", "8Gi"
+		case "provider":
+			nodes = append(nodes, node(2))
+		}
+		out = append(out, testenv.ClusterOptions{Name: name, Scheduler: true, ControllerManager: true, KubeletAPI: true,
+			PodCIDR: podCIDR, Nodes: nodes})
 	}
-	return all[:n]
+	return out
 }
 
 // clusterOptions returns what the named sandbox cluster runs (clusters).
@@ -70,9 +92,16 @@ func clusterOptions(cluster string) (testenv.ClusterOptions, error) {
 	return testenv.ClusterOptions{}, fmt.Errorf("unknown sandbox cluster %q", cluster)
 }
 
-// externalCIDRs are the sandbox clusters' external CIDRs, each set explicitly and distinct (the
-// first is upstream's default): peering two of them remaps no external CIDR.
-var externalCIDRs = map[string]string{"consumer": "10.70.0.0/16", "provider": "10.71.0.0/16", "provider-2": "10.72.0.0/16"}
+// externalCIDR is the named sandbox cluster's external CIDR, each set explicitly and distinct
+// (the first is upstream's default), 10.(70+i).0.0/16 for the i-th cluster: peering two of them
+// remaps no external CIDR. Empty for an unknown cluster.
+func externalCIDR(cluster string) string {
+	i := slices.Index(ClusterNames, cluster)
+	if i < 0 {
+		return ""
+	}
+	return fmt.Sprintf("10.%d.0.0/16", 70+i)
+}
 
 // Sandbox is a state folder and the programs it uses.
 type Sandbox struct {
@@ -85,7 +114,8 @@ type Sandbox struct {
 	// GatewayBin is the liqo-gateway binary run for each gateway when the supervisor is root
 	// (gateways.go, network.go); without it, networking is disabled.
 	GatewayBin string
-	// Clusters is how many clusters run (2 or 3; 0 means 2).
+	// Clusters is how many clusters run (2 to MaxClusters with KWOK nodes, 2 with real nodes;
+	// 0 means 2).
 	Clusters int
 	// Nodes is what the clusters' nodes are: NodesKWOK (also when empty) or NodesReal (see
 	// ResolveNodes, realnodes.go).
@@ -168,7 +198,7 @@ func (s *Sandbox) Up(ctx context.Context, self string, args ...string) error {
 
 // count is the number of clusters.
 func (s *Sandbox) count() int {
-	if s.Clusters < 2 || s.Clusters > len(ClusterNames) {
+	if s.Clusters < 2 || s.Clusters > MaxClusters {
 		return 2
 	}
 	return s.Clusters

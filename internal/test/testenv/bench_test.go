@@ -1,13 +1,7 @@
 package testenv_test
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -64,19 +58,9 @@ func BenchmarkStart(b *testing.B) {
 
 // rssKiB returns the resident set size of pid in KiB, or 0 when it cannot be read.
 func rssKiB(pid int) int64 {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	st, err := testenv.ReadProcStat(pid)
 	if err != nil {
 		return 0
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			fields := strings.Fields(rest)
-			if len(fields) > 0 {
-				v, _ := strconv.ParseInt(fields[0], 10, 64)
-				return v
-			}
-		}
-	}
-	return 0
+	return st.RSSKiB
 }

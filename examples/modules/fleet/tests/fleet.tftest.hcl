@@ -87,6 +87,37 @@ run "inputs_reach_every_peering" {
   }
 }
 
+run "one_peering_asks_for_more" {
+  command = plan
+
+  variables {
+    resources_by_peering = {
+      "hub/edge-2" = { cpu = "3", memory = "6Gi", pods = "40" }
+    }
+  }
+
+  assert {
+    condition     = [liqo_peering.this["hub/edge-2"].cpu, liqo_peering.this["hub/edge-2"].memory, liqo_peering.this["hub/edge-2"].pods] == ["3", "6Gi", "40"]
+    error_message = "a peering named in resources_by_peering asks for its own resources"
+  }
+  assert {
+    condition     = [liqo_peering.this["hub/edge-1"].cpu, liqo_peering.this["hub/edge-1"].memory, liqo_peering.this["hub/edge-1"].pods] == ["1", "2Gi", "20"]
+    error_message = "the other peerings keep the fleet's resources"
+  }
+}
+
+run "resources_by_peering_names_members" {
+  command = plan
+
+  variables {
+    resources_by_peering = {
+      "hub/edge-9" = { cpu = "3", memory = "6Gi", pods = "40" }
+    }
+  }
+
+  expect_failures = [var.resources_by_peering]
+}
+
 run "networking_off" {
   command = plan
 
