@@ -42,7 +42,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("reading Node %s: %w", req.Name, err)
 	}
 	if apierrors.IsNotFound(err) || !node.DeletionTimestamp.IsZero() || node.Labels[consts.TypeLabel] == consts.VirtualNodeType {
-		in := &netv1beta1.InternalNode{ObjectMeta: metav1.ObjectMeta{Name: req.Name}}
+		// Read from the cache first: a virtual node's every update comes here, and a DELETE
+		// of an InternalNode that is not there would cost its API server a request each time.
+		in := &netv1beta1.InternalNode{}
+		switch err := r.Get(ctx, req.NamespacedName, in); {
+		case apierrors.IsNotFound(err):
+			r.IPAM.Release(fabricipam.NodeKey(req.Name))
+			return ctrl.Result{}, nil
+		case err != nil:
+			return ctrl.Result{}, fmt.Errorf("reading InternalNode %s: %w", req.Name, err)
+		}
 		if err := r.Delete(ctx, in); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting InternalNode %s (its Node is gone or virtual): %w", req.Name, err)
 		}

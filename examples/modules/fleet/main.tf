@@ -29,6 +29,20 @@ locals {
   peerings = { for p in local.pairs : "${p.consumer}/${p.provider}" => p }
   # What each peering asks: its own entry of resources_by_peering, else the fleet's.
   resources = { for key in keys(local.peerings) : key => lookup(var.resources_by_peering, key, var.resources) }
+
+  # Gateway servers listen in their node's network namespace, so each server a cluster hosts
+  # needs a port of its own. A cluster hosts one per peering in which it is the provider (the
+  # default server location): several in a full mesh, and on the hub when the spokes consume.
+  # There each pair of members gets its own port, the fleet's port plus the pair's number
+  # (members i < j: j*(j-1)/2 + i, so adding members at the end keeps the others' ports); both
+  # directions of a pair share it, as they share one tunnel. A hub that consumes hosts no
+  # server: its spokes keep the fleet's port.
+  servers_share_clusters = var.topology == "full-mesh" || !var.hub_consumes
+  base_port              = coalesce(try(var.gateway.port, null), 51840)
+  ports = { for key, p in local.peerings : key => local.base_port + (
+    max(index(var.members, p.consumer), index(var.members, p.provider)) * (max(index(var.members, p.consumer), index(var.members, p.provider)) - 1) / 2
+    + min(index(var.members, p.consumer), index(var.members, p.provider))
+  ) }
 }
 
 resource "liqo_peering" "this" {
@@ -37,7 +51,12 @@ resource "liqo_peering" "this" {
   consumer_cluster = each.value.consumer
   provider_cluster = each.value.provider
   networking       = var.networking
-  gateway          = var.gateway
+  gateway = local.servers_share_clusters ? {
+    service_type = try(var.gateway.service_type, null)
+    port         = local.ports[each.key]
+    node_port    = try(var.gateway.node_port, null)
+    mtu          = try(var.gateway.mtu, null)
+  } : var.gateway
 
   cpu               = local.resources[each.key].cpu
   memory            = local.resources[each.key].memory

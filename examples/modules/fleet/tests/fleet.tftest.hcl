@@ -118,6 +118,53 @@ run "resources_by_peering_names_members" {
   expect_failures = [var.resources_by_peering]
 }
 
+run "full_mesh_one_port_per_pair" {
+  command = plan
+
+  variables {
+    topology = "full-mesh"
+    hub      = null
+    gateway  = { port = 52000, mtu = 1420 }
+  }
+
+  assert {
+    condition = [for k in ["hub/edge-1", "edge-1/hub", "hub/edge-2", "edge-2/hub", "edge-1/edge-2", "edge-2/edge-1"] : liqo_peering.this[k].gateway.port] == [
+      52000, 52000, 52001, 52001, 52002, 52002
+    ]
+    error_message = "each pair of members has a port of its own, the fleet's plus the pair's number, shared by both directions"
+  }
+  assert {
+    condition     = alltrue([for p in liqo_peering.this : p.gateway.mtu == 1420])
+    error_message = "the fleet's other gateway settings reach every peering"
+  }
+}
+
+run "spokes_consuming_from_the_hub_get_ports_of_their_own" {
+  command = plan
+
+  variables {
+    hub_consumes = false
+  }
+
+  assert {
+    condition     = [liqo_peering.this["edge-1/hub"].gateway.port, liqo_peering.this["edge-2/hub"].gateway.port] == [51840, 51841]
+    error_message = "the hub hosts every server: each spoke's has a port of its own"
+  }
+}
+
+run "a_consuming_hub_keeps_the_fleet_port" {
+  command = plan
+
+  variables {
+    gateway = { port = 52000 }
+  }
+
+  assert {
+    condition     = alltrue([for p in liqo_peering.this : p.gateway.port == 52000])
+    error_message = "the spokes host one server each: the fleet's port is kept"
+  }
+}
+
 run "networking_off" {
   command = plan
 
