@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -27,6 +28,15 @@ import (
 // reachTimeout bounds the first request to a cluster, so an unreachable API server fails the
 // run quickly, with its host named.
 const reachTimeout = 15 * time.Second
+
+// Client-side rate limit of the provider's requests to one cluster, shared by every resource
+// of a run (Terraform runs up to -parallelism operations at once, 10 by default, each polling
+// its objects): client-go's default, 5 per second with bursts of 10, made a fleet's peerings
+// queue behind each other in the plugin; the API server's own priority and fairness protects it.
+const (
+	clusterQPS   = 50
+	clusterBurst = 100
+)
 
 // liqoGroupVersion is the API our resources need installed (any of our CRDs would do).
 const liqoGroupVersion = "core.liqo.io/v1beta1"
@@ -179,6 +189,9 @@ func (e *clusterEntry) connect(ctx context.Context, scheme *runtime.Scheme) (*cl
 		return nil, fmt.Errorf("connection of %s: %w", who, err)
 	}
 	cfg.UserAgent = "terraform-provider-liqo"
+	cfg.QPS, cfg.Burst = clusterQPS, clusterBurst
+	// One token bucket for both clients below and every copy of cfg.
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(clusterQPS, clusterBurst)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connection of %s (%s): %w", who, cfg.Host, err)

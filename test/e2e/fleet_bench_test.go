@@ -43,7 +43,8 @@ type fleetRow struct {
 // $LIQO_BENCH_FLEET_SIZES), in full mesh and hub-and-spoke, without networking (and with it at 4
 // clusters, where the sandbox has gateways): for each, apply, a no-change plan, a change of one
 // peering and destroy, the provider plugin's peak RSS and CPU, and the API requests per peering.
-// The floor of each size is one peering's apply in the same sandbox. It prints the table the
+// The floor of each size is one peering's apply in the same sandbox (with networking for the
+// rounds with networking). It prints the table the
 // README holds. Run with: make bench, or
 // go test -run='^$' -bench=Fleet -benchtime=1x -timeout=3h ./test/e2e/
 func BenchmarkFleet(b *testing.B) {
@@ -91,10 +92,15 @@ func benchmarkFleetSize(b *testing.B, n int) []fleetRow {
 	if again := f.round(b, fleetRound{name: "floor", members: f.members[:2], topology: "hub-and-spoke"}); again.apply < floor.apply {
 		floor = again
 	}
+	withNetworking := n == 4 && f.r.networking
+	floors := map[bool]fleetRow{false: floor}
+	if withNetworking {
+		floors[true] = f.round(b, fleetRound{name: "floor-networking", members: f.members[:2], topology: "hub-and-spoke", networking: true})
+	}
 	var rows []fleetRow
 	for _, topology := range []string{"full-mesh", "hub-and-spoke"} {
 		for _, networking := range []bool{false, true} {
-			if networking && (n != 4 || !f.r.networking) {
+			if networking && !withNetworking {
 				continue
 			}
 			name := topology
@@ -103,7 +109,7 @@ func benchmarkFleetSize(b *testing.B, n int) []fleetRow {
 			}
 			b.Run(name, func(b *testing.B) {
 				row := f.round(b, fleetRound{name: strings.ReplaceAll(name, "/", "-"), members: f.members, topology: topology, networking: networking})
-				row.floor, row.floorRSS, row.clusterMiB = floor.apply, floor.pluginRSS, clusterMiB
+				row.floor, row.floorRSS, row.clusterMiB = floors[networking].apply, floors[networking].pluginRSS, clusterMiB
 				row.report(b)
 				rows = append(rows, row)
 			})
@@ -178,7 +184,7 @@ module "fleet" {
   topology             = var.topology
   hub                  = var.members[0]
   networking           = var.networking
-  resources            = { cpu = "100m", memory = "128Mi", pods = "10" }
+  resources            = { cpu = "100m", memory = "128Mi", pods = "3" }
   resources_by_peering = var.resources_by_peering
   timeout              = "20m"
 }
@@ -221,7 +227,7 @@ func (f *fleetBed) round(b *testing.B, rd fleetRound) fleetRow {
 	row.requests, row.requestsAll = f.requestsPerPeering(b, rd, before, idleRate, apply.took)
 	plan := f.tfWatched(b, append([]string{"plan", "-detailed-exitcode"}, args...)...)
 	row.plan = plan.took
-	change := fmt.Sprintf(`resources_by_peering={%q={cpu="200m",memory="256Mi",pods="20"}}`, peerings[0])
+	change := fmt.Sprintf(`resources_by_peering={%q={cpu="200m",memory="256Mi",pods="4"}}`, peerings[0])
 	row.change = f.tfWatched(b, append([]string{"apply", "-auto-approve", "-var", change}, args...)...).took
 	row.destroy = f.tfWatched(b, append([]string{"destroy", "-auto-approve"}, args...)...).took
 	f.r.expectNothingLeft(b)

@@ -37,6 +37,7 @@ locals {
   # (members i < j: j*(j-1)/2 + i, so adding members at the end keeps the others' ports); both
   # directions of a pair share it, as they share one tunnel. A hub that consumes hosts no
   # server: its spokes keep the fleet's port.
+  # Without networking there is no server, and the fleet's gateway (null: none) is kept.
   servers_share_clusters = var.topology == "full-mesh" || !var.hub_consumes
   base_port              = coalesce(try(var.gateway.port, null), 51840)
   ports = { for key, p in local.peerings : key => local.base_port + (
@@ -51,7 +52,7 @@ resource "liqo_peering" "this" {
   consumer_cluster = each.value.consumer
   provider_cluster = each.value.provider
   networking       = var.networking
-  gateway = local.servers_share_clusters ? {
+  gateway = var.networking && local.servers_share_clusters ? {
     service_type = try(var.gateway.service_type, null)
     port         = local.ports[each.key]
     node_port    = try(var.gateway.node_port, null)
