@@ -34,9 +34,59 @@ type fleetRow struct {
 	destroy             time.Duration
 	pluginRSS, floorRSS float64 // MiB, the plugin's peak during apply
 	pluginCPU           time.Duration
-	requests            float64 // per peering, the busiest API server's (per peering it takes part in)
-	requestsAll         float64 // per peering, every API server's together
-	clusterMiB          float64 // memory of one cluster's processes, on average, before the round
+	requests            float64       // per peering, the busiest API server's (per peering it takes part in)
+	requestsAll         float64       // per peering, every API server's together
+	clusterMiB          float64       // memory of one cluster's processes, on average, before the round
+	bedCPU              time.Duration // the CPU time the clusters' processes used during the apply
+}
+
+// cpuByCommand is CPU time by command name (kube-apiserver, etcd, liqo-controller-manager, ...).
+type cpuByCommand map[string]time.Duration
+
+// bedCPU reads the CPU time of every process of the sandbox's clusters (their API servers,
+// etcd, controller managers, scheduler, KWOK and Liqo's controller manager, gateways), by command.
+func (f *fleetBed) bedCPU() cpuByCommand {
+	out := cpuByCommand{}
+	pids := append(testenv.ProcessesUsing(f.envDir+"/"), testenv.ProcessesUsing(f.r.state+"/")...)
+	slices.Sort(pids)
+	for _, pid := range slices.Compact(pids) {
+		if st, err := testenv.ReadProcStat(pid); err == nil {
+			out[st.Name] += st.CPU
+		}
+	}
+	return out
+}
+
+// since is what each command used after before.
+func (c cpuByCommand) since(before cpuByCommand) cpuByCommand {
+	out := cpuByCommand{}
+	for name, d := range c {
+		out[name] = d - before[name]
+	}
+	return out
+}
+
+// total is the CPU time of every command.
+func (c cpuByCommand) total() time.Duration {
+	var total time.Duration
+	for _, d := range c {
+		total += d
+	}
+	return total
+}
+
+// String lists the commands, most CPU first.
+func (c cpuByCommand) String() string {
+	names := make([]string, 0, len(c))
+	for name := range c {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int { return int(c[b] - c[a]) })
+	parts := []string{fmt.Sprintf("%.1f s in all", c.total().Seconds())}
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%s %.1f s", name, c[name].Seconds()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // BenchmarkFleet applies examples/modules/fleet over sandboxes of 2, 4, 8 and 16 clusters (or
@@ -222,7 +272,11 @@ func (f *fleetBed) round(b *testing.B, rd fleetRound) fleetRow {
 		"-var", "members=" + string(members), "-var", "topology=" + rd.topology, "-var", fmt.Sprintf("networking=%t", rd.networking)}
 	row := fleetRow{clusters: len(f.members), topology: rd.topology, networking: rd.networking, peerings: len(peerings)}
 	before, idleRate := f.requestBaseline(b)
+	cpuBefore := f.bedCPU()
 	apply := f.tfWatched(b, append([]string{"apply", "-auto-approve"}, args...)...)
+	bedCPU := f.bedCPU().since(cpuBefore)
+	row.bedCPU = bedCPU.total()
+	b.Logf("CPU of the clusters' processes during the apply, %.1f s per peering: %s", row.bedCPU.Seconds()/float64(len(peerings)), bedCPU)
 	row.apply, row.pluginRSS, row.pluginCPU = apply.took, apply.peakRSSMiB, apply.cpu
 	row.requests, row.requestsAll = f.requestsPerPeering(b, rd, before, idleRate, apply.took)
 	plan := f.tfWatched(b, append([]string{"plan", "-detailed-exitcode"}, args...)...)
@@ -361,6 +415,7 @@ func (row fleetRow) report(b *testing.B) {
 	b.ReportMetric(row.requests, "req/peering")
 	b.ReportMetric(row.requestsAll, "req-all/peering")
 	b.ReportMetric(row.clusterMiB, "MiB/cluster")
+	b.ReportMetric(row.bedCPU.Seconds()/float64(row.peerings), "bed-cpu-s/peering")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -378,11 +433,11 @@ func printFleetTable(rows []fleetRow) {
 		return
 	}
 	slices.SortStableFunc(rows, func(a, b fleetRow) int { return a.clusters - b.clusters })
-	fmt.Println("\n| clusters | topology | networking | peerings | one peering (floor) | apply | × floor | no-change plan | one-peering change | destroy | plugin peak RSS | RSS per peering | plugin CPU (apply) | requests per peering: busiest server, all | memory per cluster |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("\n| clusters | topology | networking | peerings | one peering (floor) | apply | × floor | no-change plan | one-peering change | destroy | plugin peak RSS | RSS per peering | plugin CPU (apply) | requests per peering: busiest server, all | clusters' CPU per peering (apply) | memory per cluster |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Printf("| %d | %s | %t | %d | %.1f s | %.1f s | %.2f | %.2f s | %.1f s | %.1f s | %.0f MiB | %.2f MiB | %.1f s | %.0f, %.0f | %.0f MiB |\n",
+		fmt.Printf("| %d | %s | %t | %d | %.1f s | %.1f s | %.2f | %.2f s | %.1f s | %.1f s | %.0f MiB | %.2f MiB | %.1f s | %.0f, %.0f | %.2f s | %.0f MiB |\n",
 			r.clusters, r.topology, r.networking, r.peerings, r.floor.Seconds(), r.apply.Seconds(), r.apply.Seconds()/r.floor.Seconds(),
-			r.plan.Seconds(), r.change.Seconds(), r.destroy.Seconds(), r.pluginRSS, r.rssPerPeering(), r.pluginCPU.Seconds(), r.requests, r.requestsAll, r.clusterMiB)
+			r.plan.Seconds(), r.change.Seconds(), r.destroy.Seconds(), r.pluginRSS, r.rssPerPeering(), r.pluginCPU.Seconds(), r.requests, r.requestsAll, r.bedCPU.Seconds()/float64(r.peerings), r.clusterMiB)
 	}
 }
