@@ -23,6 +23,9 @@ type ManagerFlags struct {
 	MetricsAddr string
 	// ProbeAddr is --health-probe-bind-address: the /healthz and /readyz endpoints.
 	ProbeAddr string
+	// PprofAddr is --pprof-bind-address: Go's /debug/pprof endpoints, for CPU and memory
+	// profiles ("0", the default, turns them off).
+	PprofAddr string
 	// LeaderElect is --leader-elect: elect a leader among replicas.
 	LeaderElect bool
 	// Zap are the logging flags (--zap-log-level, ...).
@@ -35,6 +38,7 @@ func (m *ManagerFlags) Bind(fs *flag.FlagSet, cluster string) {
 	fs.StringVar(&m.Kubeconfig, "kubeconfig", "", "kubeconfig of "+cluster+" (default: in-cluster configuration)")
 	fs.StringVar(&m.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&m.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.StringVar(&m.PprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiling endpoints, e.g. 127.0.0.1:6060 (0 disables them)")
 	fs.BoolVar(&m.LeaderElect, "leader-elect", false, "elect a leader, for running several replicas")
 	m.Zap.BindFlags(fs)
 }
@@ -55,13 +59,14 @@ func Parse(fs *flag.FlagSet, args []string) error {
 var ControllerOptions config.Controller
 
 // ManagerOptions are the options of a manager that these flags decide: its metrics and health
-// endpoints and leader election, with the Lease leaderID in namespace, and ControllerOptions;
+// endpoints, profiling and leader election, with the Lease leaderID in namespace, and ControllerOptions;
 // the caller adds the rest (scheme, logger, cache).
 func (m *ManagerFlags) ManagerOptions(leaderID, namespace string) manager.Options {
 	return manager.Options{
 		Controller:              ControllerOptions,
 		Metrics:                 metricsserver.Options{BindAddress: m.MetricsAddr},
 		HealthProbeBindAddress:  m.ProbeAddr,
+		PprofBindAddress:        m.PprofAddr,
 		LeaderElection:          m.LeaderElect,
 		LeaderElectionID:        leaderID,
 		LeaderElectionNamespace: namespace,

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +24,14 @@ import (
 
 // fleetSizesEnv lists the fleet sizes BenchmarkFleet runs, comma-separated (default 2,4,8,16).
 const fleetSizesEnv = "LIQO_BENCH_FLEET_SIZES"
+
+// fleetProfileEnv names a folder: when set, BenchmarkFleet writes CPU profiles of every
+// controller manager and API server during each full-mesh apply there (fleetProfileSeconds long
+// from the apply's start), as <clusters>-<cluster>-<manager|apiserver>.pprof.
+const fleetProfileEnv = "LIQO_BENCH_PROFILE_DIR"
+
+// fleetProfileSeconds is how long each profile runs.
+const fleetProfileSeconds = 20
 
 // fleetRow is one round of BenchmarkFleet: a topology of n clusters applied, planned, changed
 // and destroyed, with the floor of its size (one peering applied in the same sandbox).
@@ -273,7 +284,9 @@ func (f *fleetBed) round(b *testing.B, rd fleetRound) fleetRow {
 	row := fleetRow{clusters: len(f.members), topology: rd.topology, networking: rd.networking, peerings: len(peerings)}
 	before, idleRate := f.requestBaseline(b)
 	cpuBefore := f.bedCPU()
+	profiled := f.profile(b, rd)
 	apply := f.tfWatched(b, append([]string{"apply", "-auto-approve"}, args...)...)
+	profiled()
 	bedCPU := f.bedCPU().since(cpuBefore)
 	row.bedCPU = bedCPU.total()
 	b.Logf("CPU of the clusters' processes during the apply, %.1f s per peering: %s", row.bedCPU.Seconds()/float64(len(peerings)), bedCPU)
@@ -440,4 +453,66 @@ func printFleetTable(rows []fleetRow) {
 			r.clusters, r.topology, r.networking, r.peerings, r.floor.Seconds(), r.apply.Seconds(), r.apply.Seconds()/r.floor.Seconds(),
 			r.plan.Seconds(), r.change.Seconds(), r.destroy.Seconds(), r.pluginRSS, r.rssPerPeering(), r.pluginCPU.Seconds(), r.requests, r.requestsAll, r.bedCPU.Seconds()/float64(r.peerings), r.clusterMiB)
 	}
+}
+
+// profile starts, when $LIQO_BENCH_PROFILE_DIR is set and the round is a full mesh, a CPU
+// profile of every cluster's controller manager and API server; the function it returns waits
+// for them and writes them.
+func (f *fleetBed) profile(b *testing.B, rd fleetRound) func() {
+	dir := os.Getenv(fleetProfileEnv)
+	if dir == "" || rd.topology != "full-mesh" {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	save := func(name string, get func() ([]byte, error)) {
+		defer wg.Done()
+		data, err := get()
+		if err != nil {
+			b.Logf("profile %s: %v", name, err)
+			return
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d-%s.pprof", len(f.members), name)), data, 0o644); err != nil {
+			b.Logf("profile %s: %v", name, err)
+		}
+	}
+	query := fmt.Sprintf("seconds=%d", fleetProfileSeconds)
+	for _, name := range rd.members {
+		addr, err := os.ReadFile(filepath.Join(f.r.state, sandbox.PprofFile(name)))
+		if err != nil {
+			b.Fatalf("the pprof address of %s's controller manager: %v", name, err)
+		}
+		wg.Add(2)
+		go save(name+"-manager", func() ([]byte, error) {
+			return httpGet(b.Context(), "http://"+string(addr)+"/debug/pprof/profile?"+query)
+		})
+		go save(name+"-apiserver", func() ([]byte, error) {
+			return f.kube[name].CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", fmt.Sprint(fleetProfileSeconds)).
+				Timeout(2 * fleetProfileSeconds * time.Second).DoRaw(b.Context())
+		})
+	}
+	return wg.Wait
+}
+
+// httpGet reads url's body, failing on a status other than 200.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: reading the body: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return body, nil
 }

@@ -86,6 +86,11 @@ func (s *Sandbox) startManagers(ctx context.Context, env *testenv.Env, opts []te
 			return managers, fmt.Errorf("creating %s: %w", logPath, err)
 		}
 		args := managerArgs(c, o, s.ExtraPodCIDRs[o.Name], probe, webhook)
+		if !s.isolated(c.Name) {
+			if args, err = s.withPprof(c.Name, args); err != nil {
+				return managers, err
+			}
+		}
 		cmd := exec.Command(s.ManagerBin, args...)
 		var iso *isolation
 		if s.isolated(c.Name) {
@@ -216,4 +221,21 @@ func freeAddr() (string, error) {
 		return "", err
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
+}
+
+// PprofFile names the file in the state folder that holds the address of a cluster's
+// controller manager's /debug/pprof endpoints (not for an isolated one).
+func PprofFile(cluster string) string { return cluster + "-controller-manager.pprof" }
+
+// withPprof adds --pprof-bind-address at a free local address to a controller manager's
+// arguments and writes the address to PprofFile, for profiles (BenchmarkFleet).
+func (s *Sandbox) withPprof(cluster string, args []string) ([]string, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(s.StateDir, PprofFile(cluster)), []byte(addr), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the pprof address of %s's controller manager: %w", cluster, err)
+	}
+	return append(args, "--pprof-bind-address="+addr), nil
 }

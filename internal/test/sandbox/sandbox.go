@@ -332,6 +332,7 @@ func (s *Sandbox) removeStateFiles() {
 	}
 	for _, name := range ClusterNames {
 		_ = os.Remove(s.KubeconfigPath(name)) // whichever ran
+		_ = os.Remove(filepath.Join(s.StateDir, PprofFile(name)))
 	}
 }
 
