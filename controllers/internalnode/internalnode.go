@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/peerkit/terraform-provider-liqo/controllers/fabricipam"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/cached"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
@@ -42,18 +43,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("reading Node %s: %w", req.Name, err)
 	}
 	if apierrors.IsNotFound(err) || !node.DeletionTimestamp.IsZero() || node.Labels[consts.TypeLabel] == consts.VirtualNodeType {
-		// Read from the cache first: a virtual node's every update comes here, and a DELETE
-		// of an InternalNode that is not there would cost its API server a request each time.
-		in := &netv1beta1.InternalNode{}
-		switch err := r.Get(ctx, req.NamespacedName, in); {
-		case apierrors.IsNotFound(err):
-			r.IPAM.Release(fabricipam.NodeKey(req.Name))
-			return ctrl.Result{}, nil
-		case err != nil:
-			return ctrl.Result{}, fmt.Errorf("reading InternalNode %s: %w", req.Name, err)
-		}
-		if err := r.Delete(ctx, in); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting InternalNode %s (its Node is gone or virtual): %w", req.Name, err)
+		// Through the cache: a virtual node's every update comes here.
+		in := &netv1beta1.InternalNode{ObjectMeta: metav1.ObjectMeta{Name: req.Name}}
+		if _, err := cached.DeleteIfPresent(ctx, r.Client, in); err != nil {
+			return ctrl.Result{}, fmt.Errorf("InternalNode of the gone or virtual node %s: %w", req.Name, err)
 		}
 		r.IPAM.Release(fabricipam.NodeKey(req.Name))
 		return ctrl.Result{}, nil

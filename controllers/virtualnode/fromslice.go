@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,6 +26,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/controllers/internal/cached"
 	"github.com/peerkit/terraform-provider-liqo/internal/forge"
 	"github.com/peerkit/terraform-provider-liqo/internal/identities"
 )
@@ -53,8 +53,8 @@ func (r *SliceReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	vn := &offv1beta1.VirtualNode{ObjectMeta: metav1.ObjectMeta{Namespace: slice.Namespace, Name: NameFor(slice)}}
 	if slice.DeletionTimestamp != nil || !accepted(slice) || slice.Annotations[consts.CreateVirtualNodeAnnotation] == "false" {
-		err := r.Client.Delete(ctx, vn)
-		if err != nil && !apierrors.IsNotFound(err) {
+		// Through the cache: an unaccepted slice's every update comes here.
+		if _, err := cached.DeleteIfPresent(ctx, r.Client, vn); err != nil {
 			return reconcile.Result{}, fmt.Errorf("removing the virtual node of %s: %w", req, err)
 		}
 		return reconcile.Result{}, nil

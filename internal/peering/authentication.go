@@ -62,6 +62,10 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 			return fmt.Errorf("setting the Pod Security level %q of Tenant %s on %s: %w", p.opts.PodSecurity, tenantKey, p.provider.Name, err)
 		}
 	}
+	// The Tenant's Warning Events are what a timeout says: listed every warningInterval, not at
+	// every look (a LIST of the namespace's Events each time).
+	var warned error
+	looked := time.Now()
 	err = waitFor(ctx, p.opts.PollInterval, fmt.Sprintf("Tenant %s on %s to issue the consumer's certificate", tenantKey, p.provider.Name),
 		func(ctx context.Context) (bool, error) {
 			if err := p.provider.Client.Get(ctx, tenantKey, tenant); err != nil {
@@ -73,7 +77,10 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 			if tenant.Status.AuthParams != nil && len(tenant.Status.AuthParams.SignedCRT) > 0 && tenant.Status.AuthParams.ProxyURL == proxyURL {
 				return true, nil
 			}
-			return false, lastWarning(ctx, p.provider.Client, tenant) // what a timeout then says
+			if time.Since(looked) >= warningInterval {
+				looked, warned = time.Now(), lastWarning(ctx, p.provider.Client, tenant)
+			}
+			return false, warned
 		})
 	if err != nil {
 		return err
@@ -215,6 +222,9 @@ func (p *pair) removeAuthentication(ctx context.Context) error {
 	}
 	return nil
 }
+
+// warningInterval is how often a wait lists the Warning Events it would report on timeout.
+const warningInterval = 2 * time.Second
 
 // lastWarning is the latest Warning Event about obj (its controller's refusal, say), as an
 // error naming its reason and note; nil when there is none, or the Events cannot be read.

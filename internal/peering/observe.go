@@ -138,6 +138,15 @@ func (p *pair) observeSlice(ctx context.Context, st *State) error {
 // foreignClusterOf returns the status of c's ForeignCluster for the cluster id (an empty one
 // when it has none yet).
 func foreignClusterOf(ctx context.Context, c Cluster, id corev1beta1.ClusterID) (corev1beta1.ForeignClusterStatus, error) {
+	// Ours and liqoctl's are named after the cluster ID: one GET, not a LIST of every peer's
+	// (which the waits repeat every PollInterval). Another name is found by listing.
+	fc := &corev1beta1.ForeignCluster{}
+	switch err := c.Client.Get(ctx, client.ObjectKey{Name: string(id)}, fc); {
+	case err == nil && fc.Spec.ClusterID == id:
+		return fc.Status, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return corev1beta1.ForeignClusterStatus{}, fmt.Errorf("reading ForeignCluster %s of %s: %w", id, c.Name, err)
+	}
 	fcs := &corev1beta1.ForeignClusterList{}
 	if err := c.Client.List(ctx, fcs); err != nil {
 		return corev1beta1.ForeignClusterStatus{}, fmt.Errorf("listing the ForeignClusters of %s: %w", c.Name, err)

@@ -26,7 +26,11 @@ type Env struct {
 	stopErr  error
 }
 
-// Start brings up one cluster per options, in parallel, under a new folder in the OS temp
+// maxStarting is how many clusters Start brings up at once: on a 2-core machine, 16 API
+// servers starting together (a 16-cluster sandbox) each missed envtest's start-up deadlines.
+const maxStarting = 4
+
+// Start brings up one cluster per options, in parallel (maxStarting at a time), under a new folder in the OS temp
 // folder. On error it stops everything it started and removes the folder.
 func Start(ctx context.Context, clusters ...ClusterOptions) (*Env, error) {
 	if len(clusters) == 0 {
@@ -61,10 +65,13 @@ func Start(ctx context.Context, clusters ...ClusterOptions) (*Env, error) {
 	}
 	errs := make([]error, len(clusters))
 	var wg sync.WaitGroup
+	starting := make(chan struct{}, maxStarting)
 	for i, o := range clusters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			starting <- struct{}{}
+			defer func() { <-starting }()
 			env.Clusters[i], errs[i] = startCluster(ctx, binDir, filepath.Join(dir, o.Name), o, testImages)
 		}()
 	}
