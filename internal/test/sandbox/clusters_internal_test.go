@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
 // TestClusterPlanOfSixteen: the 16 clusters of the largest sandbox have distinct names, pod
@@ -30,7 +31,17 @@ func TestClusterPlanOfSixteen(t *testing.T) {
 		}
 		seen[v] = of
 	}
+	// The networks every cluster has: the internal CIDR (the controller manager's default) and
+	// the Service CIDR.
+	shared := []netip.Prefix{netip.MustParsePrefix(consts.DefaultInternalCIDR), netip.MustParsePrefix(testenv.ServiceCIDR)}
 	for _, o := range opts {
+		for _, p := range shared {
+			for what, cidr := range map[string]string{"pod CIDR": o.PodCIDR, "external CIDR": externalCIDR(o.Name)} {
+				if netip.MustParsePrefix(cidr).Overlaps(p) {
+					t.Errorf("the %s %s of %s overlaps %s", what, cidr, o.Name, p)
+				}
+			}
+		}
 		distinct("name", o.Name, o.Name)
 		distinct("pod CIDR", o.PodCIDR, o.Name)
 		distinct("external CIDR", externalCIDR(o.Name), o.Name)

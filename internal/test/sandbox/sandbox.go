@@ -93,14 +93,19 @@ func clusterOptions(cluster string) (testenv.ClusterOptions, error) {
 }
 
 // externalCIDR is the named sandbox cluster's external CIDR, each set explicitly and distinct
-// (the first is upstream's default), 10.(70+i).0.0/16 for the i-th cluster: peering two of them
-// remaps no external CIDR. Empty for an unknown cluster.
+// (the first is upstream's default), 10.(70+i).0.0/16 for the i-th cluster up to the tenth, then
+// 10.(150+i).0.0/16 (10.80.0.0/16 is the internal CIDR, consts.DefaultInternalCIDR): peering
+// two of them remaps no external CIDR. Empty for an unknown cluster.
 func externalCIDR(cluster string) string {
 	i := slices.Index(ClusterNames, cluster)
-	if i < 0 {
+	switch {
+	case i < 0:
 		return ""
+	case i < 10:
+		return fmt.Sprintf("10.%d.0.0/16", 70+i)
+	default:
+		return fmt.Sprintf("10.%d.0.0/16", 150+i)
 	}
-	return fmt.Sprintf("10.%d.0.0/16", 70+i)
 }
 
 // Sandbox is a state folder and the programs it uses.
