@@ -202,7 +202,7 @@ func ReleaseSlice(ctx context.Context, consumer Cluster, namespace, name string,
 // waitNodeGone waits until the consumer's virtual node named node is gone (drained: the
 // copies of its pods on the provider removed).
 func waitNodeGone(ctx context.Context, consumer Cluster, node string, interval time.Duration) error {
-	return waitFor(ctx, interval, fmt.Sprintf("virtual node %s on %s to be gone", node, consumer.Name),
+	return waitGone(ctx, interval, fmt.Sprintf("virtual node %s on %s to be gone", node, consumer.Name),
 		func(ctx context.Context) (bool, error) {
 			err := consumer.Client.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{})
 			if apierrors.IsNotFound(err) {

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -330,7 +331,7 @@ func deleteAndWait(ctx context.Context, c Cluster, obj client.Object, interval t
 	if err != nil {
 		return fmt.Errorf("deleting %s %s on %s: %w", kind, client.ObjectKeyFromObject(obj), c.Name, err)
 	}
-	return waitFor(ctx, interval, fmt.Sprintf("%s %s on %s to be gone", kind, client.ObjectKeyFromObject(obj), c.Name), func(ctx context.Context) (bool, error) {
+	return waitGone(ctx, interval, fmt.Sprintf("%s %s on %s to be gone", kind, client.ObjectKeyFromObject(obj), c.Name), func(ctx context.Context) (bool, error) {
 		err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -342,12 +343,30 @@ func deleteAndWait(ctx context.Context, c Cluster, obj client.Object, interval t
 	})
 }
 
-// waitFor polls cond until it holds, failing with what was awaited and the last reason when
-// ctx ends.
+// firstGoneLook is how soon after a deletion waitGone looks again.
+const firstGoneLook = 10 * time.Millisecond
+
+// waitFor polls cond every interval until it holds, failing with what was awaited and the last
+// reason when ctx ends.
 func waitFor(ctx context.Context, interval time.Duration, what string, cond func(ctx context.Context) (bool, error)) error {
+	return waitEvery(ctx, wait.Backoff{Duration: interval}.DelayFunc(), what, cond)
+}
+
+// waitGone is waitFor for an object just deleted: most go within milliseconds (no finalizer, or
+// one its controller releases at once), so it looks again after firstGoneLook, then doubles the
+// pause up to interval. Each step of an unpeering waits for its object to be gone before the
+// next begins, and a fixed interval would add half of it to each on average.
+func waitGone(ctx context.Context, interval time.Duration, what string, cond func(ctx context.Context) (bool, error)) error {
+	backoff := wait.Backoff{Duration: min(firstGoneLook, interval), Factor: 2, Cap: interval, Steps: math.MaxInt32}
+	return waitEvery(ctx, backoff.DelayFunc(), what, cond)
+}
+
+// waitEvery runs cond at once, then after each of delays' pauses, until it holds, failing with
+// what was awaited and the last reason when ctx ends.
+func waitEvery(ctx context.Context, delays wait.DelayFunc, what string, cond func(ctx context.Context) (bool, error)) error {
 	defer ReportWait(ctx, what)()
 	var last error
-	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+	err := delays.Until(ctx, true, false, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
 		var stop *stopError
 		if errors.As(err, &stop) {
