@@ -18,6 +18,15 @@ import (
 // the pod itself: the provider may be gone, and a node is not kept forever for it.
 const defaultDrainGrace = 30 * time.Second
 
+// drainLook is how soon a drain looks again at the node's pods while the virtual kubelet
+// removes their remote copies (usually within a second: the unpeering that deleted the slice
+// waits for the node to go); drainHeldLook, when a PodDisruptionBudget refused an eviction,
+// which is not asked again at once.
+const (
+	drainLook     = 200 * time.Millisecond
+	drainHeldLook = time.Second
+)
+
 // drain cordons a virtual node and evicts its pods, respecting PodDisruptionBudgets. It
 // returns true once no pod is left on the node; otherwise the caller looks again after the
 // returned delay.
@@ -45,6 +54,7 @@ func (r *Reconciler) drain(ctx context.Context, node string) (bool, time.Duratio
 	if grace == 0 {
 		grace = defaultDrainGrace
 	}
+	again := drainLook
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.DeletionTimestamp != nil {
@@ -62,12 +72,13 @@ func (r *Reconciler) drain(ctx context.Context, node string) (bool, time.Duratio
 		switch err := r.Client.SubResource("eviction").Create(ctx, p, eviction); {
 		case err == nil, apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err):
+			again = drainHeldLook
 			log.FromContext(ctx).Info("a PodDisruptionBudget holds a pod of the drained node", "pod", client.ObjectKeyFromObject(p), "node", node)
 		default:
 			return false, 0, fmt.Errorf("evicting pod %s/%s from node %s: %w", p.Namespace, p.Name, node, err)
 		}
 	}
-	return false, time.Second, nil
+	return false, again, nil
 }
 
 // reader lists pods by node straight from the API server (no cache of every pod needed).
