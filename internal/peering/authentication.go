@@ -78,7 +78,8 @@ func (p *pair) ensureAuthentication(ctx context.Context) error {
 				return true, nil
 			}
 			if time.Since(looked) >= warningInterval {
-				looked, warned = time.Now(), lastWarning(ctx, p.provider.Client, tenant)
+				looked = time.Now()
+				warned = lastWarning(ctx, p.provider.Client, tenant)
 			}
 			return false, warned
 		})
