@@ -51,53 +51,12 @@ type fleetRow struct {
 	bedCPU              time.Duration // the CPU time the clusters' processes used during the apply
 }
 
-// cpuByCommand is CPU time by command name (kube-apiserver, etcd, liqo-controller-manager, ...).
-type cpuByCommand map[string]time.Duration
-
 // bedCPU reads the CPU time of every process of the sandbox's clusters (their API servers,
 // etcd, controller managers, scheduler, KWOK and Liqo's controller manager, gateways), by command.
-func (f *fleetBed) bedCPU() cpuByCommand {
-	out := cpuByCommand{}
-	pids := append(testenv.ProcessesUsing(f.envDir+"/"), testenv.ProcessesUsing(f.r.state+"/")...)
-	slices.Sort(pids)
-	for _, pid := range slices.Compact(pids) {
-		if st, err := testenv.ReadProcStat(pid); err == nil {
-			out[st.Name] += st.CPU
-		}
-	}
+func (f *fleetBed) bedCPU() testenv.ProcessCPU {
+	out := testenv.ProcessCPU{}
+	out.Add("", append(testenv.ProcessesUsing(f.envDir+"/"), testenv.ProcessesUsing(f.r.state+"/")...))
 	return out
-}
-
-// since is what each command used after before.
-func (c cpuByCommand) since(before cpuByCommand) cpuByCommand {
-	out := cpuByCommand{}
-	for name, d := range c {
-		out[name] = d - before[name]
-	}
-	return out
-}
-
-// total is the CPU time of every command.
-func (c cpuByCommand) total() time.Duration {
-	var total time.Duration
-	for _, d := range c {
-		total += d
-	}
-	return total
-}
-
-// String lists the commands, most CPU first.
-func (c cpuByCommand) String() string {
-	names := make([]string, 0, len(c))
-	for name := range c {
-		names = append(names, name)
-	}
-	slices.SortFunc(names, func(a, b string) int { return int(c[b] - c[a]) })
-	parts := []string{fmt.Sprintf("%.1f s in all", c.total().Seconds())}
-	for _, name := range names {
-		parts = append(parts, fmt.Sprintf("%s %.1f s", name, c[name].Seconds()))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // BenchmarkFleet applies examples/modules/fleet over sandboxes of 2, 4, 8 and 16 clusters (or
@@ -287,8 +246,8 @@ func (f *fleetBed) round(b *testing.B, rd fleetRound) fleetRow {
 	profiled := f.profile(b, rd)
 	apply := f.tfWatched(b, append([]string{"apply", "-auto-approve"}, args...)...)
 	profiled()
-	bedCPU := f.bedCPU().since(cpuBefore)
-	row.bedCPU = bedCPU.total()
+	bedCPU := f.bedCPU().Since(cpuBefore)
+	row.bedCPU = bedCPU.Total()
 	b.Logf("CPU of the clusters' processes during the apply, %.1f s per peering: %s", row.bedCPU.Seconds()/float64(len(peerings)), bedCPU)
 	row.apply, row.pluginRSS, row.pluginCPU = apply.took, apply.peakRSSMiB, apply.cpu
 	row.requests, row.requestsAll = f.requestsPerPeering(b, rd, before, idleRate, apply.took)

@@ -179,7 +179,7 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 		}
 	})
 	res := offloadResult{allRunning: time.Since(start), cpu: cpuTime() - cpuBefore}
-	b.Logf("CPU of the test bed's processes until every pod was Running: %s", bd.bedCPU().since(bedBefore))
+	b.Logf("CPU of the test bed's processes until every pod was Running: %s", bd.bedCPU().Since(bedBefore))
 	b.Logf("requests per pod until every pod was Running: consumer %s; provider %s",
 		apiRequests(ctx, bd.consKube).Since(consReqBefore).Per(n), apiRequests(ctx, bd.provKube).Since(provReqBefore).Per(n))
 	res.rssMB = rssMB()
@@ -369,42 +369,15 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// processCPU is the CPU time used so far by the test bed's processes (the clusters' and the
-// ShadowPod controller's child process), by cluster and command.
-type processCPU map[string]time.Duration
-
-// bedCPU reads the CPU time of every process of the two clusters.
-func (bd *bed) bedCPU() processCPU {
-	out := processCPU{}
+// bedCPU reads the CPU time of every process of the two clusters and of the ShadowPod
+// controller's child process, by cluster and command.
+func (bd *bed) bedCPU() testenv.ProcessCPU {
+	out := testenv.ProcessCPU{}
 	// The child process running the provider's ShadowPod controller is found by its -test.run.
 	for cluster, dir := range map[string]string{"consumer": bd.cons.Dir, "provider": bd.prov.Dir, "provider-shadowpods": "TestShadowPodManagerProcess"} {
-		for _, pid := range testenv.ProcessesUsing(dir) {
-			if st, err := testenv.ReadProcStat(pid); err == nil {
-				out[cluster+"/"+st.Name] += st.CPU
-			}
-		}
+		out.Add(cluster+"/", testenv.ProcessesUsing(dir))
 	}
 	return out
-}
-
-// since formats what each process used after before, largest first.
-func (c processCPU) since(before processCPU) string {
-	type use struct {
-		name string
-		d    time.Duration
-	}
-	var uses []use
-	var total time.Duration
-	for name, d := range c {
-		uses = append(uses, use{name, d - before[name]})
-		total += d - before[name]
-	}
-	slices.SortFunc(uses, func(a, b use) int { return int(b.d - a.d) })
-	parts := []string{"total " + total.String()}
-	for _, u := range uses {
-		parts = append(parts, fmt.Sprintf("%s %v", u.name, u.d))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // apiRequests reads an API server's request counters; empty when its metrics cannot be read.

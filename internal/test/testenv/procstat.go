@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,4 +65,55 @@ func ProcessesRSSKiB(pids []int) int64 {
 		}
 	}
 	return total
+}
+
+// ProcessCPU is the CPU time processes have used so far, by a name the caller gives them (a
+// cluster and command, or a command).
+type ProcessCPU map[string]time.Duration
+
+// Add adds the CPU time of each of pids under prefix followed by its command name (those that
+// ended count nothing); a pid listed twice counts once.
+func (c ProcessCPU) Add(prefix string, pids []int) {
+	seen := map[int]bool{}
+	for _, pid := range pids {
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		if st, err := ReadProcStat(pid); err == nil {
+			c[prefix+st.Name] += st.CPU
+		}
+	}
+}
+
+// Since is what each name used after before.
+func (c ProcessCPU) Since(before ProcessCPU) ProcessCPU {
+	out := ProcessCPU{}
+	for name, d := range c {
+		out[name] = d - before[name]
+	}
+	return out
+}
+
+// Total is the CPU time of every name.
+func (c ProcessCPU) Total() time.Duration {
+	var total time.Duration
+	for _, d := range c {
+		total += d
+	}
+	return total
+}
+
+// String lists the names, most CPU first, after the total.
+func (c ProcessCPU) String() string {
+	names := make([]string, 0, len(c))
+	for name := range c {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int { return int(c[b] - c[a]) })
+	parts := []string{fmt.Sprintf("%.1f s in all", c.Total().Seconds())}
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%s %.1f s", name, c[name].Seconds()))
+	}
+	return strings.Join(parts, ", ")
 }
