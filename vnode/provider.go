@@ -22,6 +22,11 @@ func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 // reachableMessage is the Ready condition's message while all is well.
 const reachableMessage = "the provider cluster's API server answers"
 
+// unreachableAfter is how many probes in a row must fail before the node turns NotReady: one
+// slow answer of a busy API server (a probe times out after the probe interval) does not flip
+// the node, as one missed heartbeat does not flip a real node.
+const unreachableAfter = 3
+
 // provider is virtual-kubelet's NodeProvider for one virtual node: the process is alive as long
 // as it runs (Ping), and the node's Ready condition follows whether the provider cluster's API
 // server answers (probe) and whether the provider has a Ready node for the slice (setNoReadyNode,
@@ -38,6 +43,7 @@ type provider struct {
 	mu          sync.Mutex
 	notify      func(*corev1.Node)
 	reachable   *bool  // nil until the first probe
+	failures    int    // probes failed in a row
 	unreachable string // why, when not reachable
 	noReadyNode string // the provider's word that it has no Ready node; "" when it has one
 	shown       string // the reason (and message) last pushed to the Node
@@ -94,7 +100,8 @@ func (p *provider) push() {
 	cb(n)
 }
 
-// probe checks the provider's API server every interval and reports changes of reachability.
+// probe checks the provider's API server every interval and reports changes of reachability:
+// reachable after one answer, unreachable after unreachableAfter failures in a row.
 func (p *provider) probe(ctx context.Context) {
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
@@ -103,18 +110,32 @@ func (p *provider) probe(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		ok := err == nil
-		p.mu.Lock()
-		p.reachable = &ok
-		if err != nil && p.shown != ReasonProviderUnreachable {
-			p.unreachable = err.Error()
-		}
-		p.mu.Unlock()
+		p.record(err)
 		p.push()
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// record takes one probe's outcome into the reachability the node shows.
+func (p *provider) record(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err == nil {
+		p.failures = 0
+		ok := true
+		p.reachable = &ok
+		return
+	}
+	p.failures++
+	if p.shown != ReasonProviderUnreachable {
+		p.unreachable = err.Error()
+	}
+	if p.failures >= unreachableAfter {
+		ok := false
+		p.reachable = &ok
 	}
 }

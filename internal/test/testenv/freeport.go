@@ -5,9 +5,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // lowestProbedPort is the lowest port FreePort hands out: above the fixed ports test-bed
@@ -18,23 +21,68 @@ const lowestProbedPort = 15000
 // to bind. It is taken below the kernel's ephemeral range (net.ipv4.ip_local_port_range), where
 // the outgoing connections of every process on the machine take their local ports: a port from
 // that range (as a listener on port 0 gets) may become the local port of some connection before
-// the process binds it, and the process then fails with "address already in use". Another
-// FreePort in a parallel test may still pick the same port (about 1 in 17,000).
+// the process binds it, and the process then fails with "address already in use". A port handed
+// out is reserved for portReservation, across the processes of the machine (reservePort), so
+// that two FreePort calls (of one sandbox's ports, or of parallel tests) never hand out the same
+// port before its process binds it.
 func FreePort() (int, error) {
 	low, _ := ephemeralRange()
 	if low-lowestProbedPort < 1000 {
 		return ephemeralPort()
 	}
-	for range 100 {
+	for range 1000 {
 		port := lowestProbedPort + rand.IntN(low-lowestProbedPort) //nolint:gosec // not a secret: a port to try
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			continue
 		}
 		_ = l.Close()
+		if !reservePort(port) {
+			continue
+		}
 		return port, nil
 	}
 	return ephemeralPort()
+}
+
+// portReservation is how long a port FreePort handed out stays reserved: long enough for the
+// process it is for to start and bind it.
+const portReservation = 10 * time.Minute
+
+// handedOut holds the ports this process handed out, when (the reservation of last resort when
+// the machine-wide one cannot be written).
+var handedOut = struct {
+	sync.Mutex
+	at map[int]time.Time
+}{at: map[int]time.Time{}}
+
+// reservePort reserves port for portReservation, in this process and in a folder of the
+// machine's temporary directory that every test process shares (a file per port, created
+// exclusively; a reservation older than portReservation is taken over). The folder is under /tmp,
+// not TMPDIR, which tests set per process. It reports false when the port is reserved already.
+func reservePort(port int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	now := time.Now()
+	if at, ok := handedOut.at[port]; ok && now.Sub(at) < portReservation {
+		return false
+	}
+	handedOut.at[port] = now
+	dir := fmt.Sprintf("/tmp/liqo-test-ports-%d", os.Getuid())
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return true
+	}
+	path := filepath.Join(dir, strconv.Itoa(port))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err == nil {
+		_ = f.Close()
+		return true
+	}
+	info, statErr := os.Stat(path)
+	if statErr != nil || now.Sub(info.ModTime()) < portReservation {
+		return false
+	}
+	return os.Chtimes(path, now, now) == nil
 }
 
 // freePort is FreePort, for this package's callers.
