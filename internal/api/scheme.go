@@ -12,6 +12,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
+	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 )
@@ -24,6 +25,7 @@ func AddToScheme(s *runtime.Scheme) error {
 		authv1beta1.AddToScheme,
 		offv1beta1.AddToScheme,
 		ipamv1alpha1.AddToScheme,
+		marketv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return fmt.Errorf("registering API types: %w", err)
