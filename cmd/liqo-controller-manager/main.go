@@ -254,7 +254,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // setupOffloading registers the reconcilers of namespace offloading: NamespaceOffloadings on
 // the consumer, NamespaceMaps on the provider, and the tethered mode's NamespaceOffloadings.
 func setupOffloading(mgr ctrl.Manager, o *options) error {
-	if err := (&namespaceoffloading.Reconciler{Client: mgr.GetClient(), LocalClusterID: o.identity.ClusterID}).SetupWithManager(mgr); err != nil {
+	if err := (&namespaceoffloading.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), LocalClusterID: o.identity.ClusterID}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the NamespaceOffloading reconciler: %w", err)
 	}
 	if err := (&namespacemap.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("liqo-namespacemap"),

@@ -66,6 +66,9 @@ type Reconciler struct {
 	Client client.Client
 	// LocalClusterID is this cluster's ID, part of the DefaultName remote names.
 	LocalClusterID corev1beta1.ClusterID
+	// APIReader reads the API server directly, not the cache: whether a provider still has a
+	// virtual node before its NamespaceMap is created. Nil: Client.
+	APIReader client.Reader
 }
 
 // RemoteName is the name of the remote namespaces of local namespace ns by the spec's mapping strategy.
@@ -211,6 +214,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
+		if m == nil {
+			continue // the provider's virtual node is gone: the nodes' watch brings it back
+		}
 		if m.Spec.DesiredMapping[local] != remote {
 			if err := r.setMapping(ctx, m, local, &remote); err != nil {
 				return reconcile.Result{}, fmt.Errorf("offloading namespace %s to %s: %w", local, id, err)
@@ -255,10 +261,14 @@ func (r *Reconciler) setSchedulingEnabled(ctx context.Context, namespace string,
 	return nil
 }
 
-// ensureMap returns the NamespaceMap of a provider, created (named after it) if missing.
+// ensureMap returns the NamespaceMap of a provider, created (named after it) if missing; nil when
+// it is missing and the provider has no virtual node any more (providerServes).
 func (r *Reconciler) ensureMap(ctx context.Context, w *world, id corev1beta1.ClusterID) (*offv1beta1.NamespaceMap, error) {
 	if m, ok := w.maps[id]; ok {
 		return m, nil
+	}
+	if serves, err := r.providerServes(ctx, id); err != nil || !serves {
+		return nil, err
 	}
 	m := &offv1beta1.NamespaceMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.tenants[id], Name: string(id),
 		Labels: map[string]string{consts.ReplicationLabel: "true", consts.RemoteClusterIDLabel: string(id)}}}
@@ -279,6 +289,30 @@ func (r *Reconciler) ensureMap(ctx context.Context, w *world, id corev1beta1.Clu
 	}
 	w.maps[id] = m
 	return m, nil
+}
+
+// providerServes tells, from the API server rather than the cache, whether provider id still
+// has a virtual node that is not being deleted. A NamespaceMap is created only then: an
+// unpeering deletes the map once the provider's virtual node is gone, and a reconcile that the
+// deletion triggers on a cache still showing the node must not create the map again (the
+// unpeering would wait for it forever).
+func (r *Reconciler) providerServes(ctx context.Context, id corev1beta1.ClusterID) (bool, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := reader.List(ctx, nodes, client.MatchingLabels{consts.TypeLabel: consts.VirtualNodeType, consts.RemoteClusterIDLabel: string(id)}); err != nil {
+		return false, fmt.Errorf("listing the virtual nodes of %s before creating its NamespaceMap: %w", id, err)
+	}
+	for _, n := range nodes.Items {
+		if n.DeletionTimestamp == nil {
+			return true, nil
+		}
+	}
+	log.FromContext(ctx).Info("no virtual node of the provider any more (a stale cache selected it): no NamespaceMap", "provider", id)
+	return false, nil
 }
 
 // setMapping sets (remote non-nil) or removes one key of a map's desiredMapping with a merge
