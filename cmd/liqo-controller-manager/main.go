@@ -310,6 +310,9 @@ func setup(mgr ctrl.Manager, o *options) error {
 	if err := setupOffloading(mgr, o); err != nil {
 		return err
 	}
+	if err := setupMarket(mgr, o); err != nil {
+		return err
+	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults,
 		APIServerURL: o.apiServerURL, CAData: o.caData, APIReader: mgr.GetAPIReader(), LiqoNamespace: o.identity.LiqoNamespace()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the negotiation reconciler: %w", err)

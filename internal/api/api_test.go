@@ -17,6 +17,7 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	ipamv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/ipam/v1alpha1"
+	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	netv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/networking/v1beta1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
@@ -25,7 +26,7 @@ import (
 // ourGroups are the API groups this module defines.
 var ourGroups = map[string]bool{
 	corev1beta1.GroupVersion.Group: true, netv1beta1.GroupVersion.Group: true, authv1beta1.GroupVersion.Group: true,
-	offv1beta1.GroupVersion.Group: true, ipamv1alpha1.GroupVersion.Group: true,
+	offv1beta1.GroupVersion.Group: true, ipamv1alpha1.GroupVersion.Group: true, marketv1alpha1.GroupVersion.Group: true,
 }
 
 // loadSamples decodes testdata/samples.yaml strictly into our Go types: a field in the YAML that
@@ -68,7 +69,7 @@ func TestSamplesCoverEveryKind(t *testing.T) {
 		covered[gvks[0].Kind] = true
 	}
 	want := []string{"ForeignCluster", "Configuration", "GatewayServer", "GatewayClient", "PublicKey", "Connection",
-		"Tenant", "Identity", "ResourceSlice", "VirtualNode", "NamespaceOffloading", "NamespaceMap", "ShadowPod", "ShadowEndpointSlice", "Network", "IP"}
+		"Tenant", "Identity", "ResourceSlice", "VirtualNode", "NamespaceOffloading", "NamespaceMap", "ShadowPod", "ShadowEndpointSlice", "Network", "IP", "Offer"}
 	for _, k := range want {
 		if !covered[k] {
 			t.Errorf("no sample of kind %s", k)

@@ -30,11 +30,12 @@ uninstall hook may delete. */}}
 - shadowendpointslices.offloading.liqo.io
 - shadowpods.offloading.liqo.io
 - virtualnodes.offloading.liqo.io
+- offers.market.peerkit.io
 {{- end -}}
 
 {{/* The API groups of our kinds. */}}
 {{- define "liqo.apiGroups" -}}
-["core.liqo.io", "networking.liqo.io", "authentication.liqo.io", "offloading.liqo.io", "ipam.liqo.io"]
+["core.liqo.io", "networking.liqo.io", "authentication.liqo.io", "offloading.liqo.io", "ipam.liqo.io", "market.peerkit.io"]
 {{- end -}}
 
 {{/* Scheduling of the manager's and the hook's pods. */}}

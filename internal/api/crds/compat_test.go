@@ -21,6 +21,7 @@ import (
 
 	"github.com/peerkit/terraform-provider-liqo/internal/api"
 	"github.com/peerkit/terraform-provider-liqo/internal/api/crds"
+	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
@@ -69,10 +70,13 @@ func TestFieldsExistUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ours) != 24 {
-		t.Errorf("we have %d CRDs, want 24", len(ours))
+	if len(ours) != 25 {
+		t.Errorf("we have %d CRDs, want 25", len(ours))
 	}
 	for _, our := range ours {
+		if our.Spec.Group == marketv1alpha1.GroupVersion.Group {
+			continue // our own group (seed 004's offers and contracts): upstream has no counterpart
+		}
 		t.Run(our.Name, func(t *testing.T) {
 			up := loadCRD(t, filepath.Join(dir, our.Spec.Group+"_"+our.Spec.Names.Plural+".yaml"))
 			if up.Name != our.Name || up.Spec.Group != our.Spec.Group || up.Spec.Names.Kind != our.Spec.Names.Kind ||
