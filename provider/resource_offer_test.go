@@ -3,6 +3,8 @@ package provider_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -231,4 +233,16 @@ resource "liqo_offer" "o" {
 			}})
 		})
 	}
+}
+
+// TestAccOfferExample plans the documentation's example of liqo_offer against the test
+// clusters, so that it stays valid as the schema changes.
+func TestAccOfferExample(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "examples", "resources", "liqo_offer", "resource.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Providers, Steps: []resource.TestStep{
+		{Config: providerBlock() + string(src), PlanOnly: true, ExpectNonEmptyPlan: true},
+	}})
 }
