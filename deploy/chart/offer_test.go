@@ -37,7 +37,7 @@ func TestDefaultOffer(t *testing.T) {
 		t.Fatalf("the manager's --default-offer=%s: %v", spec, err)
 	}
 	if q := got.Resources["nvidia.com/gpu"]; q.Cmp(resource.MustParse("1")) != 0 || got.Prices["memory"].Per.String() != "1Gi" ||
-		got.Currency != "EUR" || len(got.Consumers) != 1 || got.MaxDuration.Duration.Hours() != 720 {
+		got.Currency != "EUR" || len(got.Consumers) != 1 || got.MaxDuration.Hours() != 720 {
 		t.Errorf("the default offer's spec %+v is not the values'", got)
 	}
 }
