@@ -180,7 +180,7 @@ func (m *offerModel) spec(ctx context.Context) (*marketv1alpha1.OfferSpec, error
 	if err != nil {
 		return nil, err
 	}
-	if !m.Consumers.IsNull() {
+	if !m.Consumers.IsNull() && !m.Consumers.IsUnknown() {
 		if d := m.Consumers.ElementsAs(ctx, &spec.Consumers, false); d.HasError() {
 			return nil, fmt.Errorf("reading consumers: %w", diagsError(d))
 		}
