@@ -27,10 +27,31 @@ type offerTerms struct {
 // offerPriceType is the type of one element of `prices`.
 var offerPriceType = types.ObjectType{AttrTypes: map[string]attr.Type{"amount": types.StringType, "per": types.StringType}}
 
-// known tells whether every term is known (as ValidateConfig needs to check them together).
+// known tells whether every term is known, to the last price (as ValidateConfig needs to check
+// them together).
 func (t *offerTerms) known() bool {
 	for _, v := range []attr.Value{t.Resources, t.Currency, t.Prices, t.Minimum, t.Maximum, t.MinDuration, t.MaxDuration} {
-		if v.IsUnknown() {
+		if !fullyKnown(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// fullyKnown tells whether a value and, in a map or an object, every value in it is known.
+func fullyKnown(v attr.Value) bool {
+	if v.IsUnknown() {
+		return false
+	}
+	var inner map[string]attr.Value
+	switch x := v.(type) {
+	case types.Map:
+		inner = x.Elements()
+	case types.Object:
+		inner = x.Attributes()
+	}
+	for _, e := range inner {
+		if !fullyKnown(e) {
 			return false
 		}
 	}

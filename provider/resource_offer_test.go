@@ -246,3 +246,24 @@ func TestAccOfferExample(t *testing.T) {
 		{Config: providerBlock() + string(src), PlanOnly: true, ExpectNonEmptyPlan: true},
 	}})
 }
+
+// TestAccOfferUnknownPrice: a price known only at apply (from another resource) is not refused
+// at plan for being empty: the offer is checked whole once every term is known.
+func TestAccOfferUnknownPrice(t *testing.T) {
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: protoV6Providers, Steps: []resource.TestStep{{
+		Config: providerBlock() + `
+resource "terraform_data" "price" {
+  input = "0.5"
+}
+
+resource "liqo_offer" "o" {
+  cluster   = "provider"
+  name      = "later"
+  resources = { cpu = "4" }
+  currency  = "EUR"
+  prices    = { cpu = { amount = terraform_data.price.output } }
+}
+`,
+		PlanOnly: true, ExpectNonEmptyPlan: true,
+	}}})
+}
