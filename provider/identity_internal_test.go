@@ -23,8 +23,8 @@ import (
 func TestResourceIdentities(t *testing.T) {
 	ctx := t.Context()
 	resources := New("test")().Resources(ctx)
-	if len(resources) != 14 {
-		t.Errorf("the provider has %d resources, this test knows 14: check the new ones have an identity", len(resources))
+	if len(resources) != 15 {
+		t.Errorf("the provider has %d resources, this test knows 15: check the new ones have an identity", len(resources))
 	}
 	for _, newResource := range resources {
 		r := newResource()

@@ -139,12 +139,13 @@ func (p *liqoProvider) Resources(_ context.Context) []func() resource.Resource {
 	out := []func() resource.Resource{newTenantNamespaceResource}
 	out = append(out, networkingResources()...)
 	out = append(out, authenticationResources()...)
-	return append(out, offloadingResources()...)
+	out = append(out, offloadingResources()...)
+	return append(out, marketResources()...)
 }
 
 // DataSources lists the provider's data sources.
 func (p *liqoProvider) DataSources(_ context.Context) []func() datasource.DataSource {
-	return append(offloadingDataSources(), newDNSDiscoveryDataSource, newLANDiscoveryDataSource)
+	return append(append(offloadingDataSources(), marketDataSources()...), newDNSDiscoveryDataSource, newLANDiscoveryDataSource)
 }
 
 // EphemeralResources lists the provider's ephemeral resources.

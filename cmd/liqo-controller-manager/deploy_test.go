@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/peerkit/terraform-provider-liqo/deploy/chart"
+	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 	"github.com/peerkit/terraform-provider-liqo/internal/version"
@@ -48,8 +49,10 @@ func TestChartRunsTheManager(t *testing.T) {
 	if err := cl.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	objs := renderChart(t, consts.LiqoNamespace, map[string]any{"clusterID": "cl-a", "podCIDR": "10.244.0.0/16"}, false)
+	objs := renderChart(t, consts.LiqoNamespace, map[string]any{"clusterID": "cl-a", "podCIDR": "10.244.0.0/16",
+		"defaultOffer": map[string]any{"spec": map[string]any{"resources": map[string]any{"cpu": "2"}}}}, false)
 	kinds := map[string]bool{}
+	defaultOffer := chartArg(objs, "--default-offer=") // passed to the manager run here
 	for _, o := range objs {
 		kinds[o.GetKind()] = true
 		if err := cl.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("test"), client.DryRunAll, client.ForceOwnership); err != nil {
@@ -81,7 +84,7 @@ func TestChartRunsTheManager(t *testing.T) {
 		done <- run(rctx, []string{"--kubeconfig", path, "--cluster-id", "cl-a", "--pod-cidr", "10.244.0.0/16",
 			"--health-probe-bind-address", probe, "--metrics-bind-address", "0",
 			// The webhooks too (at a local URL: the manager runs here, not behind the Service).
-			"--webhook-url", "https://" + hook, "--webhook-bind-address", hook}, out)
+			"--webhook-url", "https://" + hook, "--webhook-bind-address", hook, defaultOffer}, out)
 	}()
 	err := waitReady(ctx, probe, 90*time.Second, exitedFrom(done))
 	if err != nil {
@@ -109,6 +112,8 @@ func TestChartRunsTheManager(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Group: "offloading.liqo.io", Resource: "namespaceoffloadings", Verb: "update", Namespace: "any"}, true},
 		{authorizationv1.ResourceAttributes{Group: "offloading.liqo.io", Resource: "namespaceoffloadings", Verb: "delete", Namespace: "any"}, true},
 		{authorizationv1.ResourceAttributes{Group: "events.k8s.io", Resource: "events", Verb: "create", Namespace: "any"}, true},
+		// The offer publication: Offers in every tenant namespace.
+		{authorizationv1.ResourceAttributes{Group: "market.peerkit.io", Resource: "offers", Verb: "create", Namespace: "any"}, true},
 	} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: sa, ResourceAttributes: &c.attrs}}
 		if err := cl.Client.Create(ctx, sar); err != nil {
@@ -118,10 +123,30 @@ func TestChartRunsTheManager(t *testing.T) {
 			t.Errorf("the chart's ServiceAccount may %s %s %s: %v, want %v", c.attrs.Verb, c.attrs.Resource, c.attrs.Name, sar.Status.Allowed, c.want)
 		}
 	}
+	if err := cl.Client.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: "default"}, &marketv1alpha1.Offer{}); err != nil {
+		t.Errorf("the chart's default offer (%s): %v", defaultOffer, err)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("manager stopped with %v", err)
 	}
+}
+
+// chartArg is the argument of a container of the rendered chart that begins with prefix.
+func chartArg(objs []*unstructured.Unstructured, prefix string) string {
+	for _, o := range objs {
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			m, _ := c.(map[string]any)
+			args, _, _ := unstructured.NestedStringSlice(m, "args")
+			for _, a := range args {
+				if strings.HasPrefix(a, prefix) {
+					return a
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that authenticates to cl as ServiceAccount

@@ -70,6 +70,7 @@ type options struct {
 	webhooks     webhookOptions
 	vk           virtualKubeletOptions
 	lan          lanDiscoveryOptions
+	market       marketOptions
 	podSecurity  podsecurity.Policy
 	// fabricRulePriority is the priority of the nodes' policy rules to the gateways.
 	fabricRulePriority int
@@ -119,6 +120,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 	o.webhooks.bindFlags(fs)
 	o.vk.bindFlags(fs)
 	o.lan.bindFlags(fs)
+	o.market.bindFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -204,6 +206,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	o.identity.ClusterID = id
 	if err := workload.EnsureDefaultTemplates(ctx, direct, o.identity.LiqoNamespace()); err != nil {
 		return fmt.Errorf("ensuring the default gateway templates: %w", err)
+	}
+	if err := ensureDefaultOffer(ctx, direct, o); err != nil {
+		return err
 	}
 	log.Info("cluster identity in place", "clusterID", id, "apiServer", cfg.Host)
 
@@ -308,6 +313,9 @@ func setup(mgr ctrl.Manager, o *options) error {
 		return fmt.Errorf("setting up the NamespaceMap replication reconciler: %w", err)
 	}
 	if err := setupOffloading(mgr, o); err != nil {
+		return err
+	}
+	if err := setupMarket(mgr, o); err != nil {
 		return err
 	}
 	if err := (&negotiation.Reconciler{Client: mgr.GetClient(), Policy: o.share, Defaults: o.defaults,

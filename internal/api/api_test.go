@@ -69,7 +69,7 @@ func TestSamplesCoverEveryKind(t *testing.T) {
 		covered[gvks[0].Kind] = true
 	}
 	want := []string{"ForeignCluster", "Configuration", "GatewayServer", "GatewayClient", "PublicKey", "Connection",
-		"Tenant", "Identity", "ResourceSlice", "VirtualNode", "NamespaceOffloading", "NamespaceMap", "ShadowPod", "ShadowEndpointSlice", "Network", "IP", "Contract"}
+		"Tenant", "Identity", "ResourceSlice", "VirtualNode", "NamespaceOffloading", "NamespaceMap", "ShadowPod", "ShadowEndpointSlice", "Network", "IP", "Contract", "Offer"}
 	for _, k := range want {
 		if !covered[k] {
 			t.Errorf("no sample of kind %s", k)

@@ -42,7 +42,7 @@ func TestContractThroughAPIServer(t *testing.T) {
 
 	terms := sampleTerms()
 	terms.Resources[corev1.ResourceCPU] = resource.MustParse("2000m")
-	terms.Prices[corev1.ResourceCPU] = "0.040"
+	terms.Prices[corev1.ResourceCPU] = marketv1alpha1.Price{Amount: "0.040"}
 	terms.Start = metav1.NewTime(time.Now().Add(123 * time.Millisecond))
 	terms.End = metav1.NewTime(terms.Start.Add(24 * time.Hour))
 	sent := &marketv1alpha1.Contract{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "gpu-small"},

@@ -13,10 +13,11 @@
 //	offerGeneration: the terms' integer;
 //	currency: the currency code as written;
 //	start, end: the times in UTC, RFC 3339, to the second ("2026-01-02T15:04:05Z");
-//	resources: an array, sorted by name, of {"name", "amount", "price"} for every resource named
+//	resources: an array, sorted by name, of {"name", "amount", "price", "per"} for every resource named
 //	  in the terms' resources or prices; amount is the quantity's exact value as a plain decimal
 //	  ("1000m", "1" and "1e0" are all "1"; "1Gi" is "1073741824"; "500m" is "0.5"), price the
-//	  price as a plain decimal ("0.50" is "0.5", "007" is "7"); "" for one missing or, for a
+//	  price's amount as a plain decimal ("0.50" is "0.5", "007" is "7"), per the quantity it is
+//	  for as a plain decimal like amount ("1" when not given); "" for one missing or, for a
 //	  price, not a decimal (CheckTerms refuses such terms, Sign does not sign them).
 //
 // Decimals have no exponent, no sign unless negative, no leading zeros before the point but
@@ -42,7 +43,8 @@ import (
 // sign (the authentication handshake's nonces).
 const Version = "liqo-contract-v1\n"
 
-// decimalPattern is a non-negative decimal number written out in full, as a Price.
+// decimalPattern is a non-negative decimal number written out in full, as a Decimal or a
+// Price's amount.
 var decimalPattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
 // canonicalTerms is the JSON object of the canonical encoding; its field order is the encoding's.
@@ -63,6 +65,7 @@ type canonicalResource struct {
 	Name   string `json:"name"`
 	Amount string `json:"amount"`
 	Price  string `json:"price"`
+	Per    string `json:"per"`
 }
 
 // Canonical returns the canonical encoding of terms (see the package documentation): the bytes
@@ -85,8 +88,11 @@ func Canonical(terms *marketv1alpha1.ContractTerms) []byte {
 		if q, ok := terms.Resources[name]; ok {
 			r.Amount = canonicalDecimal(q.AsDec().String())
 		}
-		if p, ok := terms.Prices[name]; ok && decimalPattern.MatchString(string(p)) {
-			r.Price = canonicalDecimal(string(p))
+		if p, ok := terms.Prices[name]; ok && decimalPattern.MatchString(p.Amount) {
+			r.Price, r.Per = canonicalDecimal(p.Amount), "1"
+			if p.Per != nil {
+				r.Per = canonicalDecimal(p.Per.AsDec().String())
+			}
 		}
 		c.Resources = append(c.Resources, r)
 	}

@@ -129,14 +129,17 @@ func checkResources(terms *marketv1alpha1.ContractTerms) []string {
 			}
 			continue
 		}
-		p = append(p, checkPrice(string(name), string(price))...)
+		p = append(p, checkPrice(string(name), price.Amount)...)
+		if price.Per != nil && price.Per.Sign() <= 0 {
+			p = append(p, fmt.Sprintf("spec.terms.prices[%s].per is %s: price a quantity above zero, or leave per out for 1", name, price.Per.String()))
+		}
 	}
 	return p
 }
 
 // checkPrice checks that a price is a plain non-negative decimal number.
 func checkPrice(name, price string) []string {
-	field := "spec.terms.prices[" + name + "]"
+	field := "spec.terms.prices[" + name + "].amount"
 	switch {
 	case len(price) > maxPriceLength:
 		return []string{fmt.Sprintf("%s has %d characters: write a price of at most %d", field, len(price), maxPriceLength)}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/contract"
@@ -34,9 +35,9 @@ func sampleTerms() *marketv1alpha1.ContractTerms {
 			"nvidia.com/gpu":      resource.MustParse("1"),
 		},
 		Prices: map[corev1.ResourceName]marketv1alpha1.Price{
-			corev1.ResourceCPU:    "0.04",
-			corev1.ResourceMemory: "0.000000000005",
-			"nvidia.com/gpu":      "1.2",
+			corev1.ResourceCPU:    {Amount: "0.04"},
+			corev1.ResourceMemory: {Amount: "0.005", Per: ptr.To(resource.MustParse("1Gi"))},
+			"nvidia.com/gpu":      {Amount: "1.2"},
 		},
 		Currency: "EUR",
 		Start:    metav1.NewTime(start),
@@ -49,8 +50,8 @@ const golden = "liqo-contract-v1\n" +
 	`{"consumerClusterID":"cl-consumer","providerClusterID":"cl-provider","offerName":"gpu-small",` +
 	`"offerUID":"0b3c7a1e-5d1f-4c57-9a43-2f8e1d6c0a11","offerGeneration":3,"currency":"EUR",` +
 	`"start":"2026-11-29T11:00:00Z","end":"2026-11-30T11:00:00Z","resources":[` +
-	`{"name":"cpu","amount":"2","price":"0.04"},{"name":"memory","amount":"4294967296","price":"0.000000000005"},` +
-	`{"name":"nvidia.com/gpu","amount":"1","price":"1.2"}]}`
+	`{"name":"cpu","amount":"2","price":"0.04","per":"1"},{"name":"memory","amount":"4294967296","price":"0.005","per":"1073741824"},` +
+	`{"name":"nvidia.com/gpu","amount":"1","price":"1.2","per":"1"}]}`
 
 // TestCanonicalGolden: the encoding of known terms is exactly the documented one.
 func TestCanonicalGolden(t *testing.T) {
@@ -70,11 +71,11 @@ func TestCanonicalSameMeaningSameBytes(t *testing.T) {
 	other.Resources = corev1.ResourceList{}
 	other.Prices = map[corev1.ResourceName]marketv1alpha1.Price{}
 	other.Resources["nvidia.com/gpu"] = resource.MustParse("1000m")
-	other.Prices["nvidia.com/gpu"] = "1.20"
+	other.Prices["nvidia.com/gpu"] = marketv1alpha1.Price{Amount: "1.20"}
 	other.Resources[corev1.ResourceMemory] = resource.MustParse("4294967296")
-	other.Prices[corev1.ResourceMemory] = "00.0000000000050"
+	other.Prices[corev1.ResourceMemory] = marketv1alpha1.Price{Amount: "00.0050", Per: ptr.To(resource.MustParse("1073741824"))}
 	other.Resources[corev1.ResourceCPU] = resource.MustParse("2000m")
-	other.Prices[corev1.ResourceCPU] = "000.040"
+	other.Prices[corev1.ResourceCPU] = marketv1alpha1.Price{Amount: "000.040"}
 	other.Start = metav1.NewTime(start.In(paris).Add(999 * time.Millisecond))
 	other.End = metav1.NewTime(start.Add(24 * time.Hour).In(paris))
 	if got := contract.Canonical(other); !bytes.Equal(got, want) {
@@ -108,17 +109,23 @@ func TestCanonicalEveryFieldMatters(t *testing.T) {
 		"OfferUID":          func(c *marketv1alpha1.ContractTerms) { c.OfferUID = "another" },
 		"OfferGeneration":   func(c *marketv1alpha1.ContractTerms) { c.OfferGeneration = 4 },
 		"Resources":         func(c *marketv1alpha1.ContractTerms) { c.Resources[corev1.ResourceCPU] = resource.MustParse("2001m") },
-		"Prices":            func(c *marketv1alpha1.ContractTerms) { c.Prices[corev1.ResourceMemory] = "0.0000000000051" },
-		"Currency":          func(c *marketv1alpha1.ContractTerms) { c.Currency = "USD" },
-		"Start":             func(c *marketv1alpha1.ContractTerms) { c.Start = metav1.NewTime(start.Add(time.Second)) },
-		"End":               func(c *marketv1alpha1.ContractTerms) { c.End = metav1.NewTime(c.End.Add(-time.Second)) },
+		"Prices": func(c *marketv1alpha1.ContractTerms) {
+			c.Prices[corev1.ResourceMemory] = marketv1alpha1.Price{Amount: "0.0051", Per: ptr.To(resource.MustParse("1Gi"))}
+		},
+		"Currency": func(c *marketv1alpha1.ContractTerms) { c.Currency = "USD" },
+		"Start":    func(c *marketv1alpha1.ContractTerms) { c.Start = metav1.NewTime(start.Add(time.Second)) },
+		"End":      func(c *marketv1alpha1.ContractTerms) { c.End = metav1.NewTime(c.End.Add(-time.Second)) },
 	}
 	more := map[string]func(*marketv1alpha1.ContractTerms){
-		"a resource more":        func(c *marketv1alpha1.ContractTerms) { c.Resources[corev1.ResourcePods] = resource.MustParse("10") },
-		"a resource less":        func(c *marketv1alpha1.ContractTerms) { delete(c.Resources, "nvidia.com/gpu") },
-		"a price less":           func(c *marketv1alpha1.ContractTerms) { delete(c.Prices, "nvidia.com/gpu") },
-		"a price more":           func(c *marketv1alpha1.ContractTerms) { c.Prices[corev1.ResourcePods] = "1" },
-		"a price not a decimal":  func(c *marketv1alpha1.ContractTerms) { c.Prices[corev1.ResourceCPU] = "4e-2" },
+		"a resource more": func(c *marketv1alpha1.ContractTerms) { c.Resources[corev1.ResourcePods] = resource.MustParse("10") },
+		"a resource less": func(c *marketv1alpha1.ContractTerms) { delete(c.Resources, "nvidia.com/gpu") },
+		"a price less":    func(c *marketv1alpha1.ContractTerms) { delete(c.Prices, "nvidia.com/gpu") },
+		"a price more": func(c *marketv1alpha1.ContractTerms) {
+			c.Prices[corev1.ResourcePods] = marketv1alpha1.Price{Amount: "1"}
+		},
+		"a price not a decimal": func(c *marketv1alpha1.ContractTerms) {
+			c.Prices[corev1.ResourceCPU] = marketv1alpha1.Price{Amount: "4e-2"}
+		},
 		"amount to price":        func(c *marketv1alpha1.ContractTerms) { c.Resources[corev1.ResourceCPU] = resource.MustParse("40m") },
 		"resource renamed":       func(c *marketv1alpha1.ContractTerms) { moveResource(c, "nvidia.com/gpu", "amd.com/gpu") },
 		"offer UID to offerName": func(c *marketv1alpha1.ContractTerms) { c.OfferName, c.OfferUID = c.OfferUID, c.OfferName },
@@ -184,7 +191,7 @@ func TestSignVerify(t *testing.T) {
 	}
 
 	tampered := sampleTerms()
-	tampered.Prices[corev1.ResourceCPU] = "0.03"
+	tampered.Prices[corev1.ResourceCPU] = marketv1alpha1.Price{Amount: "0.03"}
 	if err := contract.Verify(tampered, sig, key.Public); !errors.Is(err, contract.ErrBadSignature) {
 		t.Errorf("tampered price: got %v, want ErrBadSignature", err)
 	}
@@ -299,7 +306,7 @@ func TestVerifyBoth(t *testing.T) {
 // ones (a free resource included) pass.
 func TestCheckTerms(t *testing.T) {
 	free := sampleTerms()
-	free.Prices[corev1.ResourceCPU] = "0"
+	free.Prices[corev1.ResourceCPU] = marketv1alpha1.Price{Amount: "0"}
 	for _, ok := range []*marketv1alpha1.ContractTerms{sampleTerms(), free} {
 		if err := contract.CheckTerms(ok); err != nil {
 			t.Errorf("valid terms refused: %v", err)
@@ -328,21 +335,29 @@ func TestCheckTerms(t *testing.T) {
 		{"currency unknown", func(c *marketv1alpha1.ContractTerms) { c.Currency = "ABC" }, []string{`spec.terms.currency "ABC"`}},
 		{"currency a symbol", func(c *marketv1alpha1.ContractTerms) { c.Currency = "€" }, []string{`spec.terms.currency "€"`}},
 		{"no currency", func(c *marketv1alpha1.ContractTerms) { c.Currency = "" }, []string{"spec.terms.currency is empty"}},
-		{"price negative", func(c *marketv1alpha1.ContractTerms) { c.Prices[corev1.ResourceCPU] = "-0.04" },
-			[]string{"spec.terms.prices[cpu] is negative (-0.04): write a price of 0 or more"}},
-		{"price with an exponent", func(c *marketv1alpha1.ContractTerms) { c.Prices[corev1.ResourceCPU] = "4e-2" },
-			[]string{`spec.terms.prices[cpu] "4e-2" is not a decimal number`}},
-		{"price with a currency", func(c *marketv1alpha1.ContractTerms) { c.Prices[corev1.ResourceCPU] = "0.04 EUR" },
-			[]string{`spec.terms.prices[cpu] "0.04 EUR" is not a decimal number`}},
-		{"price empty", func(c *marketv1alpha1.ContractTerms) { c.Prices[corev1.ResourceCPU] = "" },
-			[]string{`spec.terms.prices[cpu] "" is not a decimal number`}},
-		{"price too long", func(c *marketv1alpha1.ContractTerms) {
-			c.Prices[corev1.ResourceCPU] = marketv1alpha1.Price("0." + strings.Repeat("1", 70))
+		{"price negative", func(c *marketv1alpha1.ContractTerms) {
+			c.Prices[corev1.ResourceCPU] = marketv1alpha1.Price{Amount: "-0.04"}
 		},
-			[]string{"spec.terms.prices[cpu] has 72 characters"}},
+			[]string{"spec.terms.prices[cpu].amount is negative (-0.04): write a price of 0 or more"}},
+		{"price with an exponent", func(c *marketv1alpha1.ContractTerms) {
+			c.Prices[corev1.ResourceCPU] = marketv1alpha1.Price{Amount: "4e-2"}
+		},
+			[]string{`spec.terms.prices[cpu].amount "4e-2" is not a decimal number`}},
+		{"price with a currency", func(c *marketv1alpha1.ContractTerms) {
+			c.Prices[corev1.ResourceCPU] = marketv1alpha1.Price{Amount: "0.04 EUR"}
+		},
+			[]string{`spec.terms.prices[cpu].amount "0.04 EUR" is not a decimal number`}},
+		{"price empty", func(c *marketv1alpha1.ContractTerms) { c.Prices[corev1.ResourceCPU] = marketv1alpha1.Price{Amount: ""} },
+			[]string{`spec.terms.prices[cpu].amount "" is not a decimal number`}},
+		{"price too long", func(c *marketv1alpha1.ContractTerms) {
+			c.Prices[corev1.ResourceCPU] = marketv1alpha1.Price{Amount: "0." + strings.Repeat("1", 70)}
+		},
+			[]string{"spec.terms.prices[cpu].amount has 72 characters"}},
 		{"price missing", func(c *marketv1alpha1.ContractTerms) { delete(c.Prices, corev1.ResourceMemory) },
 			[]string{"spec.terms.prices[memory] is missing: set its price"}},
-		{"price without resource", func(c *marketv1alpha1.ContractTerms) { c.Prices[corev1.ResourcePods] = "0.001" },
+		{"price without resource", func(c *marketv1alpha1.ContractTerms) {
+			c.Prices[corev1.ResourcePods] = marketv1alpha1.Price{Amount: "0.001"}
+		},
 			[]string{"spec.terms.prices[pods] prices a resource not in spec.terms.resources"}},
 		{"bad resource name", func(c *marketv1alpha1.ContractTerms) { moveResource(c, corev1.ResourceCPU, "c p u") },
 			[]string{`resource name "c p u" is not a resource name`}},
@@ -355,8 +370,10 @@ func TestCheckTerms(t *testing.T) {
 		{"no offer", func(c *marketv1alpha1.ContractTerms) { c.OfferName = "" }, []string{"spec.terms.offerName is empty: name the provider's offer"}},
 		{"bad offer name", func(c *marketv1alpha1.ContractTerms) { c.OfferName = "GPU Small" }, []string{`spec.terms.offerName "GPU Small" is not an object name`}},
 		{"negative generation", func(c *marketv1alpha1.ContractTerms) { c.OfferGeneration = -1 }, []string{"spec.terms.offerGeneration is -1"}},
-		{"two problems", func(c *marketv1alpha1.ContractTerms) { c.Currency, c.Prices[corev1.ResourceCPU] = "", "x" },
-			[]string{"spec.terms.currency is empty", `; spec.terms.prices[cpu] "x"`}},
+		{"two problems", func(c *marketv1alpha1.ContractTerms) {
+			c.Currency, c.Prices[corev1.ResourceCPU] = "", marketv1alpha1.Price{Amount: "x"}
+		},
+			[]string{"spec.terms.currency is empty", `; spec.terms.prices[cpu].amount "x"`}},
 	}
 	for _, tc := range cases {
 		terms := sampleTerms()

@@ -88,12 +88,20 @@ func TestWorkloadRulesNeverReadSecrets(t *testing.T) {
 	}
 }
 
-// A consumer's control plane reads its Tenant but writes none, and touches nothing outside
-// Liqo's authentication and offloading groups.
+// A consumer's control plane reads its Tenant but writes none, reads the Offers published to it
+// but writes none, and touches nothing outside Liqo's authentication and offloading groups and
+// our market group's offers.
 func TestControlPlaneRulesLeastPrivilege(t *testing.T) {
-	readsTenants := false
+	readsTenants, readsOffers := false, false
 	for _, r := range peerrbac.ControlPlaneRules() {
 		for _, g := range r.APIGroups {
+			if g == "market.peerkit.io" {
+				readsOffers = slices.Equal(r.Resources, []string{"offers"}) && slices.Equal(r.Verbs, []string{"get", "list", "watch"})
+				if !readsOffers {
+					t.Errorf("market rule %v: want read-only offers", r)
+				}
+				continue
+			}
 			if g != "authentication.liqo.io" && g != "offloading.liqo.io" {
 				t.Errorf("rule %v reaches group %q", r, g)
 			}
@@ -107,6 +115,9 @@ func TestControlPlaneRulesLeastPrivilege(t *testing.T) {
 	}
 	if !readsTenants {
 		t.Error("no rule lets the consumer read its Tenant (renewed certificates are read from its status)")
+	}
+	if !readsOffers {
+		t.Error("no rule lets the consumer read the Offers published to it")
 	}
 }
 

@@ -31,6 +31,7 @@ uninstall hook may delete. */}}
 - shadowpods.offloading.liqo.io
 - virtualnodes.offloading.liqo.io
 - contracts.market.peerkit.io
+- offers.market.peerkit.io
 {{- end -}}
 
 {{/* The API groups of our kinds. */}}

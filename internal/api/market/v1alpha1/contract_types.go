@@ -10,11 +10,11 @@ import (
 // ContractKind is the kind of a Contract.
 const ContractKind = "Contract"
 
-// Price is a non-negative decimal number written out in full ("0.05", "12", never "1e3" nor
+// Decimal is a non-negative decimal number written out in full ("0.05", "12", never "1e3" nor
 // "-1"): an amount of a currency.
 // +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 // +kubebuilder:validation:MaxLength=64
-type Price string
+type Decimal string
 
 // CurrencyCode is an ISO 4217 currency code: three upper-case letters, such as EUR or USD.
 // +kubebuilder:validation:Pattern=`^[A-Z]{3}$`
@@ -48,9 +48,9 @@ type ContractTerms struct {
 	// extended resources such as nvidia.com/gpu), each above zero.
 	// +kubebuilder:validation:XValidation:rule="size(self) > 0",message="terms.resources must name at least one resource"
 	Resources corev1.ResourceList `json:"resources"`
-	// Prices are the price of each resource in Resources, per unit and hour, in Currency. The
-	// unit is one of the resource as Kubernetes counts it: a CPU, a byte of memory or storage,
-	// a pod, a device.
+	// Prices are the price of each resource in Resources for one hour, in Currency, as the
+	// accepted Offer gives it: an amount per a quantity of the resource (per default 1: one CPU,
+	// one pod, one device; "1Gi" for memory priced by the gibibyte).
 	// +kubebuilder:validation:XValidation:rule="size(self) > 0",message="terms.prices must price at least one resource"
 	Prices map[corev1.ResourceName]Price `json:"prices"`
 	// Currency is the ISO 4217 code of the prices' currency.
@@ -107,7 +107,7 @@ type ContractStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// AccruedCost is the cost metered so far, in the terms' currency, a decimal number.
 	// +optional
-	AccruedCost Price `json:"accruedCost,omitempty"`
+	AccruedCost Decimal `json:"accruedCost,omitempty"`
 	// LastMetered is when AccruedCost was last brought up to date.
 	// +optional
 	LastMetered *metav1.Time `json:"lastMetered,omitempty"`
