@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,14 +31,17 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
-// BenchmarkOffload offloads a Deployment scaled at once from 0 to 100 and to 1000 replicas
-// and reports: all-running-s, the time from the scale-up until every local pod is Running
+// BenchmarkOffload offloads a Deployment scaled at once from 0 to n replicas, for each n of
+// $LIQO_BENCH_OFFLOAD_PODS (comma-separated, default 100,1000; make bench adds 10000), and reports: all-running-s, the time from the scale-up until every local pod is Running
 // (status reflected from the provider); p50-ms and p99-ms, per pod, from the pod's creation
 // (its ADDED event on the consumer) to its Running status (the event that shows it); and, for
 // this process (the consumer side: the virtual node's runner and pod reflector; the provider's
 // ShadowPod controller runs in a child process, the clusters in their own processes):
-// rss-MB once every pod is Running, rss-delta-MB from before the scale-up, and cpu-s (user +
-// system) spent from the scale-up until every pod is Running. Each iteration scales up, waits,
+// rss-MB once every pod is Running, rss-delta-MB from before the scale-up, heap-MB (the Go
+// heap in use then, runtime.MemStats.HeapInuse) and cpu-s (user + system) spent from the
+// scale-up until every pod is Running. This process is the virtual kubelet plus the
+// benchmark's own three watches (local pods, remote pods, ShadowPods), which keep no objects:
+// a few maps of names and times, so rss-MB is the virtual kubelet's within a few MB. Each iteration scales up, waits,
 // scales back to 0 and waits for every pod to be gone.
 //
 // The floor, in the same run: the same pods created directly on the provider by a Deployment
@@ -45,9 +49,35 @@ import (
 // KWOK's own cost on this machine): floor-all-running-s and floor-p99-ms, and the ratios
 // all-running-x (offloaded all-running-s over the floor's) and p99-x.
 func BenchmarkOffload(b *testing.B) {
-	for _, n := range []int{100, 1000} {
+	for _, n := range offloadSizes(b) {
 		b.Run(strconv.Itoa(n), func(b *testing.B) { benchmarkOffload(b, n) })
 	}
+}
+
+// offloadPodsEnv lists the pod counts BenchmarkOffload runs, comma-separated (default 100,1000).
+const offloadPodsEnv = "LIQO_BENCH_OFFLOAD_PODS"
+
+// offloadSizes reads $LIQO_BENCH_OFFLOAD_PODS.
+func offloadSizes(b *testing.B) []int {
+	v := os.Getenv(offloadPodsEnv)
+	if v == "" {
+		return []int{100, 1000}
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("$%s=%q: want pod counts of 1 or more, comma-separated", offloadPodsEnv, v)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// waitFor is how long the benchmark waits for n pods to be Running or gone: 5 minutes, and
+// 100 ms a pod beyond 3000 (about 17 minutes at 10,000).
+func waitFor(n int) time.Duration {
+	return 5*time.Minute + time.Duration(max(n-3000, 0))*100*time.Millisecond
 }
 
 func benchmarkOffload(b *testing.B, n int) {
@@ -58,13 +88,13 @@ func benchmarkOffload(b *testing.B, n int) {
 	create(b, bd.cons.Client, dep)
 	bd.createDirect(b)
 
-	var allRunning, p50, p99, rss, rssDelta, cpu, floorAll, floorP99 float64
+	var allRunning, p50, p99, rss, rssDelta, heap, cpu, floorAll, floorP99 float64
 	for i := 0; i < b.N; i++ {
 		r := bd.offloadOnce(ctx, b, n)
 		allRunning += r.allRunning.Seconds()
 		p50 += float64(r.p50.Milliseconds())
 		p99 += float64(r.p99.Milliseconds())
-		rss, rssDelta, cpu = rss+r.rssMB, rssDelta+r.rssDeltaMB, cpu+r.cpu.Seconds()
+		rss, rssDelta, heap, cpu = rss+r.rssMB, rssDelta+r.rssDeltaMB, heap+r.heapMB, cpu+r.cpu.Seconds()
 		fa, fp99 := bd.directOnce(ctx, b, n)
 		floorAll, floorP99 = floorAll+fa.Seconds(), floorP99+float64(fp99.Milliseconds())
 	}
@@ -78,6 +108,7 @@ func benchmarkOffload(b *testing.B, n int) {
 	b.ReportMetric(p99/N, "p99-ms")
 	b.ReportMetric(rss/N, "rss-MB")
 	b.ReportMetric(rssDelta/N, "rss-delta-MB")
+	b.ReportMetric(heap/N, "heap-MB")
 	b.ReportMetric(cpu/N, "cpu-s")
 	b.ReportMetric(0, "ns/op")
 }
@@ -85,6 +116,7 @@ func benchmarkOffload(b *testing.B, n int) {
 type offloadResult struct {
 	allRunning, p50, p99 time.Duration
 	rssMB, rssDeltaMB    float64
+	heapMB               float64
 	cpu                  time.Duration
 }
 
@@ -184,9 +216,10 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 		apiRequests(ctx, bd.consKube).Since(consReqBefore).Per(n), apiRequests(ctx, bd.provKube).Since(provReqBefore).Per(n))
 	res.rssMB = rssMB()
 	res.rssDeltaMB = res.rssMB - rssBefore
+	res.heapMB = heapMB()
 	res.p50, res.p99 = quantiles(running)
-	b.Logf("%d pods: all Running after %v; creation to Running p50 %v p99 %v; RSS %.0f MB (+%.0f); CPU %v",
-		n, res.allRunning.Round(time.Millisecond), res.p50, res.p99, res.rssMB, res.rssDeltaMB, res.cpu.Round(time.Millisecond))
+	b.Logf("%d pods: all Running after %v; creation to Running p50 %v p99 %v; RSS %.0f MB (+%.0f), heap %.0f MB; CPU %v",
+		n, res.allRunning.Round(time.Millisecond), res.p50, res.p99, res.rssMB, res.rssDeltaMB, res.heapMB, res.cpu.Round(time.Millisecond))
 
 	rw.Stop()
 	sw.Stop()
@@ -218,7 +251,7 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 	}
 	b.StopTimer()
 	scale(b, bd.cons.Client, 0)
-	testenv.Eventually(b, "every bench pod gone on both sides", 5*time.Minute, func(ctx context.Context) bool {
+	testenv.Eventually(b, "every bench pod gone on both sides", waitFor(n), func(ctx context.Context) bool {
 		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
 		r, rerr := bd.provKube.CoreV1().Pods(remoteNs).List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
 		return err == nil && rerr == nil && len(l.Items) == 0 && len(r.Items) == 0
@@ -229,12 +262,12 @@ func (bd *bed) offloadOnce(ctx context.Context, b *testing.B, n int) offloadResu
 
 // waitRunning reads pod events from w until n pods were seen Running, calling onEvent (when
 // not nil) for every pod event but deletions; it returns when each pod was first seen and how
-// long from then it took to be Running. It fails b after 5 minutes.
+// long from then it took to be Running. It fails b after waitFor(n).
 func waitRunning(b *testing.B, w watch.Interface, n int, onEvent func(*corev1.Pod, time.Time)) (map[string]time.Time, map[string]time.Duration) {
 	b.Helper()
 	added := make(map[string]time.Time, n)
 	running := make(map[string]time.Duration, n)
-	timeout := time.After(5 * time.Minute)
+	timeout := time.After(waitFor(n))
 	for len(running) < n {
 		select {
 		case ev, ok := <-w.ResultChan():
@@ -256,7 +289,7 @@ func waitRunning(b *testing.B, w watch.Interface, n int, onEvent func(*corev1.Po
 				running[p.Name] = now.Sub(added[p.Name])
 			}
 		case <-timeout:
-			b.Fatalf("%d of %d pods Running after 5 minutes", len(running), n)
+			b.Fatalf("%d of %d pods Running after %v", len(running), n, waitFor(n))
 		}
 	}
 	return added, running
@@ -316,7 +349,7 @@ func (bd *bed) directOnce(ctx context.Context, b *testing.B, n int) (allRunning,
 		n, allRunning.Round(time.Millisecond), p50, p99)
 	b.StopTimer()
 	scaleIn(b, bd.prov.Client, directNs, "direct", 0)
-	testenv.Eventually(b, "every floor pod gone", 5*time.Minute, func(ctx context.Context) bool {
+	testenv.Eventually(b, "every floor pod gone", waitFor(n), func(ctx context.Context) bool {
 		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=direct"})
 		return err == nil && len(l.Items) == 0
 	})
@@ -358,6 +391,13 @@ func rssMB() float64 {
 		}
 	}
 	return 0
+}
+
+// heapMB is the Go heap this process has in use, in MB.
+func heapMB() float64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse) / (1 << 20)
 }
 
 // cpuTime is the user and system CPU time this process has used.
