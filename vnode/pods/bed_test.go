@@ -58,8 +58,11 @@ type bedOptions struct {
 	// shadowPodsInChild runs the provider's ShadowPod controller in a child process, so that
 	// this process holds only the consumer side (for measuring it).
 	shadowPodsInChild bool
-	log               logr.Logger
-	reflector         *pods.Reflector
+	// probeInterval is how often the virtual node probes the provider (and the probe's
+	// timeout). Default 1s, for tests that take the provider down.
+	probeInterval time.Duration
+	log           logr.Logger
+	reflector     *pods.Reflector
 	// more are reflectors the virtual node runs besides the pod reflector.
 	more []vnode.Reflector
 }
@@ -68,6 +71,9 @@ func newBed(tb testing.TB, o bedOptions) *bed {
 	tb.Helper()
 	if o.nodePods == "" {
 		o.nodePods = "110"
+	}
+	if o.probeInterval == 0 {
+		o.probeInterval = time.Second
 	}
 	if o.reflector == nil {
 		o.reflector = &pods.Reflector{}
@@ -124,7 +130,7 @@ func newBed(tb testing.TB, o bedOptions) *bed {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b.runner = vnode.NewRunner(b.consKube, vnode.Options{ProbeInterval: time.Second, ConsumerID: consumerID,
+	b.runner = vnode.NewRunner(b.consKube, vnode.Options{ProbeInterval: o.probeInterval, ConsumerID: consumerID,
 		LocalConfig: b.cons.Config, Reflectors: append([]vnode.Reflector{o.reflector}, o.more...)}, o.log)
 	vn := &offv1beta1.VirtualNode{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNs, Name: nodeName},
 		Spec: offv1beta1.VirtualNodeSpec{ClusterID: providerID, ResourceQuota: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
