@@ -26,7 +26,7 @@ const lowestProbedPort = 15000
 // that two FreePort calls (of one sandbox's ports, or of parallel tests) never hand out the same
 // port before its process binds it.
 func FreePort() (int, error) {
-	low, _ := ephemeralRange()
+	low := ephemeralLow()
 	if low-lowestProbedPort < 1000 {
 		return ephemeralPort()
 	}
@@ -98,24 +98,23 @@ func ephemeralPort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ephemeralRange reads the kernel's range of local ports for outgoing connections; Linux's
-// default when it cannot be read.
-func ephemeralRange() (low, high int) {
-	low, high = 32768, 60999
+// ephemeralLow reads the lowest port of the kernel's range of local ports for outgoing
+// connections; Linux's default (32768) when it cannot be read.
+func ephemeralLow() int {
+	const linuxDefault = 32768
 	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
-		return low, high
+		return linuxDefault
 	}
 	fields := strings.Fields(string(data))
 	if len(fields) != 2 {
-		return low, high
+		return linuxDefault
 	}
-	l, err1 := strconv.Atoi(fields[0])
-	h, err2 := strconv.Atoi(fields[1])
-	if err1 != nil || err2 != nil {
-		return low, high
+	low, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return linuxDefault
 	}
-	return l, h
+	return low
 }
 
 // FreeAddr returns 127.0.0.1:<FreePort> for a listener of a process or server under test, and

@@ -10,7 +10,7 @@ import (
 // a webhook and a pprof port for each controller manager in a row), free to bind, and below the
 // kernel's ephemeral range.
 func TestFreePortNeverTwice(t *testing.T) {
-	low, _ := ephemeralRange()
+	low := ephemeralLow()
 	seen := map[int]bool{}
 	for range 500 {
 		port, err := FreePort()
