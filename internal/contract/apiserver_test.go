@@ -148,13 +148,16 @@ func checkStoredSignatures(t *testing.T, c client.Client, sent *marketv1alpha1.C
 	}
 }
 
+// price is a Price of amount per one unit, as unstructured content.
+func price(amount string) map[string]any { return map[string]any{"amount": amount} }
+
 // testRejected: contracts missing required terms, or with invalid ones, are refused by the API
 // server with a message naming the field.
 func testRejected(t *testing.T, c client.Client, ns string) {
 	valid := func() map[string]any {
 		return map[string]any{
 			"consumerClusterID": "cl-consumer", "providerClusterID": "cl-provider", "offerName": "gpu-small",
-			"resources": map[string]any{"cpu": "2"}, "prices": map[string]any{"cpu": "0.04"}, "currency": "EUR",
+			"resources": map[string]any{"cpu": "2"}, "prices": map[string]any{"cpu": price("0.04")}, "currency": "EUR",
 			"start": "2026-11-29T11:00:00Z", "end": "2026-11-30T11:00:00Z",
 		}
 	}
@@ -171,11 +174,11 @@ func testRejected(t *testing.T, c client.Client, ns string) {
 		{"no start", func(m map[string]any) { delete(m, "start") }, "spec.terms.start: Required value"},
 		{"no end", func(m map[string]any) { delete(m, "end") }, "spec.terms.end: Required value"},
 		{"end before start", func(m map[string]any) { m["end"] = "2026-11-29T10:00:00Z" }, "terms.end must be after terms.start"},
-		{"negative price", func(m map[string]any) { m["prices"] = map[string]any{"cpu": "-1"} }, "spec.terms.prices.cpu in body should match"},
+		{"negative price", func(m map[string]any) { m["prices"] = map[string]any{"cpu": price("-1")} }, "spec.terms.prices.cpu.amount in body should match"},
 		{"lower-case currency", func(m map[string]any) { m["currency"] = "eur" }, "spec.terms.currency in body should match '^[A-Z]{3}$'"},
 		{"unpriced resource", func(m map[string]any) { m["resources"] = map[string]any{"cpu": "2", "memory": "1Gi"} },
 			"every resource in terms.resources needs its price in terms.prices"},
-		{"price without resource", func(m map[string]any) { m["prices"] = map[string]any{"cpu": "1", "pods": "1"} },
+		{"price without resource", func(m map[string]any) { m["prices"] = map[string]any{"cpu": price("1"), "pods": price("1")} },
 			"every price in terms.prices needs its resource in terms.resources"},
 		{"empty resources", func(m map[string]any) { m["resources"], m["prices"] = map[string]any{}, map[string]any{} },
 			"terms.resources must name at least one resource"},
