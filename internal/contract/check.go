@@ -5,10 +5,10 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/text/currency"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
+	"github.com/peerkit/terraform-provider-liqo/internal/offers"
 )
 
 // maxPriceLength is the longest price (a Price's MaxLength in the CRD).
@@ -76,7 +76,7 @@ func checkCurrency(code string) []string {
 	if code == "" {
 		return []string{"spec.terms.currency is empty: set the prices' ISO 4217 currency code, such as EUR or USD"}
 	}
-	if _, err := currency.ParseISO(code); err != nil || code != strings.ToUpper(code) {
+	if offers.ValidateCurrency(code) != nil {
 		return []string{fmt.Sprintf("spec.terms.currency %q is not an ISO 4217 currency code: write three upper-case letters "+
 			"of a known currency, such as EUR or USD", code)}
 	}
