@@ -53,14 +53,15 @@ const (
 const ProviderNodesNotReadyAnnotation = "liqo.io/provider-nodes-not-ready"
 
 // ProviderCordoned tells whether annotations of a provider's copy of a slice carry the
-// provider's own cordon: CordonAnnotation or CordonTenantAnnotation.
+// provider's own cordon: CordonAnnotation, CordonTenantAnnotation or ContractExpiredAnnotation.
 func ProviderCordoned(annotations map[string]string) bool {
-	return CordonSet(annotations, CordonAnnotation) || CordonSet(annotations, CordonTenantAnnotation)
+	return CordonSet(annotations, CordonAnnotation) || CordonSet(annotations, CordonTenantAnnotation) ||
+		CordonSet(annotations, ContractExpiredAnnotation)
 }
 
 // SliceCordonAnnotations are the annotations that cordon a ResourceSlice, on either side of a
 // peering (each is written on one side only).
-var SliceCordonAnnotations = []string{CordonAnnotation, CordonTenantAnnotation, ConsumerCordonAnnotation, ProviderCordonAnnotation}
+var SliceCordonAnnotations = []string{CordonAnnotation, CordonTenantAnnotation, ContractExpiredAnnotation, ConsumerCordonAnnotation, ProviderCordonAnnotation}
 
 // CordonSet tells whether annotations cordon through key: the key is present with any value
 // but "false", "False" or "0" (upstream Liqo's rule, so an empty value cordons).

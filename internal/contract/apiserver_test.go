@@ -51,11 +51,17 @@ func TestContractThroughAPIServer(t *testing.T) {
 	if sent.Spec.ConsumerSignature, err = contract.Sign(terms, consumerKey); err != nil {
 		t.Fatal(err)
 	}
-	if sent.Spec.ProviderSignature, err = contract.Sign(terms, providerKey); err != nil {
+	if sent.Status.ProviderSignature, err = contract.Sign(terms, providerKey); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, sent.DeepCopy(), client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+	created := sent.DeepCopy()
+	if err := c.Create(ctx, created, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
 		t.Fatalf("creating the contract: %v", err)
+	}
+	// The provider's countersignature is its answer, in the status subresource.
+	created.Status = *sent.Status.DeepCopy()
+	if err := c.Status().Update(ctx, created, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+		t.Fatalf("countersigning the contract in its status: %v", err)
 	}
 
 	got := &marketv1alpha1.Contract{}
@@ -140,10 +146,10 @@ func checkStoredSignatures(t *testing.T, c client.Client, sent *marketv1alpha1.C
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(sent), u); err != nil {
 		t.Fatal(err)
 	}
-	for field, want := range map[string][]byte{"consumerSignature": sent.Spec.ConsumerSignature, "providerSignature": sent.Spec.ProviderSignature} {
-		got, _, _ := unstructured.NestedString(u.Object, "spec", field)
+	for field, want := range map[string][]byte{"spec.consumerSignature": sent.Spec.ConsumerSignature, "status.providerSignature": sent.Status.ProviderSignature} {
+		got, _, _ := unstructured.NestedString(u.Object, strings.Split(field, ".")...)
 		if got != base64.StdEncoding.EncodeToString(want) {
-			t.Errorf("stored spec.%s = %q, want the base64 of the signature", field, got)
+			t.Errorf("stored %s = %q, want the base64 of the signature", field, got)
 		}
 	}
 }

@@ -258,7 +258,7 @@ func TestVerifyBoth(t *testing.T) {
 	if c.Spec.ConsumerSignature, err = contract.Sign(&c.Spec.Terms, consumer); err != nil {
 		t.Fatal(err)
 	}
-	if c.Spec.ProviderSignature, err = contract.Sign(&c.Spec.Terms, provider); err != nil {
+	if c.Status.ProviderSignature, err = contract.Sign(&c.Spec.Terms, provider); err != nil {
 		t.Fatal(err)
 	}
 	if err := contract.VerifyBoth(c, consumer.Public, provider.Public); err != nil {
@@ -271,15 +271,15 @@ func TestVerifyBoth(t *testing.T) {
 		consumerPub, provPub []byte
 		want, notWant        []string
 	}{
-		{"consumer signed with another key", func(c *marketv1alpha1.Contract) { c.Spec.ConsumerSignature = c.Spec.ProviderSignature },
+		{"consumer signed with another key", func(c *marketv1alpha1.Contract) { c.Spec.ConsumerSignature = c.Status.ProviderSignature },
 			consumer.Public, provider.Public,
 			[]string{"spec.consumerSignature (consumer cl-consumer)", "does not verify", "liqo-tenant-cl-consumer/gpu"}, []string{"providerSignature"}},
-		{"provider unsigned", func(c *marketv1alpha1.Contract) { c.Spec.ProviderSignature = nil },
-			consumer.Public, provider.Public, []string{"spec.providerSignature (provider cl-provider): no signature"}, []string{"consumerSignature"}},
+		{"provider unsigned", func(c *marketv1alpha1.Contract) { c.Status.ProviderSignature = nil },
+			consumer.Public, provider.Public, []string{"status.providerSignature (provider cl-provider): no signature"}, []string{"consumerSignature"}},
 		{"keys swapped", func(*marketv1alpha1.Contract) {}, provider.Public, consumer.Public,
-			[]string{"spec.consumerSignature", "spec.providerSignature"}, nil},
+			[]string{"spec.consumerSignature", "status.providerSignature"}, nil},
 		{"terms changed after signing", func(c *marketv1alpha1.Contract) { c.Spec.Terms.Resources[corev1.ResourceCPU] = resource.MustParse("3") },
-			consumer.Public, provider.Public, []string{"spec.consumerSignature", "spec.providerSignature"}, nil},
+			consumer.Public, provider.Public, []string{"spec.consumerSignature", "status.providerSignature"}, nil},
 	}
 	for _, tc := range cases {
 		cc := c.DeepCopy()

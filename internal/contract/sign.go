@@ -19,7 +19,7 @@ var (
 
 // Sign checks terms (CheckTerms) and signs their canonical encoding with key (a cluster's own,
 // signing.ReadClusterKey): the value of a Contract's spec.consumerSignature or
-// spec.providerSignature. Invalid terms are not signed.
+// status.providerSignature. Invalid terms are not signed.
 func Sign(terms *marketv1alpha1.ContractTerms, key *signing.KeyPair) ([]byte, error) {
 	if key == nil || len(key.Private) != ed25519.PrivateKeySize {
 		return nil, errors.New("signing contract terms: no Ed25519 private key")
@@ -48,7 +48,7 @@ func Verify(terms *marketv1alpha1.ContractTerms, sig []byte, pub ed25519.PublicK
 
 // VerifyBoth checks both signatures of c: spec.consumerSignature with the consumer's public key
 // (its Tenant's spec.publicKey on the provider, signing.ParseTenantKey) and
-// spec.providerSignature with the provider's. The error names each signature that fails, its
+// status.providerSignature with the provider's. The error names each signature that fails, its
 // party and cluster, and wraps ErrUnsigned or ErrBadSignature.
 func VerifyBoth(c *marketv1alpha1.Contract, consumerPub, providerPub ed25519.PublicKey) error {
 	terms := &c.Spec.Terms
@@ -57,8 +57,8 @@ func VerifyBoth(c *marketv1alpha1.Contract, consumerPub, providerPub ed25519.Pub
 		errs = append(errs, fmt.Errorf("contract %s/%s: spec.consumerSignature (consumer %s): %w",
 			c.Namespace, c.Name, terms.ConsumerClusterID, err))
 	}
-	if err := Verify(terms, c.Spec.ProviderSignature, providerPub); err != nil {
-		errs = append(errs, fmt.Errorf("contract %s/%s: spec.providerSignature (provider %s): %w",
+	if err := Verify(terms, c.Status.ProviderSignature, providerPub); err != nil {
+		errs = append(errs, fmt.Errorf("contract %s/%s: status.providerSignature (provider %s): %w",
 			c.Namespace, c.Name, terms.ProviderClusterID, err))
 	}
 	return errors.Join(errs...)

@@ -61,7 +61,9 @@ type ContractTerms struct {
 	End metav1.Time `json:"end"`
 }
 
-// ContractSpec are a contract's terms and the two parties' signatures of them.
+// ContractSpec is what the consumer proposes: the terms and its signature of them. The provider's
+// countersignature is its answer, in the status, which only the provider writes (a consumer's
+// identity may write contracts in its tenant namespace but not their status).
 type ContractSpec struct {
 	// Terms are what both parties agree on.
 	Terms ContractTerms `json:"terms"`
@@ -69,10 +71,6 @@ type ContractSpec struct {
 	// half its Tenant on the provider holds) of the terms' canonical encoding, in base64.
 	// +optional
 	ConsumerSignature []byte `json:"consumerSignature,omitempty"`
-	// ProviderSignature is the provider's Ed25519 signature (with its cluster key) of the terms'
-	// canonical encoding, in base64.
-	// +optional
-	ProviderSignature []byte `json:"providerSignature,omitempty"`
 }
 
 // ContractPhase is where a contract stands.
@@ -111,6 +109,14 @@ type ContractStatus struct {
 	// LastMetered is when AccruedCost was last brought up to date.
 	// +optional
 	LastMetered *metav1.Time `json:"lastMetered,omitempty"`
+	// ResourceSeconds is, for each resource of the terms, what the consumer's offloaded pods
+	// requested integrated over their lifetimes (e.g. 2 CPUs for an hour: 7200), metered so far.
+	// +optional
+	ResourceSeconds map[corev1.ResourceName]Decimal `json:"resourceSeconds,omitempty"`
+	// ProviderSignature is the provider's Ed25519 signature (with its cluster key) of the
+	// canonical encoding of spec.terms, in base64: set when the provider accepted them.
+	// +optional
+	ProviderSignature []byte `json:"providerSignature,omitempty"`
 }
 
 // Contract is seed 004's contract: the terms a consumer accepted of a provider's offer, signed
