@@ -77,7 +77,7 @@ func TestContractThroughAPIServer(t *testing.T) {
 	checkStoredSignatures(t, c, sent)
 
 	got.Status = marketv1alpha1.ContractStatus{Phase: marketv1alpha1.ContractSigned, AccruedCost: "0.35",
-		LastMetered: &metav1.Time{Time: time.Now()}}
+		LastMetered: &metav1.Time{Time: time.Now()}, ProviderSignature: got.Status.ProviderSignature}
 	if err := c.Status().Update(ctx, got); err != nil {
 		t.Fatalf("updating the status: %v", err)
 	}
