@@ -1,4 +1,4 @@
-// Package replication copies objects of the consumer (ResourceSlices, NamespaceMaps) from its
+// Package replication copies objects of the consumer (ResourceSlices, NamespaceMaps, Contracts) from its
 // tenant namespace to the provider's tenant namespace through the control-plane identity the
 // provider issued, and copies their status back (for ResourceSlices, also each side's cordon,
 // under annotations of its own: Kind.ToCopy and Kind.ToLocal). It watches both sides (a namespace-scoped
@@ -6,7 +6,7 @@
 // without polling, and, being level-triggered, it resumes after a restart of either side.
 //
 // One generic Reconciler does the work; a Kind says how to read the provider of an object, its
-// spec and its status. ResourceSlices and NamespaceMaps are the two kinds replicated.
+// spec and its status. ResourceSlices, NamespaceMaps and Contracts are the kinds replicated.
 package replication
 
 import (
@@ -37,6 +37,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/finalizers"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
+	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
@@ -95,8 +96,11 @@ var ResourceSlices = Kind[*authv1beta1.ResourceSlice]{
 	// the provider's liqo.io/cordon or liqo.io/cordon-tenant on the copy as
 	// liqo.io/cordon-provider here. The copy's liqo.io/cordon is the provider's (liqoctl
 	// cordon/uncordon resourceslice): never written here, so neither side undoes the other's.
+	// The contract the consumer names for the slice (consts.ContractAnnotation) goes with it, so
+	// that the provider's negotiation decides the slice by its own copy of that contract.
 	ToCopy: func(s *authv1beta1.ResourceSlice) map[string]string {
-		return map[string]string{consts.ConsumerCordonAnnotation: flag(consts.CordonSet(s.Annotations, consts.CordonAnnotation))}
+		return map[string]string{consts.ConsumerCordonAnnotation: flag(consts.CordonSet(s.Annotations, consts.CordonAnnotation)),
+			consts.ContractAnnotation: s.Annotations[consts.ContractAnnotation]}
 	},
 	// What the provider says of its nodes (no Ready one for the slice) comes back under the
 	// same key, which only the provider writes on the copy and only this controller here.
@@ -126,6 +130,21 @@ var NamespaceMaps = Kind[*offv1beta1.NamespaceMap]{
 	Status: func(m *offv1beta1.NamespaceMap) any { return &m.Status },
 }
 
+// Contracts replicates the consumer's Contracts (seed 004's contract: the terms it proposes and
+// its signature, in spec) to the cluster named by their liqo.io/remote-cluster-id label, the
+// provider, and brings back the provider's answer (status: its phase, reason and
+// countersignature), which only the provider writes.
+var Contracts = Kind[*marketv1alpha1.Contract]{
+	Name:    "contract",
+	New:     func() *marketv1alpha1.Contract { return &marketv1alpha1.Contract{} },
+	NewList: func() client.ObjectList { return &marketv1alpha1.ContractList{} },
+	Provider: func(c *marketv1alpha1.Contract) corev1beta1.ClusterID {
+		return corev1beta1.ClusterID(c.Labels[consts.RemoteClusterIDLabel])
+	},
+	Spec:   func(c *marketv1alpha1.Contract) any { return &c.Spec },
+	Status: func(c *marketv1alpha1.Contract) any { return &c.Status },
+}
+
 // Reconciler replicates the objects of one Kind labelled liqo.io/replication=true to their provider.
 type Reconciler[T client.Object] struct {
 	// Client reads and writes the local (consumer) cluster.
@@ -143,6 +162,11 @@ type Reconciler[T client.Object] struct {
 // NewResourceSliceReconciler replicates ResourceSlices.
 func NewResourceSliceReconciler(c client.Client, local corev1beta1.ClusterID) *Reconciler[*authv1beta1.ResourceSlice] {
 	return &Reconciler[*authv1beta1.ResourceSlice]{Client: c, LocalClusterID: local, Kind: ResourceSlices}
+}
+
+// NewContractReconciler replicates Contracts.
+func NewContractReconciler(c client.Client, local corev1beta1.ClusterID) *Reconciler[*marketv1alpha1.Contract] {
+	return &Reconciler[*marketv1alpha1.Contract]{Client: c, LocalClusterID: local, Kind: Contracts}
 }
 
 // NewNamespaceMapReconciler replicates NamespaceMaps.

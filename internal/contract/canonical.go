@@ -27,7 +27,6 @@ package contract
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -36,16 +35,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
+	"github.com/peerkit/terraform-provider-liqo/internal/offers"
 )
 
 // Version is the first line of the canonical encoding: it names the encoding, so that a
 // signature of one version never verifies as another's, nor as anything else the clusters' keys
 // sign (the authentication handshake's nonces).
 const Version = "liqo-contract-v1\n"
-
-// decimalPattern is a non-negative decimal number written out in full, as a Decimal or a
-// Price's amount.
-var decimalPattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
 // canonicalTerms is the JSON object of the canonical encoding; its field order is the encoding's.
 type canonicalTerms struct {
@@ -88,7 +84,7 @@ func Canonical(terms *marketv1alpha1.ContractTerms) []byte {
 		if q, ok := terms.Resources[name]; ok {
 			r.Amount = canonicalDecimal(q.AsDec().String())
 		}
-		if p, ok := terms.Prices[name]; ok && decimalPattern.MatchString(p.Amount) {
+		if p, ok := terms.Prices[name]; ok && offers.IsDecimal(p.Amount) {
 			r.Price, r.Per = canonicalDecimal(p.Amount), "1"
 			if p.Per != nil {
 				r.Per = canonicalDecimal(p.Per.AsDec().String())

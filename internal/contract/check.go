@@ -11,9 +11,6 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/offers"
 )
 
-// maxPriceLength is the longest price (a Price's MaxLength in the CRD).
-const maxPriceLength = 64
-
 // InvalidTermsError is the error of terms CheckTerms refuses: each problem names the field
 // (spec.terms.…), what is wrong, and the fix.
 type InvalidTermsError struct {
@@ -137,15 +134,17 @@ func checkResources(terms *marketv1alpha1.ContractTerms) []string {
 	return p
 }
 
-// checkPrice checks that a price is a plain non-negative decimal number.
+// checkPrice checks that a price is a plain non-negative decimal number (offers.IsDecimal) of
+// at most offers.MaxPriceLength characters, as offers.ValidatePrice does, with a message naming
+// the terms' field and the fix.
 func checkPrice(name, price string) []string {
 	field := "spec.terms.prices[" + name + "].amount"
 	switch {
-	case len(price) > maxPriceLength:
-		return []string{fmt.Sprintf("%s has %d characters: write a price of at most %d", field, len(price), maxPriceLength)}
-	case decimalPattern.MatchString(price):
+	case len(price) > offers.MaxPriceLength:
+		return []string{fmt.Sprintf("%s has %d characters: write a price of at most %d", field, len(price), offers.MaxPriceLength)}
+	case offers.IsDecimal(price):
 		return nil
-	case strings.HasPrefix(price, "-") && decimalPattern.MatchString(price[1:]):
+	case strings.HasPrefix(price, "-") && offers.IsDecimal(price[1:]):
 		return []string{fmt.Sprintf("%s is negative (%s): write a price of 0 or more", field, price)}
 	default:
 		return []string{fmt.Sprintf("%s %q is not a decimal number: write digits with an optional decimal point, such as 0.05 "+

@@ -20,8 +20,12 @@ import (
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 )
 
-// pricePattern is a price: a non-negative decimal such as 0.025 (the CRD's pattern).
-var pricePattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+// MaxPriceLength is the longest price amount (a Price's MaxLength in the CRD).
+const MaxPriceLength = 32
+
+// decimalPattern is a non-negative decimal written out in full, such as 0.025 (the CRD's
+// pattern of a price and of a Decimal).
+var decimalPattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
 // Sentinel errors, so that callers can tell a kind of bad offer from another.
 var (
@@ -35,9 +39,17 @@ var (
 	ErrInvalidBounds = errors.New("invalid bounds")
 )
 
-// ValidatePrice checks a price per unit and hour: a non-negative decimal such as 0.025.
+// IsDecimal tells whether s is a non-negative decimal written out in full, such as 0.025: digits
+// with an optional decimal point followed by digits, no sign, exponent, unit nor currency. Offers'
+// prices and contracts' prices and amounts of money are such decimals.
+func IsDecimal(s string) bool {
+	return decimalPattern.MatchString(s)
+}
+
+// ValidatePrice checks a price per unit and hour: a non-negative decimal such as 0.025, of at
+// most MaxPriceLength characters.
 func ValidatePrice(price string) error {
-	if len(price) > 32 || !pricePattern.MatchString(price) {
+	if len(price) > MaxPriceLength || !IsDecimal(price) {
 		return fmt.Errorf("%w: %q is not a non-negative decimal such as 0.025", ErrInvalidPrice, price)
 	}
 	return nil

@@ -11,8 +11,10 @@ var readWrite = []string{"get", "list", "watch", "create", "update", "patch", "d
 
 // ControlPlaneRules are what a consumer's control plane may do in its tenant namespace on the
 // provider: its ResourceSlices, NamespaceMaps and Renews and their status, and read its own Tenant
-// (the renewed certificate is picked up from its status, or from a Renew's), and read the Offers
-// published to it (seed 004's advertisement, market.peerkit.io). Nothing else.
+// (the renewed certificate is picked up from its status, or from a Renew's), read the Offers
+// published to it (seed 004's advertisement, market.peerkit.io), and write its Contracts (the
+// terms it proposes and signs) but not their status, which is the provider's answer (its
+// countersignature). Nothing else.
 func ControlPlaneRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"resourceslices", "resourceslices/status"}, Verbs: readWrite},
@@ -20,6 +22,7 @@ func ControlPlaneRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"renews", "renews/status"}, Verbs: readWrite},
 		{APIGroups: []string{"authentication.liqo.io"}, Resources: []string{"tenants"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"market.peerkit.io"}, Resources: []string{"offers"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"market.peerkit.io"}, Resources: []string{"contracts"}, Verbs: readWrite},
 	}
 }
 

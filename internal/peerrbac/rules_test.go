@@ -89,16 +89,21 @@ func TestWorkloadRulesNeverReadSecrets(t *testing.T) {
 }
 
 // A consumer's control plane reads its Tenant but writes none, reads the Offers published to it
-// but writes none, and touches nothing outside Liqo's authentication and offloading groups and
-// our market group's offers.
+// but writes none, writes its Contracts but not their status (the provider's answer), and
+// touches nothing outside Liqo's authentication and offloading groups and our market group's
+// offers and contracts.
 func TestControlPlaneRulesLeastPrivilege(t *testing.T) {
-	readsTenants, readsOffers := false, false
+	readsTenants, readsOffers, writesContracts := false, false, false
 	for _, r := range peerrbac.ControlPlaneRules() {
 		for _, g := range r.APIGroups {
 			if g == "market.peerkit.io" {
-				readsOffers = slices.Equal(r.Resources, []string{"offers"}) && slices.Equal(r.Verbs, []string{"get", "list", "watch"})
-				if !readsOffers {
-					t.Errorf("market rule %v: want read-only offers", r)
+				switch {
+				case slices.Equal(r.Resources, []string{"offers"}) && slices.Equal(r.Verbs, []string{"get", "list", "watch"}):
+					readsOffers = true
+				case slices.Equal(r.Resources, []string{"contracts"}) && !slices.Contains(r.Verbs, "deletecollection") && !slices.Contains(r.Verbs, "*"):
+					writesContracts = true
+				default:
+					t.Errorf("market rule %v: want read-only offers and contracts without their status", r)
 				}
 				continue
 			}
@@ -118,6 +123,9 @@ func TestControlPlaneRulesLeastPrivilege(t *testing.T) {
 	}
 	if !readsOffers {
 		t.Error("no rule lets the consumer read the Offers published to it")
+	}
+	if !writesContracts {
+		t.Error("no rule lets the consumer write its Contracts")
 	}
 }
 
