@@ -8,7 +8,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/peerkit/terraform-provider-liqo/controllers/contractacceptance"
+	"github.com/peerkit/terraform-provider-liqo/controllers/contractsigning"
 	"github.com/peerkit/terraform-provider-liqo/controllers/offerpublication"
+	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/offers"
 )
@@ -40,12 +43,26 @@ func ensureDefaultOffer(ctx context.Context, c client.Client, o *options) error 
 	return offers.EnsureDefault(ctx, c, o.identity.LiqoNamespace(), o.market.defaultOfferName, spec)
 }
 
-// setupMarket registers the reconcilers of seed 004's advertisement: the publication of the
-// provider's Offers to its consumers' tenant namespaces.
+// setupMarket registers the reconcilers of seed 004's advertisement and contract: the
+// publication of the provider's Offers to its consumers' tenant namespaces; on the consumer, the
+// signing of its Contracts and their replication to the provider; on the provider, their
+// acceptance (countersigned, or refused).
 func setupMarket(mgr ctrl.Manager, o *options) error {
-	if err := (&offerpublication.Reconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace(),
+	liqoNS := o.identity.LiqoNamespace()
+	if err := (&offerpublication.Reconciler{Client: mgr.GetClient(), LiqoNamespace: liqoNS,
 		Recorder: mgr.GetEventRecorder("liqo-offer-publication")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the offer publication reconciler: %w", err)
+	}
+	if err := (&contractsigning.Reconciler{Client: mgr.GetClient(), LiqoNamespace: liqoNS, ClusterID: o.identity.ClusterID,
+		Recorder: mgr.GetEventRecorder("liqo-contract-signing")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the contract signing reconciler: %w", err)
+	}
+	if err := replication.NewContractReconciler(mgr.GetClient(), o.identity.ClusterID).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Contract replication reconciler: %w", err)
+	}
+	if err := (&contractacceptance.Reconciler{Client: mgr.GetClient(), LiqoNamespace: liqoNS, ClusterID: o.identity.ClusterID,
+		Recorder: mgr.GetEventRecorder("liqo-contract-acceptance")}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the contract acceptance reconciler: %w", err)
 	}
 	return nil
 }
