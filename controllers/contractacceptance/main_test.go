@@ -11,9 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/peerkit/terraform-provider-liqo/controllers/clusteridentity"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
-	corev1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/core/v1beta1"
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/peerrbac"
@@ -61,11 +59,28 @@ type obj struct {
 	o client.Object
 }
 
+// clusterKey makes the Liqo namespace of c and the cluster's signing key in it.
+func clusterKey(ctx context.Context, c client.Client) error {
+	key, err := signing.Generate()
+	if err != nil {
+		return err
+	}
+	pem, err := key.EncodePrivate()
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consts.LiqoNamespace}}); err != nil {
+		return err
+	}
+	return c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: consts.SigningKeySecret},
+		Data: map[string][]byte{consts.PrivateKeySecretKey: pem}})
+}
+
 // setupPair peers the pair (see pair).
 func setupPair(ctx context.Context, env *testenv.Env) error {
 	cons, prov := env.Cluster("consumer").Client, env.Cluster("provider").Client
-	for c, id := range map[client.Client]string{cons: consumerID, prov: providerID} {
-		if _, err := clusteridentity.Ensure(ctx, c, clusteridentity.Config{ClusterID: corev1beta1.ClusterID(id)}); err != nil {
+	for _, c := range []client.Client{cons, prov} {
+		if err := clusterKey(ctx, c); err != nil {
 			return err
 		}
 	}
