@@ -115,6 +115,9 @@ func TestContractFlow(t *testing.T) {
 	t.Run("signed by both", func(t *testing.T) {
 		testSignedByBoth(t, cons, prov, consKey, provKey)
 	})
+	t.Run("consumer does not sign", func(t *testing.T) {
+		testNotSigned(t, cons, prov)
+	})
 	asConsumer := env.Cluster("provider").UserClient(t, consumerID, consts.ConsumerGroup)
 	t.Run("hostile contracts refused", func(t *testing.T) {
 		testHostile(t, prov, asConsumer, consKey)
@@ -178,6 +181,29 @@ func testSignedByBoth(t *testing.T, cons, prov client.Client, consKey, provKey *
 		}
 		return nil
 	})
+}
+
+// testNotSigned: the consumer's controller manager does not sign terms naming another consumer,
+// nor invalid ones: a Warning Event says why, and the provider refuses the unsigned contract.
+func testNotSigned(t *testing.T, cons, prov client.Client) {
+	for name, f := range map[string]func(*marketv1alpha1.ContractTerms){
+		"unsigned-other": func(x *marketv1alpha1.ContractTerms) { x.ConsumerClusterID = "cl-other" },
+		"unsigned-xyz":   func(x *marketv1alpha1.ContractTerms) { x.Currency = "XYZ" }, // the CRD's pattern lets it through
+	} {
+		mine := &marketv1alpha1.Contract{ObjectMeta: metav1.ObjectMeta{Namespace: consNS, Name: name,
+			Labels: map[string]string{consts.ReplicationLabel: "true", consts.RemoteClusterIDLabel: providerID}},
+			Spec: marketv1alpha1.ContractSpec{Terms: terms("small", "1", time.Hour)}}
+		f(&mine.Spec.Terms)
+		if err := cons.Create(t.Context(), mine); err != nil {
+			t.Fatal(err)
+		}
+		testenv.ExpectEvent(t, cons, mine, contractsigning.ReasonNotSigned, wait)
+		waitPhase(t, prov, client.ObjectKey{Namespace: provNS, Name: name}, marketv1alpha1.ContractRefused, "")
+		got := &marketv1alpha1.Contract{}
+		if err := cons.Get(t.Context(), client.ObjectKeyFromObject(mine), got); err != nil || len(got.Spec.ConsumerSignature) > 0 {
+			t.Errorf("%s: %v, signature %x, want unsigned", name, err, got.Spec.ConsumerSignature)
+		}
+	}
 }
 
 // testHostile: contracts the consumer's identity writes itself on the provider, refused each
