@@ -23,7 +23,7 @@ import (
 // slice as liqo.io/cordon-provider; the consumer's (liqo.io/cordon on its own slice) shows on
 // the copy as liqo.io/cordon-consumer. A spec change replicated meanwhile keeps the provider's
 // annotation; `liqoctl uncordon` on the provider stays done while the consumer's own cordon
-// holds; "false" is no cordon. Once settled, nothing is written any more (no flapping).
+// holds; "false" is no cordon. The slice's contract annotation goes to the copy. Once settled, nothing is written any more (no flapping).
 func TestCordonMirrored(t *testing.T) {
 	cons, prov, _ := peered(t)
 	ctx := t.Context()
@@ -120,6 +120,13 @@ func TestCordonMirrored(t *testing.T) {
 	has("the consumer's uncordon on the copy", prov.Client, remoteKey, consts.ConsumerCordonAnnotation, "", consts.CordonAnnotation, "")
 	annotate(prov.Client, remoteKey, consts.CordonAnnotation, "0")
 	has("the provider's liqo.io/cordon=0, no cordon", cons.Client, localKey, consts.ProviderCordonAnnotation, "")
+
+	// The contract the consumer names for its slice reaches the copy (the provider's
+	// negotiation decides the slice by it), and its removal too.
+	annotate(cons.Client, localKey, consts.ContractAnnotation, "c1")
+	has("the slice's contract on the copy", prov.Client, remoteKey, consts.ContractAnnotation, "c1")
+	annotate(cons.Client, localKey, consts.ContractAnnotation, "")
+	has("no contract on the copy", prov.Client, remoteKey, consts.ContractAnnotation, "")
 
 	// Settled: cordoned on both sides, then nothing more is written on either side.
 	annotate(prov.Client, remoteKey, consts.CordonAnnotation, "true")
