@@ -59,8 +59,8 @@ const (
 	// ConditionAccepted is the condition saying whether the provider accepted the terms: True
 	// (reason Signed or Expired) or False (reason Refused, the message the why).
 	ConditionAccepted = "Accepted"
-	// ConditionRunningTermsKept, True on a tenant copy whose new terms were refused, says that
-	// the terms signed before keep running unchanged to their end.
+	// ConditionRunningTermsKept is the condition, True on a tenant copy whose new terms were
+	// refused, saying that the terms signed before keep running unchanged to their end.
 	ConditionRunningTermsKept = "RunningTermsKept"
 )
 
