@@ -3,8 +3,10 @@
 // consumer's own, which the replication controller copies to the provider named by its
 // liqo.io/remote-cluster-id label) gets spec.consumerSignature = contract.Sign(spec.terms, the
 // cluster's key) whenever its signature is missing or does not verify for the terms (a renewal:
-// the terms changed). The key is the cluster's own (Secret authentication-keys in the Liqo
-// namespace), and never leaves the cluster.
+// the terms changed), and annotation consts.ContractSignedTermsAnnotation records the digest of
+// the terms signed, so that the replication controller sends the provider signed terms only. The
+// key is the cluster's own (Secret authentication-keys in the Liqo namespace), and never leaves
+// the cluster.
 //
 // Terms this consumer should not sign are left unsigned, with a Warning Event (reason
 // ReasonNotSigned) saying why and the fix: terms contract.CheckTerms refuses, terms naming
@@ -67,7 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("signing Contract %s: %w", req, err)
 	}
-	if contract.Verify(&c.Spec.Terms, c.Spec.ConsumerSignature, key.Public) == nil {
+	if contract.Verify(&c.Spec.Terms, c.Spec.ConsumerSignature, key.Public) == nil && contract.SignedByConsumer(c) {
 		return reconcile.Result{}, nil
 	}
 	if why := r.refusal(c); why != "" {
@@ -81,6 +83,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	before := c.DeepCopy()
 	c.Spec.ConsumerSignature = sig
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[consts.ContractSignedTermsAnnotation] = contract.TermsDigest(&c.Spec.Terms)
 	// A patch made on the terms read: a change of them meanwhile fails it, and the new terms
 	// are signed at the retry.
 	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {

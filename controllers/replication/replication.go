@@ -40,6 +40,7 @@ import (
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/contract"
 )
 
 const (
@@ -72,6 +73,9 @@ type Kind[T client.Object] struct {
 	// annotation to whoever wrote it. Neither may depend on the keys the other writes, or
 	// each side's write would bring the other's back.
 	ToCopy, ToLocal func(T) map[string]string
+	// Ready, if set, tells whether the local object's spec is ready to go to the provider: a
+	// spec not ready is not sent (a copy made before keeps the spec it had) until it is.
+	Ready func(T) bool
 }
 
 // ResourceSlices replicates ResourceSlices to spec.providerClusterID, recording the consumer
@@ -143,6 +147,9 @@ var Contracts = Kind[*marketv1alpha1.Contract]{
 	},
 	Spec:   func(c *marketv1alpha1.Contract) any { return &c.Spec },
 	Status: func(c *marketv1alpha1.Contract) any { return &c.Status },
+	// Only terms the consumer signed go: the provider would refuse terms not yet signed (or
+	// signed for the terms before a renewal), and the consumer would read that refusal back.
+	Ready: contract.SignedByConsumer,
 }
 
 // Reconciler replicates the objects of one Kind labelled liqo.io/replication=true to their provider.
@@ -198,6 +205,10 @@ func (r *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	if local.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, r.deleteCopy(ctx, p, local, providerID)
+	}
+	if r.Kind.Ready != nil && !r.Kind.Ready(local) {
+		log.FromContext(ctx).V(1).Info("not ready to replicate", "kind", r.Kind.Name, "object", req)
+		return reconcile.Result{}, nil // the change that makes it ready brings it back
 	}
 	if err := r.claim(ctx, local, providerID); err != nil {
 		return reconcile.Result{}, err

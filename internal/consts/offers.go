@@ -27,6 +27,11 @@ const (
 	// ContractNameLabel, on the provider's own copy of a Contract, is the name of the Contract in
 	// the consumer's tenant namespace.
 	ContractNameLabel = "market.peerkit.io/contract-name"
+	// ContractSignedTermsAnnotation, on the consumer's Contract, is the digest
+	// (contract.TermsDigest) of the terms its controller manager signed: the replication
+	// controller sends the provider only terms the consumer signed, so the provider never sees
+	// (and refuses) terms between their writing and their signature.
+	ContractSignedTermsAnnotation = "market.peerkit.io/signed-terms"
 )
 
 // ProviderContractName is the name of the provider's own copy (in its Liqo namespace) of the

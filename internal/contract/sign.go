@@ -2,10 +2,13 @@ package contract
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
+	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 )
 
@@ -62,4 +65,19 @@ func VerifyBoth(c *marketv1alpha1.Contract, consumerPub, providerPub ed25519.Pub
 			c.Namespace, c.Name, terms.ProviderClusterID, err))
 	}
 	return errors.Join(errs...)
+}
+
+// TermsDigest is the SHA-256 of the canonical encoding of terms, in hexadecimal: what a
+// consumer records (consts.ContractSignedTermsAnnotation) of the terms it signed, so that its
+// replication controller, which holds no key, tells signed terms from terms not yet signed.
+func TermsDigest(terms *marketv1alpha1.ContractTerms) string {
+	sum := sha256.Sum256(Canonical(terms))
+	return hex.EncodeToString(sum[:])
+}
+
+// SignedByConsumer tells whether the consumer's Contract c holds a signature of its current
+// terms, as its consumer's controller manager records it (consts.ContractSignedTermsAnnotation).
+// It does not verify the signature: the provider does.
+func SignedByConsumer(c *marketv1alpha1.Contract) bool {
+	return len(c.Spec.ConsumerSignature) > 0 && c.Annotations[consts.ContractSignedTermsAnnotation] == TermsDigest(&c.Spec.Terms)
 }
