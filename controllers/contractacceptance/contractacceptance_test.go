@@ -19,6 +19,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/contractacceptance"
 	"github.com/peerkit/terraform-provider-liqo/controllers/contractsigning"
 	"github.com/peerkit/terraform-provider-liqo/controllers/replication"
+	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/contract"
@@ -106,7 +107,8 @@ func startFlow(t *testing.T, env *testenv.Env) {
 // consumer's copy shows Signed with a countersignature that verifies; a renewal is signed again
 // by both; hostile contracts are refused, each with the reason, and no copy made; a tampered
 // change of a running contract leaves it running; a withdrawn offer does not end a contract;
-// the end expires both copies, and the provider's goes with the consumer's.
+// the end expires both copies, and the provider's goes with the consumer's; a running one goes
+// at unpeering.
 func TestContractFlow(t *testing.T) {
 	env := pair.Env(t)
 	cons, prov := env.Cluster("consumer").Client, env.Cluster("provider").Client
@@ -128,6 +130,32 @@ func TestContractFlow(t *testing.T) {
 	})
 	t.Run("expiry", func(t *testing.T) {
 		testExpiry(t, prov, asConsumer, consKey)
+	})
+	t.Run("unpeering", func(t *testing.T) { // last: it deletes the consumer's Tenant
+		testUnpeering(t, prov, asConsumer, consKey)
+	})
+}
+
+// testUnpeering: the consumer deleting its copy of a running contract does not end it; its
+// Tenant going (unpeering) deletes the provider's copy.
+func testUnpeering(t *testing.T, prov, asConsumer client.Client, consKey *signing.KeyPair) {
+	ctx := t.Context()
+	c := signed(t, "unpeer", terms("short", "1", time.Hour), consKey)
+	if err := asConsumer.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, prov, client.ObjectKeyFromObject(c), marketv1alpha1.ContractSigned, "")
+	if err := asConsumer.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the controller's turn
+	waitPhase(t, prov, ownKey("unpeer"), marketv1alpha1.ContractSigned, "")
+	tenant := &authv1beta1.Tenant{ObjectMeta: metav1.ObjectMeta{Namespace: provNS, Name: consumerID}}
+	if err := prov.Delete(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the provider's copy deleted at unpeering", wait, func(ctx context.Context) bool {
+		return apierrors.IsNotFound(prov.Get(ctx, ownKey("unpeer"), &marketv1alpha1.Contract{}))
 	})
 }
 
