@@ -210,6 +210,26 @@ func testSignedByBoth(t *testing.T, cons, prov client.Client, consKey, provKey *
 		}
 		return nil
 	})
+	// Settled: nothing is written any more on either side (no flapping).
+	versions := func() []string {
+		var out []string
+		for _, k := range []struct {
+			cl  client.Client
+			key client.ObjectKey
+		}{{cons, client.ObjectKeyFromObject(mine)}, {prov, client.ObjectKey{Namespace: provNS, Name: "happy"}}, {prov, ownKey("happy")}} {
+			x := &marketv1alpha1.Contract{}
+			if err := k.cl.Get(ctx, k.key, x); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, x.ResourceVersion)
+		}
+		return out
+	}
+	before := versions()
+	time.Sleep(2 * time.Second)
+	if after := versions(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("resource versions (consumer's, tenant copy, provider's copy) went from %v to %v with nothing changed", before, after)
+	}
 	// Only signed terms reached the provider: it never refused them on the way.
 	events := &eventsv1.EventList{}
 	if err := prov.List(ctx, events, client.InNamespace(provNS)); err != nil {
