@@ -1,7 +1,9 @@
 // Package contractacceptance answers, on a provider, the Contracts its consumers propose (seed
 // 004's contract). A consumer's Contract reaches the provider's tenant namespace of that consumer
 // (the replication controller copies it there with the consumer's identity, which may write
-// Contracts there but not their status). This controller checks it:
+// Contracts there but not their status). This controller checks it (a Contract labelled
+// liqo.io/replication=true is this cluster's own proposal to a provider, contractsigning's, and is
+// not answered):
 //
 //   - the consumer is the Tenant of the namespace, and the terms name it and this cluster as
 //     provider (the terms alone are never trusted);
@@ -87,6 +89,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	tc := &marketv1alpha1.Contract{}
 	if err := r.Client.Get(ctx, req.NamespacedName, tc); err != nil || tc.DeletionTimestamp != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if tc.Labels[consts.ReplicationLabel] == "true" {
+		return reconcile.Result{}, nil // this cluster's own proposal to a provider (contractsigning's)
 	}
 	tenant, why, err := r.tenantOf(ctx, tc.Namespace)
 	if err != nil || (tenant == nil && why == "") {

@@ -9,8 +9,9 @@
 // the cluster.
 //
 // Terms this consumer should not sign are left unsigned, with a Warning Event (reason
-// ReasonNotSigned) saying why and the fix: terms contract.CheckTerms refuses, terms naming
-// another consumer than this cluster, or another provider than the Contract's label. Their
+// ReasonNotSigned) saying why and the fix: a Contract outside the tenant namespace of the
+// provider its label names, terms contract.CheckTerms refuses, terms naming another consumer than
+// this cluster, or another provider than the Contract's label. Their
 // refusal is not written in the Contract's status: the status is the provider's answer, which the
 // replication controller copies back over the consumer's copy, so a phase written here would be
 // overwritten; the provider refuses an unsigned contract in its own words.
@@ -72,7 +73,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if contract.Verify(&c.Spec.Terms, c.Spec.ConsumerSignature, key.Public) == nil && contract.SignedByConsumer(c) {
 		return reconcile.Result{}, nil
 	}
-	if why := r.refusal(c); why != "" {
+	why, err := r.refusal(ctx, c)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if why != "" {
 		log.FromContext(ctx).Info("contract not signed", "contract", req, "reason", why)
 		r.event(c, corev1.EventTypeWarning, ReasonNotSigned, "not signed: %s", why)
 		return reconcile.Result{}, nil
@@ -99,20 +104,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // refusal says why this cluster does not sign the Contract's terms, "" when it does.
-func (r *Reconciler) refusal(c *marketv1alpha1.Contract) string {
+func (r *Reconciler) refusal(ctx context.Context, c *marketv1alpha1.Contract) (string, error) {
 	terms := &c.Spec.Terms
+	provider := c.Labels[consts.RemoteClusterIDLabel]
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: c.Namespace}, ns); err != nil {
+		return "", fmt.Errorf("reading the namespace of Contract %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	// Only in the tenant namespace of the provider it goes to: not one another peer writes in.
+	if ns.Labels[consts.TenantNamespaceLabel] != "true" || ns.Labels[consts.RemoteClusterIDLabel] != provider {
+		return fmt.Sprintf("namespace %s is not the tenant namespace of provider %s (labels %s=true, %s=%s): write the "+
+			"Contract in the namespace of the provider's ResourceSlices", c.Namespace, provider, consts.TenantNamespaceLabel,
+			consts.RemoteClusterIDLabel, provider), nil
+	}
 	if err := contract.CheckTerms(terms); err != nil {
-		return err.Error()
+		return err.Error(), nil
 	}
 	if r.ClusterID != "" && terms.ConsumerClusterID != r.ClusterID {
 		return fmt.Sprintf("spec.terms.consumerClusterID is %q, not this cluster (%q): a consumer signs only terms naming "+
-			"itself; set spec.terms.consumerClusterID to %q", terms.ConsumerClusterID, r.ClusterID, r.ClusterID)
+			"itself; set spec.terms.consumerClusterID to %q", terms.ConsumerClusterID, r.ClusterID, r.ClusterID), nil
 	}
-	if provider := c.Labels[consts.RemoteClusterIDLabel]; string(terms.ProviderClusterID) != provider {
+	if string(terms.ProviderClusterID) != provider {
 		return fmt.Sprintf("spec.terms.providerClusterID is %q, but the Contract goes to provider %q (label %s): "+
-			"set both to the provider's cluster ID", terms.ProviderClusterID, provider, consts.RemoteClusterIDLabel)
+			"set both to the provider's cluster ID", terms.ProviderClusterID, provider, consts.RemoteClusterIDLabel), nil
 	}
-	return ""
+	return "", nil
 }
 
 // event records an Event on c, when there is a recorder.
