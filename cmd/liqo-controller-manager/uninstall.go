@@ -418,6 +418,8 @@ func (u *uninstaller) deleteClusterObjects(ctx context.Context) error {
 		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: consts.ReflectedSecretsPolicy}},
 		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: consts.SliceCordonPolicy}},
 		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: consts.SliceCordonPolicy}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: consts.ContractProposalPolicy}},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: consts.ContractProposalPolicy}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusteridentity.RemoteControlPlaneClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusteridentity.RemoteWorkloadClusterRole}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusteridentity.SliceWorkloadClusterRole}},

@@ -196,6 +196,9 @@ func Ensure(ctx context.Context, c client.Client, cfg Config) (corev1beta1.Clust
 	if err := ensureSlicePolicy(ctx, c); err != nil {
 		return "", err
 	}
+	if err := ensureContractPolicy(ctx, c); err != nil {
+		return "", err
+	}
 	if err := ensureSecretPolicy(ctx, c); err != nil {
 		return "", err
 	}

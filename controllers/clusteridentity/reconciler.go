@@ -50,7 +50,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return o.GetName() == RemoteControlPlaneClusterRole || o.GetName() == RemoteWorkloadClusterRole || o.GetName() == SliceWorkloadClusterRole
 	}))
 	secretPolicy := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetName() == consts.ReflectedSecretsPolicy || o.GetName() == consts.SliceCordonPolicy
+		return o.GetName() == consts.ReflectedSecretsPolicy || o.GetName() == consts.SliceCordonPolicy ||
+			o.GetName() == consts.ContractProposalPolicy
 	}))
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusteridentity").

@@ -82,6 +82,12 @@ const (
 	// provider keeps its cordon of a ResourceSlice (CordonAnnotation, CordonTenantAnnotation on
 	// its copy) its own: a consumer, which writes the copy, may not set, change or lift them.
 	SliceCordonPolicy = "liqo-slice-cordon"
+	// ContractProposalPolicy names the ValidatingAdmissionPolicy (and its binding) with which a
+	// cluster keeps its own proposals of Contracts (labelled ReplicationLabel "true", which its
+	// controller manager signs with its key and sends to a provider) its own: a peered consumer,
+	// which writes Contracts in its tenant namespace, may not label one so (in a two-way peering
+	// the namespace is also where this cluster's proposals to that peer live).
+	ContractProposalPolicy = "liqo-contract-proposals"
 )
 
 // Kubernetes' recommended application labels, which upstream Liqo's tools select on: liqoctl
