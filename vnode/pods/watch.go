@@ -166,6 +166,7 @@ func (rf *reflection) watchRemote(ctx context.Context, local, remote string) *re
 		}
 		go inf.RunWithContext(nctx)
 	}
+	n.warnings = rf.watchWarnings(nctx, n)
 	go func() {
 		// Local pods without remote objects have no remote event: reconcile them all once the
 		// remote view is known.
