@@ -67,7 +67,9 @@ func TestMetering(t *testing.T) {
 	key := client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ProviderContractName("cl-a", "s1")}
 
 	// Metered a few times: exactly the requests times the seconds each ran up to lastMetered.
-	got := metered(t, c, key, func(m *marketv1alpha1.Contract) bool { return m.Status.LastMetered.Sub(b.CreationTimestamp.Time) >= 3*time.Second })
+	got := metered(t, c, key, func(m *marketv1alpha1.Contract) bool {
+		return m.Status.LastMetered.Sub(b.CreationTimestamp.Time) >= 3*time.Second
+	})
 	at := got.Status.LastMetered.Time
 	wantSeconds(t, got, corev1.ResourceCPU, 0.5*at.Sub(a.CreationTimestamp.Time).Seconds())
 	wantSeconds(t, got, corev1.ResourceMemory, 512*(1<<20)*at.Sub(b.CreationTimestamp.Time).Seconds())
