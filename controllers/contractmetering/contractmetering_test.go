@@ -108,6 +108,34 @@ func TestMetering(t *testing.T) {
 		cpu := testutil.ToFloat64(contractmetering.ResourceSeconds.WithLabelValues("cl-a", "cl-prov", "s1", "EUR", "cpu"))
 		return math.Abs(cost-parse(t, final.Status.AccruedCost)) < 1e-9 && math.Abs(cpu-parse(t, final.Status.ResourceSeconds["cpu"])) < 1e-9
 	})
+	consumerSide(t, c, terms)
+}
+
+// consumerSide: the exporter exports a consumer's own Contract (labelled
+// consts.ReplicationLabel) from its replicated status, and drops its series once it is gone.
+func consumerSide(t *testing.T, c client.Client, terms marketv1alpha1.ContractTerms) {
+	ctx := t.Context()
+	own := &marketv1alpha1.Contract{ObjectMeta: metav1.ObjectMeta{Namespace: consts.LiqoNamespace, Name: "mine",
+		Labels: map[string]string{consts.ReplicationLabel: "true", consts.RemoteClusterIDLabel: "cl-prov"}},
+		Spec: marketv1alpha1.ContractSpec{Terms: terms}}
+	if err := c.Create(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	own.Status = marketv1alpha1.ContractStatus{Phase: marketv1alpha1.ContractSigned, AccruedCost: "1.250000",
+		ResourceSeconds: map[corev1.ResourceName]marketv1alpha1.Decimal{corev1.ResourceCPU: "90000.000000"}}
+	if err := c.Status().Update(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the consumer's contract exported", 10*time.Second, func(context.Context) bool {
+		return testutil.ToFloat64(contractmetering.AccruedCost.WithLabelValues("cl-a", "cl-prov", "mine", "EUR")) == 1.25 &&
+			testutil.ToFloat64(contractmetering.ResourceSeconds.WithLabelValues("cl-a", "cl-prov", "mine", "EUR", "cpu")) == 90000
+	})
+	if err := c.Delete(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the deleted contract's series dropped", 10*time.Second, func(context.Context) bool {
+		return testutil.CollectAndCount(contractmetering.AccruedCost) == 1 && testutil.CollectAndCount(contractmetering.ResourceSeconds) == 2
+	})
 }
 
 // shadowPod creates a ShadowPod in ns from the virtual node node, requesting cpu and memory
