@@ -43,6 +43,9 @@ func ensureDefaultOffer(ctx context.Context, c client.Client, o *options) error 
 // setupMarket registers the reconcilers of seed 004's advertisement: the publication of the
 // provider's Offers to its consumers' tenant namespaces.
 func setupMarket(mgr ctrl.Manager, o *options) error {
+	if err := setupMetering(mgr, o); err != nil { // metering.go
+		return err
+	}
 	if err := (&offerpublication.Reconciler{Client: mgr.GetClient(), LiqoNamespace: o.identity.LiqoNamespace(),
 		Recorder: mgr.GetEventRecorder("liqo-offer-publication")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the offer publication reconciler: %w", err)
