@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -88,8 +89,11 @@ func peeringContract(e *testenv.Env, cid, pid string) (*marketv1alpha1.Contract,
 func checkPeeringContract(e *testenv.Env, cid, pid, cpu string, d time.Duration) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		c, err := peeringContract(e, cid, pid)
-		if err != nil || c == nil {
-			return fmt.Errorf("contract of the peering: %v (none: %t)", err, c == nil)
+		if err != nil {
+			return fmt.Errorf("contract of the peering: %w", err)
+		}
+		if c == nil {
+			return errors.New("the peering has no contract")
 		}
 		q := c.Spec.Terms.Resources[corev1.ResourceCPU]
 		if c.Status.Phase != marketv1alpha1.ContractSigned || q.String() != cpu || c.Spec.Terms.End.Sub(c.Spec.Terms.Start.Time) != d ||
@@ -132,8 +136,10 @@ func TestAccPeeringOffer(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6Providers,
 		CheckDestroy: func(*terraform.State) error {
-			if c, err := peeringContract(e, cid, pid); c != nil || err != nil {
-				return fmt.Errorf("contract left after destroy: %v, %v", c, err)
+			if c, err := peeringContract(e, cid, pid); err != nil {
+				return err
+			} else if c != nil {
+				return fmt.Errorf("contract %s/%s left after destroy", c.Namespace, c.Name)
 			}
 			return checkNothingLeft(e, cid, pid)
 		},
@@ -178,8 +184,12 @@ func TestAccPeeringOffer(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(checkPeeringContract(e, cid, pid, "2", 48*time.Hour),
 					resource.TestCheckResourceAttr(ds, "phase", "Signed"),
 					func(*terraform.State) error {
-						if c, err := peeringContract(e, cid, pid); err != nil || !c.Spec.Terms.Start.Time.Equal(start) {
-							return fmt.Errorf("renewal moved the start (%v, was %s): %v", c.Spec.Terms.Start, start, err)
+						c, err := peeringContract(e, cid, pid)
+						if err != nil {
+							return err
+						}
+						if c == nil || !c.Spec.Terms.Start.Time.Equal(start) {
+							return fmt.Errorf("renewal moved the start (was %s): %+v", start, c)
 						}
 						return nil
 					}),

@@ -187,15 +187,18 @@ func (r *ContractRequest) write(ctx context.Context, cur *marketv1alpha1.Contrac
 	// read it again and rewrite.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := r.Consumer.Client.Get(ctx, key, cur); err != nil {
-			return err
+			return fmt.Errorf("reading it: %w", err)
 		}
 		forge.MutateConsumerContract(cur, terms)
 		if err := r.Consumer.Client.Update(ctx, cur); err != nil {
-			return err
+			return fmt.Errorf("writing spec.terms: %w", err)
 		}
 		cur.Status = marketv1alpha1.ContractStatus{Phase: marketv1alpha1.ContractPending, AccruedCost: cur.Status.AccruedCost,
 			ResourceSeconds: cur.Status.ResourceSeconds, LastMetered: cur.Status.LastMetered}
-		return r.Consumer.Client.Status().Update(ctx, cur)
+		if err := r.Consumer.Client.Status().Update(ctx, cur); err != nil {
+			return fmt.Errorf("writing status.phase: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("renewing contract %s on %s (new terms, status back to Pending): %w", key, r.Consumer.Name, err)

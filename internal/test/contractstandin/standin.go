@@ -11,6 +11,7 @@ package contractstandin
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -107,7 +108,7 @@ func (s *StandIn) answer(ctx context.Context, c *marketv1alpha1.Contract) error 
 		}
 		c.Spec.ConsumerSignature = sig
 		if err := s.consumer.Update(ctx, c); err != nil {
-			return err
+			return fmt.Errorf("signing as the consumer: %w", err)
 		}
 	}
 	reason := s.refuse(terms)
@@ -124,5 +125,8 @@ func (s *StandIn) answer(ctx context.Context, c *marketv1alpha1.Contract) error 
 	}
 	want.AccruedCost, want.ResourceSeconds, want.LastMetered = c.Status.AccruedCost, c.Status.ResourceSeconds, c.Status.LastMetered
 	c.Status = want
-	return s.consumer.Status().Update(ctx, c)
+	if err := s.consumer.Status().Update(ctx, c); err != nil {
+		return fmt.Errorf("answering as the provider (%s): %w", want.Phase, err)
+	}
+	return nil
 }
