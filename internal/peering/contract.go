@@ -42,6 +42,9 @@ type ContractRequest struct {
 	Consumer Cluster
 	// ConsumerID and ProviderID are the two clusters' IDs.
 	ConsumerID, ProviderID corev1beta1.ClusterID
+	// Namespace is the slice's namespace on the consumer, the tenant namespace of the provider
+	// that holds the consumer's identity ("": TenantNamespace(ProviderID)).
+	Namespace string
 	// Name is the ResourceSlice's name, and so the Contract's.
 	Name string
 	// Resources are what the slice asks.
@@ -54,7 +57,10 @@ type ContractRequest struct {
 
 // key is the Contract's: the consumer's tenant namespace of the provider, the slice's name.
 func (r *ContractRequest) key() client.ObjectKey {
-	return client.ObjectKey{Namespace: TenantNamespace(r.ProviderID), Name: r.Name}
+	if r.Namespace == "" {
+		return client.ObjectKey{Namespace: TenantNamespace(r.ProviderID), Name: r.Name}
+	}
+	return client.ObjectKey{Namespace: r.Namespace, Name: r.Name}
 }
 
 // EnsureContract writes the consumer's Contract accepting r.Accept's offer for r.Resources and
@@ -121,7 +127,7 @@ const offerWait = 20 * time.Second
 
 // offer reads the offer r.Accept names, as the consumer, waiting offerWait for it to be published.
 func (r *ContractRequest) offer(ctx context.Context) (*marketv1alpha1.Offer, error) {
-	ns := TenantNamespace(r.ProviderID)
+	ns := r.key().Namespace
 	var offer *marketv1alpha1.Offer
 	var names []string
 	wctx, cancel := context.WithTimeout(ctx, offerWait)
@@ -236,14 +242,14 @@ func (r *ContractRequest) waitSigned(ctx context.Context, c *marketv1alpha1.Cont
 	})
 }
 
-// RemoveContract deletes the consumer's Contract named name in its tenant namespace of
-// providerID and waits until it is gone (the provider's own copy runs to its end). A cluster
+// RemoveContract deletes the consumer's Contract namespace/name (in its tenant namespace of the
+// provider) and waits until it is gone (the provider's own copy runs to its end). A cluster
 // without the Contract API (upstream Liqo's CRDs alone) has none.
-func RemoveContract(ctx context.Context, consumer Cluster, providerID corev1beta1.ClusterID, name string, interval time.Duration) error {
+func RemoveContract(ctx context.Context, consumer Cluster, namespace, name string, interval time.Duration) error {
 	if interval == 0 {
 		interval = 250 * time.Millisecond
 	}
-	c := &marketv1alpha1.Contract{ObjectMeta: metav1.ObjectMeta{Namespace: TenantNamespace(providerID), Name: name}}
+	c := &marketv1alpha1.Contract{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	switch err := consumer.Client.Get(ctx, client.ObjectKeyFromObject(c), c); {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		return nil

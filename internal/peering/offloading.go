@@ -48,7 +48,7 @@ func (p *pair) ensureContractedOffloading(ctx context.Context) error {
 		if err := p.ensureOffloading(ctx); err != nil {
 			return err
 		}
-		return RemoveContract(ctx, p.consumer, p.providerID, p.sliceName(), p.opts.PollInterval)
+		return RemoveContract(ctx, p.consumer, p.consumerNS(), p.sliceName(), p.opts.PollInterval)
 	}
 	if _, err := EnsureContract(ctx, ContractRequest{Consumer: p.consumer, ConsumerID: p.consumerID, ProviderID: p.providerID,
 		Name: p.sliceName(), Resources: p.opts.Resources, Accept: *p.opts.Offer, PollInterval: p.opts.PollInterval}); err != nil {
@@ -181,7 +181,7 @@ func (p *pair) removeOffloading(ctx context.Context) error {
 	if err := deleteAndWait(ctx, p.consumer, slice, p.opts.PollInterval); err != nil {
 		return err
 	}
-	if err := RemoveContract(ctx, p.consumer, p.providerID, p.sliceName(), p.opts.PollInterval); err != nil {
+	if err := RemoveContract(ctx, p.consumer, p.consumerNS(), p.sliceName(), p.opts.PollInterval); err != nil {
 		return err
 	}
 	return ReleaseSlice(ctx, p.consumer, p.consumerNS(), p.sliceName(), p.providerID, p.opts.PollInterval)
