@@ -206,7 +206,7 @@ func resourceSliceContract(ctx context.Context, w objectWrite[resourceSliceModel
 	_, err = peering.EnsureContract(ctx, peering.ContractRequest{Consumer: consumer, ConsumerID: consumerID,
 		ProviderID: corev1beta1.ClusterID(w.plan.ProviderClusterID.ValueString()), Namespace: rs.Namespace, Name: rs.Name,
 		Resources: res, Accept: *accept, PollInterval: 200 * time.Millisecond})
-	return err //nolint:wrapcheck // EnsureContract's errors name the contract, the offer and the fix
+	return err // EnsureContract's errors name the contract, the offer and the fix
 }
 
 // refresh sets the model from the object, keeping the configured spelling of equal quantities.
