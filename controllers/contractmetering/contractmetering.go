@@ -18,10 +18,8 @@ package contractmetering
 import (
 	"context"
 	"fmt"
-	"math/big"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,7 +31,7 @@ import (
 
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/offers"
+	"github.com/peerkit/terraform-provider-liqo/internal/contract"
 )
 
 // DefaultInterval is how often a contract is metered by default.
@@ -88,11 +86,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	status := marketv1alpha1.ContractStatus{ResourceSeconds: formatSeconds(seconds), LastMetered: &metav1.Time{Time: now}}
-	cost, err := Cost(&c.Spec.Terms, seconds)
+	cost, err := contract.Cost(&c.Spec.Terms, seconds)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("metering contract %s: %w", req, err)
 	}
-	status.AccruedCost = marketv1alpha1.Decimal(cost.FloatString(Decimals))
+	status.AccruedCost = marketv1alpha1.Decimal(contract.FormatDecimal(cost, Decimals))
 	if err := r.write(ctx, c, &status); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -169,28 +167,3 @@ var phaseChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	n, okNew := e.ObjectNew.(*marketv1alpha1.Contract)
 	return okOld && okNew && o.Status.Phase != n.Status.Phase
 }}
-
-// Cost is the cost of seconds (resource-seconds per resource) under terms: the sum over the
-// priced resources of seconds / 3600 × amount / unit × price, exactly.
-func Cost(terms *marketv1alpha1.ContractTerms, seconds map[corev1.ResourceName]*big.Rat) (*big.Rat, error) {
-	total := new(big.Rat)
-	for name, s := range seconds {
-		price, ok := terms.Prices[name]
-		if !ok {
-			continue
-		}
-		amount, ok := new(big.Rat).SetString(price.Amount)
-		if !ok {
-			return nil, fmt.Errorf("spec.terms.prices[%s].amount %q is not a decimal number", name, price.Amount)
-		}
-		unit, err := quantityRat(offers.Unit(price))
-		if err != nil || unit.Sign() <= 0 {
-			return nil, fmt.Errorf("spec.terms.prices[%s].per is not a positive quantity", name)
-		}
-		term := new(big.Rat).Mul(s, amount)
-		term.Quo(term, unit)
-		term.Quo(term, big.NewRat(3600, 1))
-		total.Add(total, term)
-	}
-	return total, nil
-}

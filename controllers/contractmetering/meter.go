@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +15,7 @@ import (
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/contract"
 )
 
 // meter adds to seconds what the contract's ShadowPods alive now requested of each contracted
@@ -37,10 +37,7 @@ func (r *Reconciler) meter(ctx context.Context, c *marketv1alpha1.Contract, seco
 		ran := big.NewRat(int64(to.Sub(since)/time.Millisecond), 1000)
 		usage, _ := grantenforcement.Usage(&sp.Spec.Pod, c.Spec.Terms.Resources) // plain resource names: requests, never a limit's error
 		for name, q := range usage {
-			v, err := quantityRat(q)
-			if err != nil {
-				return fmt.Errorf("metering ShadowPod %s/%s: %s: %w", sp.Namespace, sp.Name, name, err)
-			}
+			v := contract.Rat(q)
 			if seconds[name] == nil {
 				seconds[name] = new(big.Rat)
 			}
@@ -113,17 +110,7 @@ func parseSeconds(c *marketv1alpha1.Contract) (map[corev1.ResourceName]*big.Rat,
 func formatSeconds(seconds map[corev1.ResourceName]*big.Rat) map[corev1.ResourceName]marketv1alpha1.Decimal {
 	out := make(map[corev1.ResourceName]marketv1alpha1.Decimal, len(seconds))
 	for name, v := range seconds {
-		out[name] = marketv1alpha1.Decimal(v.FloatString(Decimals))
+		out[name] = marketv1alpha1.Decimal(contract.FormatDecimal(v, Decimals))
 	}
 	return out
-}
-
-// quantityRat is q as an exact rational.
-func quantityRat(q resource.Quantity) (*big.Rat, error) {
-	d := q.AsDec()
-	v, ok := new(big.Rat).SetString(d.String())
-	if !ok {
-		return nil, fmt.Errorf("quantity %s is not a decimal number", q.String())
-	}
-	return v, nil
 }
