@@ -10,7 +10,7 @@ func marketResources() []func() resource.Resource {
 	return []func() resource.Resource{newOfferResource}
 }
 
-// marketDataSources are the data sources of seed 004's advertisement, on the consumer.
+// marketDataSources are the data sources of seed 004's advertisement and contract, on the consumer.
 func marketDataSources() []func() datasource.DataSource {
-	return []func() datasource.DataSource{newOffersDataSource}
+	return []func() datasource.DataSource{newOffersDataSource, newContractDataSource}
 }

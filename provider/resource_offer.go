@@ -119,6 +119,17 @@ func (r *offerResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 		})
 }
 
+// priceValidator checks a price (or a ceiling of prices): a non-negative decimal such as 0.025
+// (offers.ValidatePrice).
+func priceValidator() validator.String {
+	return stringForm{"must be a non-negative decimal such as 0.025", "Invalid price", func(s string) string {
+		if err := offers.ValidatePrice(s); err != nil {
+			return err.Error()
+		}
+		return ""
+	}}
+}
+
 // offerPricesAttribute is `prices`: per resource, an amount per unit and hour.
 func offerPricesAttribute() schema.MapNestedAttribute {
 	return schema.MapNestedAttribute{
@@ -130,13 +141,7 @@ func offerPricesAttribute() schema.MapNestedAttribute {
 			"amount": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Price of `per` of the resource for one hour: a non-negative decimal such as `0.025`.",
-				Validators: []validator.String{stringForm{"must be a non-negative decimal such as 0.025", "Invalid price",
-					func(s string) string {
-						if err := offers.ValidatePrice(s); err != nil {
-							return err.Error()
-						}
-						return ""
-					}}},
+				Validators:          []validator.String{priceValidator()},
 			},
 			"per": schema.StringAttribute{
 				Optional:            true,

@@ -57,6 +57,7 @@ type peeringModel struct {
 	ResourceSliceClass      types.String   `tfsdk:"resource_slice_class"`
 	PodSecurity             types.String   `tfsdk:"pod_security"`
 	Gateway                 types.Object   `tfsdk:"gateway"`
+	Offer                   types.Object   `tfsdk:"offer"`
 	ConsumerClusterID       types.String   `tfsdk:"consumer_cluster_id"`
 	ProviderClusterID       types.String   `tfsdk:"provider_cluster_id"`
 	ConsumerTenantNamespace types.String   `tfsdk:"consumer_tenant_namespace"`
@@ -219,6 +220,8 @@ func (m *peeringModel) options(ctx context.Context) (peering.Options, error) {
 		PodSecurity:     m.PodSecurity.ValueString()}
 	if opts.NoResourceSlice {
 		opts.Resources = nil
+	} else if opts.Offer, err = offerAccept(ctx, m.Offer); err != nil {
+		return peering.Options{}, err
 	}
 	gwObj := m.Gateway
 	if gwObj.IsNull() || gwObj.IsUnknown() {

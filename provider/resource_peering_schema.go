@@ -129,6 +129,7 @@ func (r *peeringResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 				Validators:    dnsLabel("must be a DNS label such as default or gpu"),
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
+			"offer":             offerAcceptAttribute("the resources asked (`cpu`, `memory`, `pods`, ...)"),
 			"pod_security":      podSecurityAttribute(),
 			"ephemeral_storage": peeringQuantityAttribute("ephemeral storage (`ephemeral-storage`, e.g. `20Gi`)"),
 			"resources": quantitiesResourcesAttribute("Other resources asked for, by resource name (e.g. `\"nvidia.com/gpu\" = \"2\"`), as " +
@@ -314,6 +315,11 @@ func validateOffloading(cfg *peeringModel, diags *diag.Diagnostics) {
 			diags.AddAttributeWarning(path.Root(q.attr), q.attr+" is ignored without a resource slice",
 				"create_resource_slice = false: nothing is asked of the provider; remove "+q.attr+" or create the slice")
 		}
+	}
+	if !cfg.Offer.IsNull() && (noSlice || tethered) {
+		diags.AddAttributeError(path.Root("offer"), "An offer needs a resource slice that asks",
+			"offer prices the resources the slice asks, and create_resource_slice = false or a tethered slice asks none: remove "+
+				"offer, or create a slice of the default class")
 	}
 	if noSlice && !cfg.CreateVirtualNode.IsNull() && !cfg.CreateVirtualNode.IsUnknown() && cfg.CreateVirtualNode.ValueBool() {
 		diags.AddAttributeError(path.Root("create_virtual_node"), "A virtual node needs a resource slice",

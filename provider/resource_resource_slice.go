@@ -55,6 +55,7 @@ type resourceSliceModel struct {
 	AuthenticationCondition types.String `tfsdk:"authentication_condition"`
 	ResourcesCondition      types.String `tfsdk:"resources_condition"`
 	Granted                 types.Map    `tfsdk:"granted"`
+	Offer                   types.Object `tfsdk:"offer"`
 }
 
 func newResourceSliceResource() resource.Resource {
@@ -62,9 +63,7 @@ func newResourceSliceResource() resource.Resource {
 	r.objectKind = objectKind[resourceSliceModel, *authv1beta1.ResourceSlice]{
 		typeName: "_resource_slice",
 		kind:     "ResourceSlice", noun: "resource slice", needLiqo: true, namespaced: true, timeout: resourceSliceDefaultTimeout,
-		build: func(ctx context.Context, w objectWrite[resourceSliceModel], rs *authv1beta1.ResourceSlice) error {
-			return w.plan.fill(ctx, rs)
-		},
+		build:       resourceSliceBuild,
 		read:        resourceSliceRefresh,
 		written:     resourceSliceRefresh,
 		waits:       func(plan *resourceSliceModel) bool { return plan.WaitForAcceptance.ValueBool() },
@@ -131,6 +130,7 @@ func (r *resourceSliceResource) Schema(ctx context.Context, _ resource.SchemaReq
 				"`Denied`, or null while unanswered."),
 			"granted": computedStringMap("Resources granted by the provider (`status.resources`), by resource name; null " +
 				"while unanswered."),
+			"offer": offerAcceptAttribute("the quantities asked"),
 		})
 }
 
@@ -147,11 +147,66 @@ func (m *resourceSliceModel) fill(ctx context.Context, rs *authv1beta1.ResourceS
 	if err != nil {
 		return err
 	}
-	forge.MutateResourceSlice(rs, m.ProviderClusterID.ValueString(), forge.ResourceSliceOptions{
+	o := forge.ResourceSliceOptions{
 		ConsumerID: m.ConsumerClusterID.ValueString(), Class: authv1beta1.ResourceSliceClass(m.Class.ValueString()),
 		Resources: res, CreateVirtualNode: m.CreateVirtualNode.ValueBool(),
-	})
+	}
+	if !m.Offer.IsNull() {
+		o.Contract = rs.Name
+	}
+	forge.MutateResourceSlice(rs, m.ProviderClusterID.ValueString(), o)
 	return nil
+}
+
+// resourceSliceBuild writes the slice from the plan; with an offer, it first has the contract
+// signed (peering.EnsureContract, within the create or update timeout), and without one it
+// removes the contract an earlier offer made.
+func resourceSliceBuild(ctx context.Context, w objectWrite[resourceSliceModel], rs *authv1beta1.ResourceSlice) error {
+	accept, err := offerAccept(ctx, w.plan.Offer)
+	if err != nil {
+		return err
+	}
+	consumer := w.cluster.peeringCluster(w.cluster.describe())
+	switch {
+	case accept != nil:
+		if err := resourceSliceContract(ctx, w, consumer, rs, accept); err != nil {
+			return err
+		}
+	case w.state != nil && !w.state.Offer.IsNull():
+		if err := peering.RemoveContract(ctx, consumer, rs.Namespace, rs.Name, 200*time.Millisecond); err != nil {
+			return fmt.Errorf("removing the contract of the offer removed: %w", err)
+		}
+	}
+	return w.plan.fill(ctx, rs)
+}
+
+// resourceSliceContract has the slice's contract on accept signed, within the create (or
+// update) timeout.
+func resourceSliceContract(ctx context.Context, w objectWrite[resourceSliceModel], consumer peering.Cluster,
+	rs *authv1beta1.ResourceSlice, accept *peering.Accept) error {
+	timeout, d := w.plan.Timeouts.Create(ctx, resourceSliceDefaultTimeout)
+	if w.state != nil {
+		timeout, d = w.plan.Timeouts.Update(ctx, resourceSliceDefaultTimeout)
+	}
+	if d.HasError() {
+		return diagsError(d)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := w.plan.requested(ctx)
+	if err != nil {
+		return err
+	}
+	consumerID := corev1beta1.ClusterID(w.plan.ConsumerClusterID.ValueString())
+	if consumerID == "" {
+		if consumerID, err = peering.ClusterID(ctx, consumer); err != nil {
+			return err
+		}
+	}
+	_, err = peering.EnsureContract(ctx, peering.ContractRequest{Consumer: consumer, ConsumerID: consumerID,
+		ProviderID: corev1beta1.ClusterID(w.plan.ProviderClusterID.ValueString()), Namespace: rs.Namespace, Name: rs.Name,
+		Resources: res, Accept: *accept, PollInterval: 200 * time.Millisecond})
+	return err // EnsureContract's errors name the contract, the offer and the fix
 }
 
 // refresh sets the model from the object, keeping the configured spelling of equal quantities.
@@ -325,6 +380,9 @@ func resourceSliceRelease(ctx context.Context, c *clusterClient, state *resource
 	if err := peering.ReleaseSlice(ctx, consumer, ns, name, corev1beta1.ClusterID(state.ProviderClusterID.ValueString()),
 		200*time.Millisecond); err != nil {
 		return fmt.Errorf("ResourceSlice %s/%s deleted, but: %w; raise timeouts.delete or look at what holds it", ns, name, err)
+	}
+	if err := peering.RemoveContract(ctx, consumer, ns, name, 200*time.Millisecond); err != nil {
+		return fmt.Errorf("ResourceSlice %s/%s deleted, but its contract: %w", ns, name, err)
 	}
 	return nil
 }

@@ -69,6 +69,7 @@ type options struct {
 	burst        int
 	webhooks     webhookOptions
 	vk           virtualKubeletOptions
+	metering     meteringOptions
 	lan          lanDiscoveryOptions
 	market       marketOptions
 	podSecurity  podsecurity.Policy
@@ -119,6 +120,7 @@ func parse(args []string, out io.Writer) (*options, error) {
 			"annotated "+consts.TenantPodSecurityAnnotation+"=<level> gets that level instead")
 	o.webhooks.bindFlags(fs)
 	o.vk.bindFlags(fs)
+	o.metering.bindFlags(fs)
 	o.lan.bindFlags(fs)
 	o.market.bindFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {

@@ -46,8 +46,11 @@ func ensureDefaultOffer(ctx context.Context, c client.Client, o *options) error 
 // setupMarket registers the reconcilers of seed 004's advertisement and contract: the
 // publication of the provider's Offers to its consumers' tenant namespaces; on the consumer, the
 // signing of its Contracts and their replication to the provider; on the provider, their
-// acceptance (countersigned, or refused).
+// acceptance (countersigned, or refused); and the metering of the contracts (metering.go).
 func setupMarket(mgr ctrl.Manager, o *options) error {
+	if err := setupMetering(mgr, o); err != nil { // metering.go
+		return err
+	}
 	liqoNS := o.identity.LiqoNamespace()
 	if err := (&offerpublication.Reconciler{Client: mgr.GetClient(), LiqoNamespace: liqoNS,
 		Recorder: mgr.GetEventRecorder("liqo-offer-publication")}).SetupWithManager(mgr); err != nil {

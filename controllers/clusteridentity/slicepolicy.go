@@ -16,7 +16,8 @@ import (
 // A consumer writes the provider's copies of its ResourceSlices (the replication), so RBAC lets
 // it change their annotations and delete them; the provider's own cordon of a slice
 // (liqo.io/cordon, set by `liqoctl cordon resourceslice` on the provider, and
-// liqo.io/cordon-tenant, set by the tenant controller) must stay the provider's to set and
+// liqo.io/cordon-tenant, set by the tenant controller, and market.peerkit.io/contract-expired,
+// set by the negotiation when the slice's contract ended) must stay the provider's to set and
 // lift, as upstream's webhook keeps it. A consumer's own cordon reaches the provider's copy
 // under ConsumerCordonAnnotation instead.
 //
@@ -35,7 +36,7 @@ import (
 // a group, or any user of the consumers' group; never a system user).
 
 // providerCordonAnnotations are the annotations only the provider writes on its copies.
-var providerCordonAnnotations = []string{consts.CordonAnnotation, consts.CordonTenantAnnotation}
+var providerCordonAnnotations = []string{consts.CordonAnnotation, consts.CordonTenantAnnotation, consts.ContractExpiredAnnotation}
 
 // slicePolicyVariables are who asks (consumerVariables, as for Secrets) and whether the
 // namespace is being deleted.
@@ -65,7 +66,7 @@ func slicePolicyValidations() []admissionregistrationv1.Validation {
 		Expression: writes + strings.Join(same, " && "),
 		Message: "a peered consumer may not set, change or lift the provider's cordon of a ResourceSlice (annotations " +
 			strings.Join(providerCordonAnnotations, ", ") + " on the provider's copy): the provider lifts it " +
-			"(liqoctl uncordon resourceslice, or its Tenant made Active); the consumer cordons its own slice instead",
+			"(liqoctl uncordon resourceslice, its Tenant made Active, or the slice's contract renewed); the consumer cordons its own slice instead",
 		Reason: ptr.To(metav1.StatusReasonForbidden),
 	}, {
 		Expression: writes + held("object") + " == " + held("oldObject"),

@@ -54,7 +54,7 @@ func consumerOnProvider(t *testing.T, consumer, tenantNS string) (admin, as clie
 
 // TestConsumerCannotLiftProviderCordon: a consumer, with its identity as the provider binds it
 // in its tenant namespace, writes the provider's copies of its slices but may not lift, change
-// or set the provider's cordon (liqo.io/cordon, liqo.io/cordon-tenant), whether by update or by
+// or set the provider's cordon (liqo.io/cordon, liqo.io/cordon-tenant, the contract's expiry), whether by update or by
 // creating a slice with it; its own cordon key and other changes pass; the provider lifts its
 // cordon itself.
 func TestConsumerCannotLiftProviderCordon(t *testing.T) {
@@ -73,7 +73,7 @@ func TestConsumerCannotLiftProviderCordon(t *testing.T) {
 			t.Errorf("%s: %v, want a denial by %s", what, err, consts.SliceCordonPolicy)
 		}
 	}
-	if err := admin.Create(ctx, slice("cordoned", map[string]string{consts.CordonAnnotation: "true"})); err != nil {
+	if err := admin.Create(ctx, slice("cordoned", map[string]string{consts.CordonAnnotation: "true", consts.ContractExpiredAnnotation: "true"})); err != nil {
 		t.Fatal(err)
 	}
 	// The API server applies a new policy a moment after it is written: wait until a dry-run
@@ -89,9 +89,10 @@ func TestConsumerCannotLiftProviderCordon(t *testing.T) {
 
 	// Lifting or changing the provider's cordon, or adding the tenant's: refused.
 	for what, mutate := range map[string]func(*authv1beta1.ResourceSlice){
-		"lifting liqo.io/cordon":   func(s *authv1beta1.ResourceSlice) { delete(s.Annotations, consts.CordonAnnotation) },
-		"changing liqo.io/cordon":  func(s *authv1beta1.ResourceSlice) { s.Annotations[consts.CordonAnnotation] = "false" },
-		"setting the tenant's one": func(s *authv1beta1.ResourceSlice) { s.Annotations[consts.CordonTenantAnnotation] = "true" },
+		"lifting liqo.io/cordon":        func(s *authv1beta1.ResourceSlice) { delete(s.Annotations, consts.CordonAnnotation) },
+		"changing liqo.io/cordon":       func(s *authv1beta1.ResourceSlice) { s.Annotations[consts.CordonAnnotation] = "false" },
+		"setting the tenant's one":      func(s *authv1beta1.ResourceSlice) { s.Annotations[consts.CordonTenantAnnotation] = "true" },
+		"lifting the contract's expiry": func(s *authv1beta1.ResourceSlice) { delete(s.Annotations, consts.ContractExpiredAnnotation) },
 	} {
 		s := &authv1beta1.ResourceSlice{}
 		if err := as.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: "cordoned"}, s); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 
@@ -29,8 +28,8 @@ func (r *Reconciler) check(ctx context.Context, tc *marketv1alpha1.Contract, ten
 	if err != nil || why != "" {
 		return why, err
 	}
-	if problems := againstOffer(&tc.Spec.Terms, &offer.Spec); len(problems) > 0 {
-		return fmt.Sprintf("the terms are not Offer %s's: %s", offer.Name, strings.Join(problems, "; ")), nil
+	if err := contract.CheckOffer(&tc.Spec.Terms, &offer.Spec); err != nil {
+		return fmt.Sprintf("Offer %s: %s", offer.Name, strings.ReplaceAll(err.Error(), "\n", "; ")), nil
 	}
 	return r.checkCapacity(ctx, tc, string(tenant.Spec.ClusterID), offer)
 }
@@ -98,75 +97,6 @@ func (r *Reconciler) offerOf(ctx context.Context, tc *marketv1alpha1.Contract, c
 	}
 	return nil, fmt.Sprintf("spec.terms.offerUID %q is not the UID of Offer %s (nor of its copy published to you): the "+
 		"offer was withdrawn and made again; read it again and accept its terms", terms.OfferUID, offer.Name), nil
-}
-
-// againstOffer lists how terms differ from the offer spec: the currency, each resource offered,
-// its price, its amount within the offer's minimum and maximum, the duration within the offer's.
-func againstOffer(terms *marketv1alpha1.ContractTerms, spec *marketv1alpha1.OfferSpec) []string {
-	var p []string
-	if string(terms.Currency) != spec.Currency && len(spec.Prices) > 0 {
-		p = append(p, fmt.Sprintf("spec.terms.currency %q is not the offer's %q: write the offer's currency", terms.Currency, spec.Currency))
-	}
-	names := make([]corev1.ResourceName, 0, len(terms.Resources))
-	for name := range terms.Resources {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		p = append(p, againstOfferResource(terms, spec, name)...)
-	}
-	d := terms.End.Sub(terms.Start.Time)
-	if spec.MinDuration != nil && d < spec.MinDuration.Duration {
-		p = append(p, fmt.Sprintf("the duration %s (spec.terms.end - start) is below the offer's minDuration %s: contract for "+
-			"at least that long", d, spec.MinDuration.Duration))
-	}
-	if spec.MaxDuration != nil && d > spec.MaxDuration.Duration {
-		p = append(p, fmt.Sprintf("the duration %s (spec.terms.end - start) is above the offer's maxDuration %s: contract for "+
-			"at most that long, and renew", d, spec.MaxDuration.Duration))
-	}
-	return p
-}
-
-// againstOfferResource lists how one resource of terms differs from the offer spec.
-func againstOfferResource(terms *marketv1alpha1.ContractTerms, spec *marketv1alpha1.OfferSpec, name corev1.ResourceName) []string {
-	offered, ok := spec.Resources[name]
-	if !ok {
-		return []string{fmt.Sprintf("spec.terms.resources[%s]: the offer does not offer %s: contract only what it offers", name, name)}
-	}
-	var p []string
-	q := terms.Resources[name]
-	most := offered
-	if hi, ok := spec.Maximum[name]; ok && hi.Cmp(most) < 0 {
-		most = hi
-	}
-	if q.Cmp(most) > 0 {
-		p = append(p, fmt.Sprintf("spec.terms.resources[%s] %s is above the offer's maximum %s: contract at most %s",
-			name, q.String(), most.String(), most.String()))
-	}
-	if lo, ok := spec.Minimum[name]; ok && q.Cmp(lo) < 0 {
-		p = append(p, fmt.Sprintf("spec.terms.resources[%s] %s is below the offer's minimum %s: contract at least %s",
-			name, q.String(), lo.String(), lo.String()))
-	}
-	want, priced := spec.Prices[name]
-	if !priced {
-		want = marketv1alpha1.Price{Amount: "0"}
-	}
-	got := terms.Prices[name]
-	if !samePrice(got, want) {
-		wantUnit, gotUnit := offers.Unit(want), offers.Unit(got)
-		p = append(p, fmt.Sprintf("spec.terms.prices[%s] %s per %s is not the offer's %s per %s: write the offer's price",
-			name, got.Amount, gotUnit.String(), want.Amount, wantUnit.String()))
-	}
-	return p
-}
-
-// samePrice tells whether two prices are the same amount for the same quantity (decimals
-// compared exactly: "0.50" is "0.5").
-func samePrice(a, b marketv1alpha1.Price) bool {
-	x, okA := new(big.Rat).SetString(a.Amount)
-	y, okB := new(big.Rat).SetString(b.Amount)
-	ua, ub := offers.Unit(a), offers.Unit(b)
-	return okA && okB && offers.IsDecimal(a.Amount) && offers.IsDecimal(b.Amount) && x.Cmp(y) == 0 && ua.Cmp(ub) == 0
 }
 
 // checkCapacity checks that the contract, with the Signed contracts running on the same Offer

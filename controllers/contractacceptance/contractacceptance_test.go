@@ -286,10 +286,10 @@ func testHostile(t *testing.T, prov, asConsumer client.Client, consKey *signing.
 		name, reason string
 		c            *marketv1alpha1.Contract
 	}{
-		{"over-max", "spec.terms.resources[cpu] 4 is above the offer's maximum 3", signed(t, "over-max", terms("small", "4", time.Hour), consKey)},
+		{"over-max", "spec.terms.resources[cpu]: 4 is above the 3 the offer allows", signed(t, "over-max", terms("small", "4", time.Hour), consKey)},
 		{"over-offer", "spec.terms.resources[cpu] 3 with the 2 of the contracts running on Offer small is above the 4 it offers",
 			signed(t, "over-offer", terms("small", "3", time.Hour), consKey)},
-		{"price", "spec.terms.prices[cpu] 0.01 per 1 is not the offer's 0.05 per 1", signed(t, "price", change("small", "1", func(x *marketv1alpha1.ContractTerms) {
+		{"price", "spec.terms.prices[cpu]: 0.01 per 1 is not the offer's 0.05 per 1", signed(t, "price", change("small", "1", func(x *marketv1alpha1.ContractTerms) {
 			x.Prices["cpu"] = marketv1alpha1.Price{Amount: "0.01"}
 		}), consKey)},
 		{"currency", `spec.terms.currency "USD" is not the offer's "EUR"`, signed(t, "currency", change("small", "1", func(x *marketv1alpha1.ContractTerms) {

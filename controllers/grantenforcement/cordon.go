@@ -78,6 +78,9 @@ func uncordonHint(s *authv1beta1.ResourceSlice, consumer string, by []string) st
 		case consts.ConsumerCordonAnnotation:
 			out = append(out, fmt.Sprintf("cluster %s cordoned it on its side: that cluster lifts it by removing the annotation %s from its own ResourceSlice %s",
 				consumer, consts.CordonAnnotation, s.Name))
+		case consts.ContractExpiredAnnotation:
+			out = append(out, fmt.Sprintf("its contract %s ended: cluster %s renews it (a later end, which this cluster countersigns) to lift it",
+				s.Annotations[consts.ContractAnnotation], consumer))
 		default:
 			out = append(out, fmt.Sprintf("remove the annotation %s from the slice", k))
 		}

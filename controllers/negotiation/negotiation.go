@@ -21,6 +21,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/clientcert"
 	"github.com/peerkit/terraform-provider-liqo/controllers/internal/enqueue"
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
+	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 )
 
@@ -87,18 +88,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		len(slice.Status.Resources) > 0
 	accepted := holds && grantedAsAsked(slice, r.Defaults)
 
+	if slice.Annotations[consts.ContractAnnotation] == "" {
+		if err := r.markExpired(ctx, slice, false); err != nil { // no contract left to expire
+			return reconcile.Result{}, err
+		}
+	}
 	status := slice.Status.DeepCopy()
 	auth, again, err := r.authenticate(ctx, slice, tenant, holds, status)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	var res authv1beta1.ResourceSliceCondition
+	var until time.Duration // when a contract starts or ends
 	switch {
 	case auth.Status == authv1beta1.ResourceSliceConditionDenied:
 		res = cond(authv1beta1.ResourceSliceConditionTypeResources, false, ReasonNotAuthorized, auth.Message)
 		status.Resources = nil
 	case slice.Spec.Class == consts.TetheredSliceClass:
 		if res, err = r.decideTethered(ctx, slice, tenant, holds, status); err != nil {
+			return reconcile.Result{}, err
+		}
+	case slice.Annotations[consts.ContractAnnotation] != "":
+		if res, until, err = r.decideContract(ctx, slice, tenant, status); err != nil {
 			return reconcile.Result{}, err
 		}
 	case accepted:
@@ -120,6 +131,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			res = cond(authv1beta1.ResourceSliceConditionTypeResources, true, ReasonGranted, "granted")
 			status.Resources = withDefaults(slice.Spec.Resources, r.Defaults, available)
 		}
+	}
+	if until > 0 && (again == 0 || until < again) {
+		again = until
 	}
 	status.Conditions = merge(slice.Status.Conditions, auth, res)
 	if equality.Semantic.DeepEqual(*status, slice.Status) {
@@ -329,7 +343,8 @@ var sharedNodeChanged = predicate.Funcs{
 }
 
 // SetupWithManager watches slices, Tenants (a change of condition re-decides the slices of
-// their namespace), and for the tethered slices (consts.TetheredSliceClass) the Nodes (their
+// their namespace), the provider's copies of Contracts (re-deciding the slices naming them),
+// and for the tethered slices (consts.TetheredSliceClass) the Nodes (their
 // grant follows what the nodes offer) and the TetheringConfigMap (the tethering starting,
 // ending or moving).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -346,6 +361,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&authv1beta1.Tenant{}, slicesOfNamespace).
 		Watches(&corev1.Node{}, tetheredSlices, builder.WithPredicates(sharedNodeChanged)).
 		Watches(&corev1.ConfigMap{}, tetheredSlices, builder.WithPredicates(tetheringConfigMap), builder.OnlyMetadata).
+		Watches(&marketv1alpha1.Contract{}, r.slicesOfContract(mgr.GetClient())).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("building the negotiation controller: %w", err)

@@ -10,7 +10,11 @@
 // the real nodes in full, but what other slices hold, whatever the Policy, when this cluster
 // is tethered to their consumer, denied otherwise
 // (ReasonNotTethered); a slice of another class is left to the controller of its class
-// (Decides).
+// (Decides). A slice naming a contract (seed 004: annotation consts.ContractAnnotation) is
+// decided by the provider's own copy of that contract instead of the Policy (decideContract):
+// exactly the contract's resources while it runs, ReasonContractNotSigned unless both parties'
+// signatures verify, and past its end the grant kept but the slice cordoned
+// (consts.ContractExpiredAnnotation) until the contract is renewed.
 package negotiation
 
 import (

@@ -19,3 +19,9 @@ variable "networking" {
   type        = bool
   default     = true
 }
+
+variable "max_cost_per_hour" {
+  description = "Place each consumer on its cheapest provider within this cost per hour (a decimal, in the offers' currency); null: peer with every provider of the topology, on no offer."
+  type        = string
+  default     = null
+}

@@ -22,13 +22,16 @@ type ResourceSliceOptions struct {
 	// CreateVirtualNode asks the consumer's controllers for a virtual node once the slice is
 	// granted (annotation consts.CreateVirtualNodeAnnotation).
 	CreateVirtualNode bool
+	// Contract names the Contract (same namespace) the provider grants the slice by
+	// (annotation consts.ContractAnnotation; "": none, the annotation is removed).
+	Contract string
 }
 
 // MutateResourceSlice makes rs the consumer's request for resources of the provider providerID
 // as o says: labelled consts.RemoteClusterIDLabel=providerID, consts.ReplicationLabel=true and
 // consts.ReplicationDestinationLabel=providerID (the consumer's controllers replicate it to the
 // provider), annotated with whether to create
-// a virtual node, with the provider's ID in spec.providerClusterID.
+// a virtual node and with the contract its grant follows, with the provider's ID in spec.providerClusterID.
 func MutateResourceSlice(rs *authv1beta1.ResourceSlice, providerID string, o ResourceSliceOptions) {
 	// The destination too, as upstream's forge: upstream's consumer signs (spec.csr) and its CRD
 	// replicator sends only slices that name it.
@@ -39,6 +42,11 @@ func MutateResourceSlice(rs *authv1beta1.ResourceSlice, providerID string, o Res
 		annotations = map[string]string{}
 	}
 	annotations[consts.CreateVirtualNodeAnnotation] = strconv.FormatBool(o.CreateVirtualNode)
+	if o.Contract != "" {
+		annotations[consts.ContractAnnotation] = o.Contract
+	} else {
+		delete(annotations, consts.ContractAnnotation)
+	}
 	rs.SetAnnotations(annotations)
 	provider := corev1beta1.ClusterID(providerID)
 	rs.Spec.ProviderClusterID = &provider

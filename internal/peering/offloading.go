@@ -32,8 +32,29 @@ func (p *pair) sliceOptions() forge.ResourceSliceOptions {
 	if class == authv1beta1.ResourceSliceClassUnknown {
 		class = authv1beta1.ResourceSliceClassDefault
 	}
-	return forge.ResourceSliceOptions{ConsumerID: string(p.consumerID), Class: class,
+	o := forge.ResourceSliceOptions{ConsumerID: string(p.consumerID), Class: class,
 		Resources: p.opts.Resources, CreateVirtualNode: !p.opts.NoVirtualNode}
+	if p.opts.Offer != nil {
+		o.Contract = p.sliceName()
+	}
+	return o
+}
+
+// ensureContractedOffloading is ensureOffloading on the contract of opts.Offer, signed
+// before the slice asks; without an offer, the contract made before is removed once the slice
+// no longer names it.
+func (p *pair) ensureContractedOffloading(ctx context.Context) error {
+	if p.opts.Offer == nil {
+		if err := p.ensureOffloading(ctx); err != nil {
+			return err
+		}
+		return RemoveContract(ctx, p.consumer, p.consumerNS(), p.sliceName(), p.opts.PollInterval)
+	}
+	if _, err := EnsureContract(ctx, ContractRequest{Consumer: p.consumer, ConsumerID: p.consumerID, ProviderID: p.providerID,
+		Name: p.sliceName(), Resources: p.opts.Resources, Accept: *p.opts.Offer, PollInterval: p.opts.PollInterval}); err != nil {
+		return err
+	}
+	return p.ensureOffloading(ctx)
 }
 
 // sliceAsWanted tells whether slice already is what sliceOptions make of it.
@@ -153,10 +174,14 @@ func (p *pair) onSliceSecret(ctx context.Context, slice *authv1beta1.ResourceSli
 	return vn.Spec.KubeconfigSecretRef != nil && vn.Spec.KubeconfigSecretRef.Name == want, nil
 }
 
-// removeOffloading deletes the ResourceSlice and releases the provider (ReleaseSlice).
+// removeOffloading deletes the ResourceSlice and its Contract, and releases the provider
+// (ReleaseSlice).
 func (p *pair) removeOffloading(ctx context.Context) error {
 	slice := &authv1beta1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Namespace: p.consumerNS(), Name: p.sliceName()}}
 	if err := deleteAndWait(ctx, p.consumer, slice, p.opts.PollInterval); err != nil {
+		return err
+	}
+	if err := RemoveContract(ctx, p.consumer, p.consumerNS(), p.sliceName(), p.opts.PollInterval); err != nil {
 		return err
 	}
 	return ReleaseSlice(ctx, p.consumer, p.consumerNS(), p.sliceName(), p.providerID, p.opts.PollInterval)

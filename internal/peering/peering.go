@@ -108,6 +108,11 @@ type Options struct {
 	// provider, kept on the provider's Tenant (consts.TenantPodSecurityAnnotation); "": the
 	// provider's default.
 	PodSecurity string
+	// Offer, when set, takes the resources on an offer of the provider: the consumer's Contract
+	// (named as the slice) is written and signed before the slice asks, and the slice names it
+	// (consts.ContractAnnotation), so the provider grants it by the contract. Unset: a Contract
+	// made before is removed.
+	Offer *Accept
 	// PollInterval is how often the waits look (default 250ms).
 	PollInterval time.Duration
 }
@@ -224,7 +229,7 @@ func Peer(ctx context.Context, consumer, provider Cluster, opts Options) (*State
 	if opts.NoResourceSlice {
 		err = p.removeOffloading(ctx)
 	} else {
-		err = p.ensureOffloading(ctx)
+		err = p.ensureContractedOffloading(ctx)
 	}
 	if err != nil {
 		return nil, err

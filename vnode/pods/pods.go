@@ -51,8 +51,8 @@
 //     answers again, the informers re-list and every difference is reconciled.
 //
 // Watches, no polling: one informer for the local pods bound to the node, and per remote
-// namespace one informer for the node's ShadowPods and one for their pods (label selector on
-// the reflection labels), started and stopped as namespaces are offloaded or released
+// namespace one informer for the node's ShadowPods, one for their pods (label selector on
+// the reflection labels) and one for the Warning Events about ShadowPods, started and stopped as namespaces are offloaded or released
 // (Namespaces.Subscribe). Managed fields are stripped from cached objects. A work queue keyed
 // by local namespace/name is drained by Workers goroutines.
 package pods
@@ -160,6 +160,7 @@ type remoteNamespace struct {
 	ctx             context.Context // ends when the namespace's watches stop
 	cancel          context.CancelFunc
 	shadows, pods   cache.SharedIndexInformer
+	warnings        cache.SharedIndexInformer // watchWarnings
 	shadowsSynced   cache.InformerSynced
 	remotePodSynced cache.InformerSynced
 }

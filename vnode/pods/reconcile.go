@@ -198,7 +198,7 @@ const refusalEventWait = 10 * time.Second
 // refusalEventWait after the ShadowPod's creation, no such Event yet is an error (retried).
 func (rf *reflection) refusedBy(ctx context.Context, sp *offv1beta1.ShadowPod) (string, error) {
 	why := fmt.Sprintf("provider %s did not run the pod: its ShadowPod %s/%s is Failed", rf.env.ProviderID, sp.Namespace, sp.Name)
-	last, err := rf.latestWarning(ctx, sp)
+	last, _, err := rf.latestWarning(ctx, sp)
 	waiting := time.Since(sp.CreationTimestamp.Time) < refusalEventWait
 	switch {
 	case err != nil && waiting:

@@ -30,7 +30,8 @@ import (
 // refuses its ShadowPod. A pod its Pod Security level refuses (the attack) turns Failed
 // (OffloadingRefused) with the provider's message naming the fields and the level, and a
 // Warning Event; a pod beyond the grant stays Pending, retried, with a Warning Event quoting the
-// provider's reason; neither has a ShadowPod.
+// provider's reason; neither has a ShadowPod. A pod whose ShadowPod the provider accepts but
+// does not create the pod of says why in its Ready condition.
 func TestProviderRefusals(t *testing.T) {
 	b := newBed(t, bedOptions{})
 	ctx := t.Context()
@@ -112,4 +113,25 @@ func TestProviderRefusals(t *testing.T) {
 		t.Errorf("the pod beyond the grant: %v, phase %s, want it Pending (retried)", err, big.Status.Phase)
 	}
 	noShadow("big")
+
+	// A ShadowPod whose pod the provider does not create (a pod of that name that it does not
+	// own is in the way: its ShadowPod controller warns NameTaken and retries): after
+	// notCreatedWait the local pod stays Pending, its Ready condition False with the provider's
+	// Warning, which the reflector reads from its watch of the provider's Warning Events.
+	create(t, b.prov.Client, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: remoteNs, Name: "squatted"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
+	squatted := local("squatted")
+	create(t, b.cons.Client, squatted)
+	testenv.Eventually(t, "squatted's pod NotReady with the provider's NameTaken", 60*time.Second, func(ctx context.Context) bool {
+		if b.cons.Client.Get(ctx, client.ObjectKeyFromObject(squatted), squatted) != nil {
+			return false
+		}
+		return slices.ContainsFunc(squatted.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse && c.Reason == pods.ReasonNotCreated &&
+				strings.Contains(c.Message, "(NameTaken)") && strings.Contains(c.Message, "squatted")
+		})
+	})
+	if squatted.Status.Phase != corev1.PodPending {
+		t.Errorf("the pod the provider does not create: phase %s, want Pending (the provider retries)", squatted.Status.Phase)
+	}
 }

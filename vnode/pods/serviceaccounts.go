@@ -27,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
 
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
@@ -128,15 +127,18 @@ var notCreatedWait = 10 * time.Second
 // ShadowPod (ours, PodRefused or SecretNotReflected; upstream's, FailedCreatePod), as a Warning
 // Event on the pod and its Ready condition False (ReasonNotCreated). The pod stays Pending: the
 // provider retries (the service account may be created there), and its pod's watch brings the
-// remote status once it runs. Looked at again every notCreatedWait while there is no remote pod.
+// remote status once it runs. Looked at again at each new Warning Event about the ShadowPod
+// (watchWarnings), or every notCreatedWait until that watch is synced.
 func (rf *reflection) reportNotCreated(ctx context.Context, pod *corev1.Pod, sp *offv1beta1.ShadowPod) error {
 	key := pod.Namespace + "/" + pod.Name
 	if age := time.Since(sp.CreationTimestamp.Time); age < notCreatedWait {
 		rf.queue.AddAfter(key, notCreatedWait-age)
 		return nil
 	}
-	rf.queue.AddAfter(key, notCreatedWait)
-	ev, err := rf.latestWarning(ctx, sp)
+	ev, watched, err := rf.latestWarning(ctx, sp)
+	if !watched {
+		rf.queue.AddAfter(key, notCreatedWait) // no watch brings the next Warning yet
+	}
 	if err != nil || ev == nil {
 		return err
 	}
@@ -152,23 +154,6 @@ func (rf *reflection) reportNotCreated(ctx context.Context, pod *corev1.Pod, sp 
 	}
 	rf.recorder.Event(pod, corev1.EventTypeWarning, ReasonNotCreated, msg)
 	return rf.updateStatus(ctx, pod, st)
-}
-
-// latestWarning is the provider's latest Warning Event about ShadowPod sp (nil: none).
-func (rf *reflection) latestWarning(ctx context.Context, sp *offv1beta1.ShadowPod) (*corev1.Event, error) {
-	evs, err := rf.remote.CoreV1().Events(sp.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
-		"involvedObject.kind": "ShadowPod", "involvedObject.name": sp.Name}.AsSelector().String()})
-	if err != nil {
-		return nil, fmt.Errorf("reading the Events of ShadowPod %s/%s on provider %s: %w", sp.Namespace, sp.Name, rf.env.ProviderID, err)
-	}
-	var last *corev1.Event
-	for i := range evs.Items {
-		ev := &evs.Items[i]
-		if ev.Type == corev1.EventTypeWarning && ev.InvolvedObject.UID == sp.UID && (last == nil || eventTime(ev).After(eventTime(last))) {
-			last = ev
-		}
-	}
-	return last, nil
 }
 
 // notReadyFor returns a copy of status with its Ready condition False for reason, added when

@@ -153,8 +153,9 @@ func (rf *reflection) watchRemote(ctx context.Context, local, remote string) *re
 		&offv1beta1.ShadowPod{}, 0, cache.Indexers{})
 	n := &remoteNamespace{local: local, remote: remote, ctx: nctx, cancel: cancel, pods: pods, shadows: shadows}
 	key := func(obj metav1.Object) (string, bool) { return local + "/" + obj.GetName(), true }
+	_ = pods.SetTransform(statusOnly)            // only fails once started
+	_ = shadows.SetTransform(stripManagedFields) // (likewise)
 	for _, inf := range []cache.SharedIndexInformer{pods, shadows} {
-		_ = inf.SetTransform(stripManagedFields) // only fails once started
 		reg, err := inf.AddEventHandler(rf.handler(key))
 		if err != nil {
 			rf.log.Error(err, "watching remote namespace", "namespace", remote)
@@ -166,6 +167,7 @@ func (rf *reflection) watchRemote(ctx context.Context, local, remote string) *re
 		}
 		go inf.RunWithContext(nctx)
 	}
+	n.warnings = rf.watchWarnings(nctx, n)
 	go func() {
 		// Local pods without remote objects have no remote event: reconcile them all once the
 		// remote view is known.
@@ -193,6 +195,16 @@ func (rf *reflection) remoteObjects(localNs, name string) (n *remoteNamespace, s
 		pod = obj.(*corev1.Pod)
 	}
 	return n, sp, pod, true
+}
+
+// statusOnly drops from a cached remote pod what the reflector never reads: its managed fields
+// and its spec (the local pod's status follows the remote pod's status alone; the spec is the
+// ShadowPod's, cached with it): a pod spec is most of a pod's size.
+func statusOnly(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		p.Spec = corev1.PodSpec{}
+	}
+	return stripManagedFields(obj)
 }
 
 // stripManagedFields drops what the reflector never reads from cached objects.

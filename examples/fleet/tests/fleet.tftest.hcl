@@ -5,7 +5,12 @@
 # included, are in ../modules/fleet/tests (expect_failures names only objects of the root
 # module, so a validation failing inside a module cannot be expected from here).
 
-mock_provider "liqo" {}
+mock_provider "liqo" {
+  # A cluster ID the providers' offers are read by (a mocked random string is no DNS label).
+  mock_data "liqo_cluster" {
+    defaults = { cluster_id = "cl-mocked" }
+  }
+}
 
 variables {
   kubeconfigs = {
@@ -34,5 +39,23 @@ run "full_mesh" {
   assert {
     condition     = length(output.peerings) == 6
     error_message = "a full mesh of the three clusters has six peerings"
+  }
+}
+
+run "placement_by_price_reads_each_members_cluster_id" {
+  command = plan
+
+  variables {
+    max_cost_per_hour = "1.00"
+  }
+
+  override_module {
+    target  = module.fleet.module.placement
+    outputs = { placed = { "consumer/provider-2" = { offer = "small", cost_per_hour = 0.2 } }, unplaced = [] }
+  }
+
+  assert {
+    condition     = keys(data.liqo_cluster.member) == ["consumer", "provider", "provider-2"]
+    error_message = "each member's cluster ID is read, to read the offers made to the consumer"
   }
 }

@@ -46,8 +46,37 @@ locals {
   ) }
 }
 
+# Placement by price (var.placement): the offers each consumer gets from each candidate provider.
+data "liqo_offers" "candidate" {
+  for_each = var.placement == null ? {} : local.peerings
+
+  cluster             = each.value.consumer
+  provider_cluster_id = var.placement.cluster_ids[each.value.provider]
+}
+
+locals {
+  asked = { for key in keys(local.peerings) : key => merge(
+    { cpu = local.resources[key].cpu, memory = local.resources[key].memory, pods = local.resources[key].pods },
+    local.resources[key].ephemeral_storage == null ? {} : { "ephemeral-storage" = local.resources[key].ephemeral_storage },
+    coalesce(local.resources[key].others, {}),
+  ) }
+  placed = try(module.placement[0].placed, {})
+  active = var.placement == null ? local.peerings : { for key, p in local.peerings : key => p if contains(keys(local.placed), key) }
+}
+
+# The cheapest candidate of each consumer.
+module "placement" {
+  source = "./placement"
+  count  = var.placement == null ? 0 : 1
+
+  offers            = { for key, d in data.liqo_offers.candidate : key => d.offers }
+  asked             = local.asked
+  consumers         = { for key, p in local.peerings : key => p.consumer }
+  max_cost_per_hour = var.placement.max_cost_per_hour
+}
+
 resource "liqo_peering" "this" {
-  for_each = local.peerings
+  for_each = local.active
 
   consumer_cluster = each.value.consumer
   provider_cluster = each.value.provider
@@ -64,6 +93,11 @@ resource "liqo_peering" "this" {
   pods              = local.resources[each.key].pods
   ephemeral_storage = local.resources[each.key].ephemeral_storage
   resources         = local.resources[each.key].others
+  offer = var.placement == null ? null : {
+    name              = local.placed[each.key].offer
+    max_cost_per_hour = var.placement.max_cost_per_hour
+    duration          = var.placement.duration
+  }
 
   timeouts {
     create = var.timeout

@@ -10,3 +10,13 @@ output "peerings" {
     }
   }
 }
+
+output "placement" {
+  description = "With placement: each placed peering, keyed \"<consumer>/<provider>\", and the offer chosen with its cost per hour (approximate: the provider's plugin checks the ceiling exactly)."
+  value       = var.placement == null ? {} : local.placed
+
+  precondition {
+    condition     = var.placement == null || length(try(module.placement[0].unplaced, [])) == 0
+    error_message = "placement: a consumer has no provider offering what it asks within max_cost_per_hour: raise the ceiling, ask for less, or add providers."
+  }
+}

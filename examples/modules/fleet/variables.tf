@@ -93,3 +93,30 @@ variable "timeout" {
   type        = string
   default     = "5m"
 }
+
+variable "placement" {
+  description = <<-EOT
+    Place each consumer on its cheapest provider (seed 004): for each peering of the topology the
+    consumer's offers from the provider are read (data "liqo_offers", with the consumer's identity:
+    the consumer must have authenticated with the candidates, e.g. by an earlier apply or liqo_identity),
+    each offer that offers every resource asked, at least as much, is priced per hour for what the
+    consumer asks, and the consumer peers only with the provider of the cheapest one within
+    max_cost_per_hour, accepting that offer (liqo_peering's offer). cluster_ids maps each member to
+    its cluster ID. null: every peering of the topology, no offer.
+  EOT
+  type = object({
+    max_cost_per_hour = string
+    duration          = optional(string)
+    cluster_ids       = map(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.placement == null || can(regex("^[0-9]+(\\.[0-9]+)?$", var.placement.max_cost_per_hour))
+    error_message = "placement.max_cost_per_hour must be a non-negative decimal such as 2.50."
+  }
+  validation {
+    condition     = var.placement == null || alltrue([for m in var.members : contains(keys(try(var.placement.cluster_ids, {})), m)])
+    error_message = "placement.cluster_ids must map every member to its cluster ID."
+  }
+}

@@ -22,6 +22,23 @@ resource "liqo_peering" "example" {
   }
 }
 
+# The same resources taken on an offer of the provider (data "liqo_offers" lists them): refused at
+# apply above the ceiling; else a contract both clusters sign, which the provider's grant follows.
+resource "liqo_peering" "on_offer" {
+  consumer_cluster = "consumer"
+  provider_cluster = "gpu_provider"
+
+  cpu    = "4"
+  memory = "8Gi"
+  pods   = "110"
+
+  offer = {
+    name              = "gpu-small"
+    max_cost_per_hour = "2.50"
+    duration          = "720h" # renewal: a longer duration, applied in place
+  }
+}
+
 output "virtual_node" {
   value = liqo_peering.example.virtual_node_name
 }
