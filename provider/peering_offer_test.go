@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,12 +20,10 @@ import (
 	authv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/authentication/v1beta1"
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/test/contractstandin"
+	"github.com/peerkit/terraform-provider-liqo/internal/contract"
+	"github.com/peerkit/terraform-provider-liqo/internal/signing"
 	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
-
-// standInRefusal is the reason the contract stand-in refuses 3 CPUs with.
-const standInRefusal = "spec.terms.resources[cpu]: 3 is above what offer small has left (other contracts take 2): ask for at most 2"
 
 // spaced matches s in terraform's output, which wraps lines where s has spaces.
 func spaced(s string) *regexp.Regexp {
@@ -108,28 +107,61 @@ func checkPeeringContract(e *testenv.Env, cid, pid, cpu string, d time.Duration)
 		if slice.Annotations[consts.ContractAnnotation] != pid {
 			return fmt.Errorf("slice annotations %v: want %s=%s", slice.Annotations, consts.ContractAnnotation, pid)
 		}
-		return nil
+		return checkProviderContract(e, cid, pid, c)
 	}
 }
 
-// TestAccPeeringOffer: liqo_peering takes its resources on a provider's offer. The clusters run
-// the real controller managers (offers published to the consumer, the slice granted); the
-// contract is signed by contractstandin, a TEST STAND-IN for the contractsigning and
-// contractacceptance controllers, which refuses 3 CPUs. An offer costing more than the ceiling
-// is refused at apply with the cost and the fix, and no contract is written; within it the
-// contract is written, signed, named by the slice and read by liqo_contract; a new duration
-// renews it in place (same start, new end); a refusal fails the apply with the provider's
-// reason; destroy removes it with the slice.
+// checkProviderContract checks, on the provider, that its own copy of the consumer's contract c
+// holds the same terms, that both copies' signatures verify with the two clusters' keys, and
+// that the provider's copy of the slice is granted the contract's resources.
+func checkProviderContract(e *testenv.Env, cid, pid string, c *marketv1alpha1.Contract) error {
+	ctx := context.Background()
+	prov := e.Cluster(pid).Client
+	own := &marketv1alpha1.Contract{}
+	if err := prov.Get(ctx, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ProviderContractName(cid, c.Name)}, own); err != nil {
+		return fmt.Errorf("the provider's own copy of the contract: %w", err)
+	}
+	consumerKey, err := signing.ReadClusterKey(ctx, e.Cluster(cid).Client, consts.LiqoNamespace)
+	if err != nil {
+		return err
+	}
+	providerKey, err := signing.ReadClusterKey(ctx, prov, consts.LiqoNamespace)
+	if err != nil {
+		return err
+	}
+	for _, copy := range []*marketv1alpha1.Contract{c, own} {
+		if err := contract.VerifyBoth(copy, consumerKey.Public, providerKey.Public); err != nil {
+			return fmt.Errorf("contract %s/%s: %w", copy.Namespace, copy.Name, err)
+		}
+	}
+	if !bytes.Equal(contract.Canonical(&own.Spec.Terms), contract.Canonical(&c.Spec.Terms)) || own.Status.Phase != marketv1alpha1.ContractSigned {
+		return fmt.Errorf("the provider's copy (%s) holds other terms than the consumer's, or is not Signed", own.Status.Phase)
+	}
+	slice := &authv1beta1.ResourceSlice{}
+	if err := prov.Get(ctx, client.ObjectKey{Namespace: consts.TenantNamespace(cid), Name: c.Name}, slice); err != nil {
+		return fmt.Errorf("the provider's copy of the slice: %w", err)
+	}
+	for name, want := range c.Spec.Terms.Resources {
+		if got := slice.Status.Resources[name]; got.Cmp(want) != 0 {
+			return fmt.Errorf("the provider granted %s %s, want the contract's %s (grant %v)", name, got.String(), want.String(), slice.Status.Resources)
+		}
+	}
+	return nil
+}
+
+// TestAccPeeringOffer: liqo_peering takes its resources on a provider's offer, end to end
+// through the real controller managers of both clusters: the provider publishes the offer to
+// the consumer, the consumer's manager signs the contract liqo_peering writes and replicates
+// it, the provider's checks it against the offer, countersigns it and keeps its copy, and the
+// slice is granted what the contract says. An offer costing more than the ceiling is refused at
+// apply with the cost and the fix, and no contract is written; within it the contract is
+// written, signed by both (each signature verified), named by the slice, the slice granted its
+// resources, and read by liqo_contract; a new duration renews it in place (same start, new
+// end); more than the offer allows fails the apply, naming the offer's bound, and the running
+// contract stays; destroy removes it with the slice, on both clusters.
 func TestAccPeeringOffer(t *testing.T) {
 	const cid, pid = "cl-consumer", "cl-provider"
 	e := peeringEnv(t, cid, pid)
-	contractstandin.Start(t, e.Cluster(cid).Client, e.Cluster(pid).Client, consts.LiqoNamespace, consts.TenantNamespace(pid),
-		func(terms *marketv1alpha1.ContractTerms) string {
-			if q := terms.Resources[corev1.ResourceCPU]; q.String() == "3" {
-				return standInRefusal
-			}
-			return ""
-		})
 	block := peeringClustersBlock(e, map[string]string{"consumer": cid, "provider": pid})
 	const res, ds = "liqo_peering.this", "data.liqo_contract.this"
 	var start time.Time
@@ -195,8 +227,17 @@ func TestAccPeeringOffer(t *testing.T) {
 					}),
 			},
 			{
-				Config:      peeringOfferConfig(block, "3", "0.20", "48h", false),
-				ExpectError: spaced("provider cl-provider refused contract liqo-tenant-cl-provider/cl-provider on offer small: " + standInRefusal),
+				// 5 × 0.04 + 4 × 0.005 = 0.22 EUR per hour, within the ceiling; 5 CPUs are more than
+				// offered: refused at apply, before the contract is rewritten (the provider would
+				// refuse the same: TestContractFlow), the running contract kept.
+				Config: peeringOfferConfig(block, "5", "0.30", "48h", false),
+				ExpectError: spaced("accepting offer small: the terms are not the offer's: " +
+					"spec.terms.resources[cpu]: 5 is above the 4 the offer allows: ask for less"),
+			},
+			{
+				Config: peeringOfferConfig(block, "2", "0.10", "48h", true),
+				Check: resource.ComposeTestCheckFunc(checkPeeringContract(e, cid, pid, "2", 48*time.Hour),
+					resource.TestCheckResourceAttr(ds, "phase", "Signed")),
 			},
 		},
 	})
