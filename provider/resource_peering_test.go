@@ -724,7 +724,7 @@ func mustTF(t *testing.T, dir string, env []string, args ...string) (string, tim
 // the fleet over three clusters.
 func TestPeeringExamplesValidate(t *testing.T) {
 	root, env := examplesTree(t)
-	for _, dir := range []string{"peering", "peering-options", "bidirectional", "modules/fleet", "fleet"} {
+	for _, dir := range []string{"peering", "peering-options", "bidirectional", "modules/fleet", "fleet", "market"} {
 		t.Run(dir, func(t *testing.T) {
 			d := filepath.Join(root, dir)
 			mustTF(t, d, env, "fmt", "-check", "-diff")

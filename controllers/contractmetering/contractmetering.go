@@ -73,8 +73,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch {
 	case now.Before(start):
 		return reconcile.Result{RequeueAfter: start.Sub(now)}, nil
-	case !to.After(from):
+	case !to.After(from) && !to.Before(end):
 		return reconcile.Result{}, nil // metered up to its end
+	case !to.After(from):
+		return reconcile.Result{RequeueAfter: r.interval()}, nil // metered up to now (this very second): nothing yet
 	case c.Status.LastMetered != nil && now.Sub(c.Status.LastMetered.Time) < r.interval() && to.Before(end):
 		return reconcile.Result{RequeueAfter: r.interval() - now.Sub(c.Status.LastMetered.Time)}, nil
 	}

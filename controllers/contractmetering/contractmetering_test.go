@@ -30,7 +30,8 @@ const gi = 1 << 30
 // requests times the seconds they ran, exactly, and the cost follows the prices (memory priced
 // per Gi), on the provider's copy and the consumer's tenant copy; a deleted ShadowPod stops
 // accruing, and nothing accrues past the contract's end. Other nodes' and other namespaces'
-// ShadowPods are not metered. The gauges export the status.
+// ShadowPods are not metered. The gauges export the status. A contract signed in the second it
+// starts is metered too.
 func TestMetering(t *testing.T) {
 	env := testenv.New(t, testenv.ClusterOptions{Name: "provider"})
 	cl := env.Cluster("provider")
@@ -109,6 +110,14 @@ func TestMetering(t *testing.T) {
 		return math.Abs(cost-parse(t, final.Status.AccruedCost)) < 1e-9 && math.Abs(cpu-parse(t, final.Status.ResourceSeconds["cpu"])) < 1e-9
 	})
 	consumerSide(t, c, terms)
+
+	// A contract signed in the second it starts (as a peering's is: its start is when the
+	// consumer wrote it) is metered all the same: the first look, within that second, has
+	// nothing to meter yet, and looks again.
+	fresh := p.Terms("cl-a", time.Now(), time.Hour, "0.05", "cpu", "1")
+	p.Copy(t, "cl-a", "s3", fresh, marketv1alpha1.ContractSigned, nil, nil)
+	metered(t, c, client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ProviderContractName("cl-a", "s3")},
+		func(*marketv1alpha1.Contract) bool { return true })
 }
 
 // consumerSide: the exporter exports a consumer's own Contract (labelled
