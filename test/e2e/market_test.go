@@ -261,4 +261,3 @@ func positive(decimals ...marketv1alpha1.Decimal) error {
 	}
 	return nil
 }
-
