@@ -642,6 +642,13 @@ func checkRoles(e *testenv.Env, role corev1beta1.RoleType, ids ...string) error 
 	return nil
 }
 
+// exampleProviderBlock is providerBlock with the example's third key, gpu_provider (the
+// provider of its peering on an offer), naming the package's provider cluster too.
+func exampleProviderBlock() string {
+	return strings.Replace(providerBlock(), "    provider = {",
+		fmt.Sprintf("    gpu_provider = { config_path = %q }\n    provider = {", cluster("provider").KubeconfigPath), 1)
+}
+
 // TestAccPeeringResourceExample plans the documentation's example of liqo_peering against the
 // package's clusters, so that it stays valid as the schema changes.
 func TestAccPeeringResourceExample(t *testing.T) {
@@ -652,7 +659,7 @@ func TestAccPeeringResourceExample(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6Providers,
 		Steps: []resource.TestStep{{
-			Config: providerBlock() + string(src), PlanOnly: true, ExpectNonEmptyPlan: true,
+			Config: exampleProviderBlock() + string(src), PlanOnly: true, ExpectNonEmptyPlan: true,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 				plancheck.ExpectKnownValue("liqo_peering.example", tfjsonpath.New("gateway"), knownvalue.ObjectExact(map[string]knownvalue.Check{
 					"server_location": knownvalue.StringExact("Provider"), "load_balancer_ip": knownvalue.Null(),
