@@ -35,9 +35,9 @@ const marketDuration = 150 * time.Second
 // examples/market. An offer above the consumer's ceiling is refused at apply, no contract
 // written; within it the contract is signed by both clusters (each copy's signatures verified
 // with the two clusters' keys) and the provider grants what it says; the consumer's offloaded
-// pods are metered and the accrued cost reaches the consumer (its copy, liqo_contract); at its
-// end the contract turns Expired and the slice is cordoned; a new duration renews it in place
-// and lifts the cordon; destroy leaves no contract on either side.
+// pods are metered and the accrued cost reaches the consumer (its copy, liqo_contract); the
+// offers' prices are outputs; at its end the contract turns Expired and the slice is cordoned;
+// a new duration, planned as an in-place change, renews it and lifts the cordon; destroy leaves no contract on either side.
 func TestMarket(t *testing.T) {
 	r := startSandbox(t, 2)
 	t.Cleanup(func() {
@@ -106,7 +106,18 @@ func TestMarket(t *testing.T) {
 		t.Errorf("output contract after a refresh: exit %d, %v, %+v; want Signed with a positive cost in EUR\n%s", code, err, shown, outputs)
 	}
 
+	// The offers, read with the consumer's identity once it authenticated: the price a plan shows.
+	offers, _, code := terraformIn(t, filepath.Join(r.root, "examples", "market"), r.tfEnv, "output", "-no-color",
+		"-state="+filepath.Join(r.state, "market.tfstate"), "-json", "offers")
+	if code != 0 || oneLine(offers) != `{"standard":"0.04 EUR"}` {
+		t.Errorf("output offers: exit %d, %s; want the standard offer's CPU price, 0.04 EUR", code, offers)
+	}
+
 	expectExpired(t, cons, key, signed.Spec.Terms.End.Time)
+	plan, _, code := r.tf(t, "market", append([]string{"plan", "-detailed-exitcode"}, args("duration=720h")...)...)
+	if code != 2 || !strings.Contains(oneLine(plan), fmt.Sprintf(`~ duration = %q -> "720h"`, marketDuration)) || !strings.Contains(plan, "1 to change, 0 to destroy") {
+		t.Errorf("plan of the renewal: exit %d, want the offer's duration changed in place\n%s", code, plan)
+	}
 	r.mustTF(t, "market", apply("duration=720h")...)
 	renewed := expectSigned(t, cons, prov, cid, key)
 	if !renewed.Spec.Terms.Start.Equal(&signed.Spec.Terms.Start) || renewed.Spec.Terms.End.Sub(renewed.Spec.Terms.Start.Time) != 720*time.Hour {
