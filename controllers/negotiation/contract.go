@@ -42,9 +42,16 @@ const (
 func (r *Reconciler) decideContract(ctx context.Context, slice *authv1beta1.ResourceSlice, tenant *authv1beta1.Tenant,
 	status *authv1beta1.ResourceSliceStatus) (res authv1beta1.ResourceSliceCondition, again time.Duration, err error) {
 	name := slice.Annotations[consts.ContractAnnotation]
-	c, why, err := r.signedContract(ctx, tenant, name)
+	c, renewing, why, err := r.signedContract(ctx, tenant, name)
 	if err != nil {
 		return res, 0, err
+	}
+	if c == nil && renewing && Condition(slice, authv1beta1.ResourceSliceConditionTypeResources) == authv1beta1.ResourceSliceConditionAccepted &&
+		len(slice.Status.Resources) > 0 {
+		// Between the two writes of a renewal (the copy's new terms, then its countersignature),
+		// the grant in force and the cordon stay as they are: withdrawing the grant would take
+		// the consumer's virtual node away with it.
+		return kept(slice, fmt.Sprintf("contract %s is being renewed: %s", name, why)), 2 * time.Second, nil
 	}
 	now := time.Now()
 	expired := c != nil && (c.Status.Phase == marketv1alpha1.ContractExpired || !now.Before(c.Spec.Terms.End.Time))
@@ -76,35 +83,37 @@ func (r *Reconciler) decideContract(ctx context.Context, slice *authv1beta1.Reso
 }
 
 // signedContract returns the provider's copy of the contract name of tenant's consumer when it
-// is Signed (or Expired) and both signatures verify, else nil and why not.
-func (r *Reconciler) signedContract(ctx context.Context, tenant *authv1beta1.Tenant, name string) (*marketv1alpha1.Contract, string, error) {
+// is Signed (or Expired) and both signatures verify, else nil and why not; renewing says the
+// copy is Signed or Expired but its signatures do not verify for its terms (the provider writes
+// a renewal's terms before their countersignature).
+func (r *Reconciler) signedContract(ctx context.Context, tenant *authv1beta1.Tenant, name string) (c *marketv1alpha1.Contract, renewing bool, why string, err error) {
 	consumer := string(tenant.Spec.ClusterID)
 	key := client.ObjectKey{Namespace: consts.LiqoNamespaceOr(r.LiqoNamespace), Name: consts.ProviderContractName(consumer, name)}
-	c := &marketv1alpha1.Contract{}
+	c = &marketv1alpha1.Contract{}
 	if err := r.Client.Get(ctx, key, c); apierrors.IsNotFound(err) {
-		return nil, fmt.Sprintf("this cluster has not accepted it (no Contract %s): wait for its acceptance, or see the Contract's "+
+		return nil, false, fmt.Sprintf("this cluster has not accepted it (no Contract %s): wait for its acceptance, or see the Contract's "+
 			"status in the tenant namespace for why it is refused", key), nil
 	} else if err != nil {
-		return nil, "", fmt.Errorf("reading the provider's copy %s of contract %s: %w", key, name, err)
+		return nil, false, "", fmt.Errorf("reading the provider's copy %s of contract %s: %w", key, name, err)
 	}
 	switch {
 	case c.Status.Phase != marketv1alpha1.ContractSigned && c.Status.Phase != marketv1alpha1.ContractExpired:
-		return nil, fmt.Sprintf("Contract %s is in phase %q (%s)", key, c.Status.Phase, c.Status.Reason), nil
+		return nil, false, fmt.Sprintf("Contract %s is in phase %q (%s)", key, c.Status.Phase, c.Status.Reason), nil
 	case string(c.Spec.Terms.ConsumerClusterID) != consumer:
-		return nil, fmt.Sprintf("Contract %s is for consumer %s, not %s", key, c.Spec.Terms.ConsumerClusterID, consumer), nil
+		return nil, false, fmt.Sprintf("Contract %s is for consumer %s, not %s", key, c.Spec.Terms.ConsumerClusterID, consumer), nil
 	}
 	consumerPub, err := signing.ParseTenantKey(tenant.Spec.PublicKey)
 	if err != nil {
-		return nil, fmt.Sprintf("the consumer's public key (spec.publicKey of Tenant %s/%s) is unusable: %v", tenant.Namespace, tenant.Name, err), nil
+		return nil, false, fmt.Sprintf("the consumer's public key (spec.publicKey of Tenant %s/%s) is unusable: %v", tenant.Namespace, tenant.Name, err), nil
 	}
 	providerPub, err := r.clusterPublicKey(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, false, "", err
 	}
 	if err := contract.VerifyBoth(c, consumerPub, providerPub); err != nil {
-		return nil, err.Error(), nil
+		return nil, true, err.Error(), nil
 	}
-	return c, "", nil
+	return c, false, "", nil
 }
 
 // clusterPublicKey reads this cluster's public signing key (uncached: Secrets are not cached).

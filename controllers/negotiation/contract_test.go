@@ -77,7 +77,8 @@ func TestContractGrant(t *testing.T) {
 	expiry(t, p, named("short", "short", "4"), ns)
 }
 
-// expiry: a slice whose contract ends keeps its grant, cordoned, until the contract is renewed.
+// expiry: a slice whose contract ends keeps its grant, cordoned, until the contract is renewed;
+// halfway through the renewal (new terms, their countersignature not yet written) nothing moves.
 func expiry(t *testing.T, p *contracttest.Provider, s *authv1beta1.ResourceSlice, ns string) {
 	c := p.Client
 	terms := p.Terms("cl-a", time.Now().Add(-time.Minute), time.Minute+4*time.Second, "0.05", "cpu", "2")
@@ -95,6 +96,20 @@ func expiry(t *testing.T, p *contracttest.Provider, s *authv1beta1.ResourceSlice
 			slices.Contains(consts.SliceCordonedBy(got.Annotations), consts.ContractExpiredAnnotation) && consts.ProviderCordoned(got.Annotations)
 	})
 	renewed := p.Terms("cl-a", terms.Start.Time, time.Hour, "0.05", "cpu", "2")
+	// Halfway through the renewal (the provider's copy holds the new terms, not yet their
+	// countersignature): the grant in force and the cordon stay.
+	half := &marketv1alpha1.Contract{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: consts.LiqoNamespace, Name: consts.ProviderContractName("cl-a", "short")}, half); err != nil {
+		t.Fatal(err)
+	}
+	half.Spec = marketv1alpha1.ContractSpec{Terms: renewed, ConsumerSignature: contracttest.Sign(t, &renewed, p.Consumers["cl-a"])}
+	if err := c.Update(t.Context(), half); err != nil {
+		t.Fatal(err)
+	}
+	got = decided(t, c, s, "Resources", "Accepted", consts.ResourceSliceGrantKept)
+	if !equalLists(got.Status.Resources, terms.Resources) || !consts.ProviderCordoned(got.Annotations) {
+		t.Errorf("halfway through the renewal: granted %v, annotations %v; want the grant kept, cordoned", got.Status.Resources, got.Annotations)
+	}
 	p.Copy(t, "cl-a", "short", renewed, marketv1alpha1.ContractSigned, nil, nil)
 	decided(t, c, s, "Resources", "Accepted", negotiation.ReasonGranted)
 	testenv.Eventually(t, "the renewed contract's slice uncordoned", 10*time.Second, func(ctx context.Context) bool {
