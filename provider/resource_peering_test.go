@@ -255,7 +255,7 @@ func checkVirtualNode(e *testenv.Env, consumer, name string, capacity map[corev1
 		}
 	}
 	if !ready {
-		return fmt.Errorf("virtual node %s on %s is not Ready: %v", name, consumer, node.Status.Conditions)
+		return fmt.Errorf("virtual node %s on %s is not Ready: %v; the provider's nodes: %s", name, consumer, node.Status.Conditions, nodesReadiness(e, name))
 	}
 	for res, want := range capacity {
 		if got := node.Status.Capacity[res]; got.String() != want {
@@ -263,6 +263,28 @@ func checkVirtualNode(e *testenv.Env, consumer, name string, capacity map[corev1
 		}
 	}
 	return nil
+}
+
+// nodesReadiness lists the nodes of cluster id in e with their Ready conditions, to tell why a
+// virtual node standing for it is not Ready.
+func nodesReadiness(e *testenv.Env, id string) string {
+	c := e.Cluster(id)
+	if c == nil {
+		return "(no cluster " + id + " in the test bed)"
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.Client.List(context.Background(), nodes); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				fmt.Fprintf(&b, "%s Ready=%s (%s, since %s, heartbeat %s); ", n.Name, c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.TimeOnly), c.LastHeartbeatTime.UTC().Format(time.TimeOnly))
+			}
+		}
+	}
+	return b.String()
 }
 
 // peeringClustersBlock is a provider block with the given keys → cluster of e.

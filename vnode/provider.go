@@ -39,6 +39,9 @@ type provider struct {
 	node     *corev1.Node
 	interval time.Duration
 	log      logr.Logger
+	// answers tells when the provider's API server last answered the node's other requests;
+	// nil for none.
+	answers *answers
 
 	mu          sync.Mutex
 	notify      func(*corev1.Node)
@@ -101,14 +104,21 @@ func (p *provider) push() {
 }
 
 // probe checks the provider's API server every interval and reports changes of reachability:
-// reachable after one answer, unreachable after unreachableAfter failures in a row.
+// reachable after one answer, unreachable after unreachableAfter failures in a row. A failed
+// probe counts as an answer when the server answered the node's other requests since one
+// interval before it (answers).
 func (p *provider) probe(ctx context.Context) {
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	for {
+		start := time.Now()
 		err := p.remote.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
 		if ctx.Err() != nil {
 			return
+		}
+		if err != nil && p.answers.since(start.Add(-p.interval)) {
+			p.log.V(1).Info("the probe failed, but the provider's API server answered other requests: busy, not unreachable", "error", err.Error())
+			err = nil
 		}
 		p.record(err)
 		p.push()

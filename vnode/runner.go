@@ -119,7 +119,7 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 		advertise(node, kubelet)
 	}
 	p := &provider{remote: remoteKube, node: node, interval: r.opts.ProbeInterval, log: r.log.WithValues("node", vn.Name),
-		noReadyNode: vn.Annotations[consts.ProviderNodesNotReadyAnnotation]}
+		noReadyNode: vn.Annotations[consts.ProviderNodesNotReadyAnnotation], answers: &answers{}}
 	ctrl, err := vknode.NewNodeController(p, p.node.DeepCopy(), r.local.CoreV1().Nodes(),
 		vknode.WithNodeEnableLeaseV1(r.local.CoordinationV1().Leases(corev1.NamespaceNodeLease), r.opts.LeaseDurationSeconds),
 		vknode.WithNodeStatusUpdateErrorHandler(func(ctx context.Context, err error) error {
@@ -138,7 +138,7 @@ func (r *Runner) Ensure(ctx context.Context, vn *offv1beta1.VirtualNode, remote 
 	r.nodes[vn.Name] = run
 	go p.probe(rctx)
 	if len(r.opts.Reflectors) > 0 {
-		if err := r.startReflectors(rctx, vn, remote, run); err != nil {
+		if err := r.startReflectors(rctx, vn, p.answers.wrap(remote), run); err != nil {
 			cancel()
 			_ = kubelet.release()
 			delete(r.nodes, vn.Name)

@@ -88,9 +88,24 @@ func reapAfterKill(t *testing.T, count int) {
 	t.Helper()
 	start := time.Now()
 	var rs []realNodeReport
+	release := func() {}
+	// Held from before the kill until checked: another package's real node start (go test
+	// runs packages in parallel) would reap the killed child's nodes at once.
 	testenv.KillChildAfterReport(t, "TestRealNodeChildProcess", realNodeReportEnv, func(report []byte) bool {
-		return json.Unmarshal(report, &rs) == nil
+		if json.Unmarshal(report, &rs) != nil {
+			return false
+		}
+		netns := make([]string, len(rs))
+		for i, r := range rs {
+			netns[i] = r.Netns
+		}
+		var err error
+		if release, err = testenv.HoldStaleRealNodes(netns...); err != nil {
+			t.Error(err)
+		}
+		return true
 	}, realNodeCountEnv+"="+strconv.Itoa(count))
+	t.Cleanup(release)
 	if len(rs) != count {
 		t.Fatalf("the child reported %d real nodes, want %d", len(rs), count)
 	}
@@ -101,6 +116,7 @@ func reapAfterKill(t *testing.T, count int) {
 		}
 	}
 
+	release()
 	reap := time.Now()
 	if err := testenv.ReapStaleRealNodes(t.Context()); err != nil {
 		t.Fatalf("reaping: %v", err)

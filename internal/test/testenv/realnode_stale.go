@@ -31,6 +31,46 @@ type nodeRecord struct {
 
 var reapOnce sync.Mutex
 
+// HoldStaleRealNodes keeps ReapStaleRealNodes, in any process on this machine, from removing
+// the named real nodes (by network namespace) while this process runs and until release is
+// called: a test that kills their owner on purpose checks what the kill left before another
+// package's real node start reaps it.
+func HoldStaleRealNodes(netns ...string) (release func(), err error) {
+	if err := os.MkdirAll(staleDir, 0o700); err != nil {
+		return nil, fmt.Errorf("holding real nodes %v: %w", netns, err)
+	}
+	holder := fmt.Sprintf("%d %s", os.Getpid(), processStart(os.Getpid()))
+	var paths []string
+	release = func() {
+		for _, p := range paths {
+			_ = os.Remove(p)
+		}
+	}
+	for _, n := range netns {
+		p := filepath.Join(staleDir, n+".hold")
+		if err := os.WriteFile(p, []byte(holder), 0o600); err != nil {
+			release()
+			return nil, fmt.Errorf("holding real node %s: %w", n, err)
+		}
+		paths = append(paths, p)
+	}
+	return release, nil
+}
+
+// held tells whether a live process holds the real node netns (HoldStaleRealNodes).
+func held(netns string) bool {
+	data, err := os.ReadFile(filepath.Join(staleDir, netns+".hold"))
+	if err != nil {
+		return false
+	}
+	var pid int
+	var start string
+	if _, err := fmt.Sscanf(string(data), "%d %s", &pid, &start); err != nil {
+		return false
+	}
+	return processStart(pid) == start
+}
+
 // processStart returns the start time of process pid (field 22 of /proc/<pid>/stat), or "".
 func processStart(pid int) string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -64,6 +104,7 @@ func writeRecord(n *nodeNetwork, dir string) error {
 // removeRecord forgets the node; the last one removes the records' folder.
 func removeRecord(n *nodeNetwork) {
 	_ = os.Remove(filepath.Join(staleDir, n.netns+".json"))
+	_ = os.Remove(filepath.Join(staleDir, n.netns+".hold"))
 	_ = os.Remove(staleDir) // fails while other nodes are recorded
 }
 
@@ -91,6 +132,9 @@ func ReapStaleRealNodes(ctx context.Context) error {
 		}
 		if start := processStart(r.Owner); start != "" && start == r.OwnerStart {
 			continue // its owner runs
+		}
+		if held(r.Netns) {
+			continue // a test looks at what its killed owner left
 		}
 		net := &nodeNetwork{index: r.Index, netns: r.Netns, hostLink: r.HostLink, hostRules: r.HostRules}
 		n := &RealNode{Name: r.Netns, Dir: r.Dir, Netns: r.Netns, net: net}
