@@ -88,10 +88,18 @@ func offloadSizes(b *testing.B) []int {
 
 // waitFor is how long the benchmark waits for n pods to be Running or gone: 5 minutes, and
 // 200 ms a pod beyond 1000 (35 minutes at 10,000: this shared 2-core machine ran 10,000 at
-// about 10 pods a second).
+// about 10 pods a second); at most $LIQO_BENCH_OFFLOAD_WAIT (a duration) when set, for a run
+// that must end in time (it then fails with the count Running).
 func waitFor(n int) time.Duration {
-	return 5*time.Minute + time.Duration(max(n-1000, 0))*200*time.Millisecond
+	d := 5*time.Minute + time.Duration(max(n-1000, 0))*200*time.Millisecond
+	if limit, err := time.ParseDuration(os.Getenv(offloadWaitEnv)); err == nil && limit < d {
+		return limit
+	}
+	return d
 }
+
+// offloadWaitEnv caps waitFor.
+const offloadWaitEnv = "LIQO_BENCH_OFFLOAD_WAIT"
 
 func benchmarkOffload(b *testing.B, n int) {
 	qps := []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}
