@@ -47,6 +47,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/memlimit"
 	"github.com/peerkit/terraform-provider-liqo/internal/gateway/workload"
 	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 )
@@ -193,6 +194,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	log := zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(out))
 	ctrl.SetLogger(log)
+	memlimit.Apply(log)
 	cfg, err := o.restConfig()
 	if err != nil {
 		return err

@@ -39,6 +39,7 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusterid"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
+	"github.com/peerkit/terraform-provider-liqo/internal/memlimit"
 	"github.com/peerkit/terraform-provider-liqo/vnode"
 	"github.com/peerkit/terraform-provider-liqo/vnode/reflectors"
 )
@@ -102,6 +103,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	log := zap.New(zap.UseFlagOptions(&o.Zap), zap.WriteTo(out)).WithValues("virtualNode", o.virtualNode.String())
 	ctrl.SetLogger(log)
+	memlimit.Apply(log)
 	cfg, err := cli.RESTConfig(o.Kubeconfig)
 	if err != nil {
 		return err
