@@ -47,8 +47,8 @@ import (
 	"github.com/peerkit/terraform-provider-liqo/internal/cli"
 	"github.com/peerkit/terraform-provider-liqo/internal/clusternet"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
-	"github.com/peerkit/terraform-provider-liqo/internal/memlimit"
 	"github.com/peerkit/terraform-provider-liqo/internal/gateway/workload"
+	"github.com/peerkit/terraform-provider-liqo/internal/memlimit"
 	"github.com/peerkit/terraform-provider-liqo/internal/podsecurity"
 )
 
