@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -101,7 +103,21 @@ func waitFor(n int) time.Duration {
 // offloadWaitEnv caps waitFor.
 const offloadWaitEnv = "LIQO_BENCH_OFFLOAD_WAIT"
 
+// memLimitEnv, a quantity (270Mi), is the soft memory limit of the benchmark's process (the
+// virtual kubelet's), as internal/memlimit sets from a container's limit; GOMEMLIMIT would
+// reach the test bed's API servers too.
+const memLimitEnv = "LIQO_BENCH_MEMLIMIT"
+
 func benchmarkOffload(b *testing.B, n int) {
+	if v := os.Getenv(memLimitEnv); v != "" {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			b.Fatalf("$%s: %v", memLimitEnv, err)
+		}
+		before := debug.SetMemoryLimit(q.Value())
+		b.Cleanup(func() { debug.SetMemoryLimit(before) })
+		b.Logf("the virtual kubelet's process runs with a soft memory limit of %s", q.String())
+	}
 	qps := []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}
 	// The virtual node probes the provider as it does by default (every 5 s, 5 s to answer): the
 	// tests' 1 s was too short for a provider answering 10,000 pods, whose virtual node then
