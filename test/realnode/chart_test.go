@@ -29,6 +29,7 @@ import (
 	offv1beta1 "github.com/peerkit/terraform-provider-liqo/internal/api/offloading/v1beta1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/images"
+	"github.com/peerkit/terraform-provider-liqo/internal/memlimit"
 	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 	"github.com/peerkit/terraform-provider-liqo/internal/version"
 )
@@ -158,9 +159,11 @@ func TestChartOnRealNode(t *testing.T) {
 		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}))
 	})
 
-	// An upgrade that changes the manager's flags rolls its pod; the identity stays.
+	// An upgrade that changes the manager's flags rolls its pod; the identity stays. It also
+	// gives the manager a memory limit, 90 % of which its Go runtime takes as a soft limit.
 	upgraded := installValues(c, "chart-real")
 	upgraded["sharePercent"] = 40
+	upgraded["resources"] = map[string]any{"limits": map[string]any{"memory": "512Mi"}}
 	if out, err := h.Run(ctx, helmArgs(c, "upgrade", chart.Release, chart.Dir(t), "--values", h.ValuesFile(upgraded), "--wait", "--timeout", "3m")...); err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)
 	}
@@ -168,6 +171,7 @@ func TestChartOnRealNode(t *testing.T) {
 		p, err := readyManagerPod(ctx, c)
 		return err == nil && p.UID != pod.UID && strings.Contains(strings.Join(p.Spec.Containers[0].Args, " "), "--share-percent=40")
 	})
+	expectSoftMemoryLimit(ctx, t, c, 512<<20)
 	if id := waitClusterID(ctx, t, c, "chart-real"); id != firstID {
 		t.Errorf("cluster-ID ConfigMap changed across the upgrade: %s, then %s", firstID, id)
 	}
@@ -420,4 +424,27 @@ func pidRSS(pid, name string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("process %s has no VmRSS", pid)
+}
+
+// expectSoftMemoryLimit checks that the Ready manager's container, limited to limit bytes of
+// memory, gave its Go runtime memlimit.Share of it (its log says so).
+func expectSoftMemoryLimit(ctx context.Context, t *testing.T, c *testenv.Cluster, limit int64) {
+	t.Helper()
+	p, err := readyManagerPod(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`"bytes":%d`, int64(float64(limit)*memlimit.Share))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		logs, err := kubectl(c, "-n", p.Namespace, "logs", p.Name, "-c", p.Spec.Containers[0].Name)
+		if err == nil && strings.Contains(logs, "soft memory limit") && strings.Contains(logs, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			if len(logs) > 3000 {
+				logs = logs[:3000]
+			}
+			t.Fatalf("the manager limited to %d bytes of memory does not log its soft limit (%s): %v\n%s", limit, want, err, logs)
+		}
+	}
 }
