@@ -278,9 +278,10 @@ func nodesReadiness(e *testenv.Env, id string) string {
 	}
 	var b strings.Builder
 	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				fmt.Fprintf(&b, "%s Ready=%s (%s, since %s, heartbeat %s); ", n.Name, c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.TimeOnly), c.LastHeartbeatTime.UTC().Format(time.TimeOnly))
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				fmt.Fprintf(&b, "%s Ready=%s (%s, since %s, heartbeat %s); ", n.Name, cond.Status, cond.Reason,
+					cond.LastTransitionTime.UTC().Format(time.TimeOnly), cond.LastHeartbeatTime.UTC().Format(time.TimeOnly))
 			}
 		}
 	}

@@ -68,7 +68,14 @@ func held(netns string) bool {
 	if _, err := fmt.Sscanf(string(data), "%d %s", &pid, &start); err != nil {
 		return false
 	}
-	return processStart(pid) == start
+	return alive(pid, start)
+}
+
+// alive tells whether process pid runs and is the one that started at start (not a later
+// process given the same pid).
+func alive(pid int, start string) bool {
+	cur := processStart(pid)
+	return cur != "" && cur == start
 }
 
 // processStart returns the start time of process pid (field 22 of /proc/<pid>/stat), or "".
@@ -130,7 +137,7 @@ func ReapStaleRealNodes(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("reading %s: %w", path, err))
 			continue
 		}
-		if start := processStart(r.Owner); start != "" && start == r.OwnerStart {
+		if alive(r.Owner, r.OwnerStart) {
 			continue // its owner runs
 		}
 		if held(r.Netns) {
