@@ -135,11 +135,7 @@ func startPeeringManager(t *testing.T, bin string, cl *testenv.Cluster, podCIDR 
 		_ = logf.Close()
 		if t.Failed() {
 			log, _ := os.ReadFile(logf.Name())
-			lines := strings.Split(string(log), "\n")
-			if len(lines) > 40 {
-				lines = lines[len(lines)-40:]
-			}
-			t.Logf("controller manager of %s:\n%s", cl.Name, strings.Join(lines, "\n"))
+			t.Logf("controller manager of %s, its errors and its last lines before the shutdown:\n%s", cl.Name, testenv.ManagerLogBeforeShutdown(string(log), 40))
 		}
 	})
 	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {

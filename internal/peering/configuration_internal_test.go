@@ -1,9 +1,12 @@
 package peering
 
 import (
+	"context"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,5 +110,36 @@ func TestLiqoNamespace(t *testing.T) {
 	}
 	if got := conf.Spec.Remote.CIDR.Pod; !slices.Equal(got, []netv1beta1.CIDR{"10.120.0.0/16"}) {
 		t.Errorf("Configuration's remote pod CIDRs: %v, want the Networks of liqo-system's", got)
+	}
+}
+
+// TestDeleteAndWaitNamesWhatHolds: a delete that does not finish in time says what holds the
+// object: since when it is terminating and its finalizers (the CI run that timed out on a
+// ResourceSlice said only "to be gone"); once the finalizer goes, so does the object.
+func TestDeleteAndWaitNamesWhatHolds(t *testing.T) {
+	c := OneCluster.Env(t).Cluster("a").Client
+	ctx := t.Context()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "held"}}); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "held", Name: "held", Finalizers: []string{"example.com/hold"}}}
+	if err := c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	err := deleteAndWait(short, Cluster{Name: "a", Client: c}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "held", Name: "held"}}, 100*time.Millisecond)
+	if err == nil || !regexp.MustCompile(`timed out waiting for \*v1.ConfigMap held/held on a to be gone \(last: terminating since 20\d\d-.*Z, held by the finalizers example.com/hold\)`).MatchString(err.Error()) {
+		t.Fatalf("deleteAndWait of a held ConfigMap: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Finalizers = nil
+	if err := c.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := deleteAndWait(ctx, Cluster{Name: "a", Client: c}, cm, 100*time.Millisecond); err != nil {
+		t.Errorf("deleteAndWait once released: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -344,8 +345,28 @@ func deleteAndWait(ctx context.Context, c Cluster, obj client.Object, interval t
 		if err != nil {
 			return false, fmt.Errorf("reading it: %w", err)
 		}
-		return false, nil
+		return false, errors.New(stillThere(obj))
 	})
+}
+
+// stillThere says what holds obj, deleted but still there: its finalizers and, for a
+// namespace, what its deletion reports as remaining.
+func stillThere(obj client.Object) string {
+	what := "still there"
+	if ts := obj.GetDeletionTimestamp(); ts != nil {
+		what = "terminating since " + ts.UTC().Format(time.RFC3339)
+	}
+	if f := obj.GetFinalizers(); len(f) > 0 {
+		what += ", held by the finalizers " + strings.Join(f, ", ")
+	}
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		for _, c := range ns.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && c.Message != "" {
+				what += "; " + c.Message
+			}
+		}
+	}
+	return what
 }
 
 // firstGoneLook is how soon after a deletion waitGone looks again.
@@ -377,7 +398,9 @@ func waitEvery(ctx context.Context, delays wait.DelayFunc, what string, cond fun
 		if errors.As(err, &stop) {
 			return false, stop.err
 		}
-		last = err
+		if err == nil || ctx.Err() == nil || last == nil {
+			last = err // a look cut short by the wait's end keeps the reason before it
+		}
 		return ok, nil
 	})
 	if err == nil {

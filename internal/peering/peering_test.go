@@ -57,7 +57,7 @@ func startManager(t *testing.T, cl *testenv.Cluster, args ...string) {
 		_ = logf.Close()
 		if t.Failed() {
 			log, _ := os.ReadFile(logf.Name())
-			t.Logf("controller manager of %s, its errors and its last lines before the shutdown:\n%s", cl.Name, beforeShutdown(string(log), 60))
+			t.Logf("controller manager of %s, its errors and its last lines before the shutdown:\n%s", cl.Name, testenv.ManagerLogBeforeShutdown(string(log), 60))
 		}
 	})
 	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -66,24 +66,6 @@ func startManager(t *testing.T, cl *testenv.Cluster, args ...string) {
 	if err != nil {
 		t.Fatalf("controller manager of %s not ready: %v", cl.Name, err)
 	}
-}
-
-// beforeShutdown returns a manager log's last 30 errors and its last n lines before the test's
-// SIGTERM (what came after is the shutdown's noise), for a failed test.
-func beforeShutdown(s string, n int) string {
-	if i := strings.Index(s, "Shutdown signal received"); i >= 0 {
-		s = s[:strings.LastIndex(s[:i], "\n")+1]
-	}
-	lines := strings.Split(s, "\n")
-	var errs []string
-	for _, l := range lines {
-		if strings.Contains(l, `"level":"error"`) {
-			errs = append(errs, l)
-		}
-	}
-	errs = errs[max(0, len(errs)-30):]
-	lines = lines[max(0, len(lines)-n):]
-	return strings.Join(errs, "\n") + "\n--- last lines ---\n" + strings.Join(lines, "\n")
 }
 
 func freePort(t *testing.T) int {

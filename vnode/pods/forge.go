@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -187,29 +186,6 @@ func serviceAccount(spec *corev1.PodSpec) string {
 		return spec.DeprecatedServiceAccount
 	}
 	return "default"
-}
-
-// syncShadow brings the mutable parts of want (labels, annotations, container images,
-// activeDeadlineSeconds) onto a copy of have; it returns nil when nothing differs.
-func syncShadow(have, want *offv1beta1.ShadowPod) *offv1beta1.ShadowPod {
-	out := have.DeepCopy()
-	out.Labels, out.Annotations = want.Labels, want.Annotations
-	setImages(out.Spec.Pod.Containers, want.Spec.Pod.Containers)
-	setImages(out.Spec.Pod.InitContainers, want.Spec.Pod.InitContainers)
-	out.Spec.Pod.ActiveDeadlineSeconds = want.Spec.Pod.ActiveDeadlineSeconds
-	if equality.Semantic.DeepEqual(out.Labels, have.Labels) && equality.Semantic.DeepEqual(out.Annotations, have.Annotations) &&
-		equality.Semantic.DeepEqual(out.Spec, have.Spec) {
-		return nil
-	}
-	return out
-}
-
-func setImages(to, from []corev1.Container) {
-	for i := range to {
-		if j := slices.IndexFunc(from, func(c corev1.Container) bool { return c.Name == to[i].Name }); j >= 0 {
-			to[i].Image = from[j].Image
-		}
-	}
 }
 
 // localStatus is the status of local once its remote pod is reflected: what the provider's

@@ -93,12 +93,11 @@ func TestShadowForAppliesOffloadingPatch(t *testing.T) {
 	local := patchedPod()
 	local.Labels["example.com/local-only"] = "changed"
 	local.Annotations["example.com/kept"] = "changed"
-	upd := syncShadow(sp, shadowFor(local, "demo-remote", refl, patch()))
-	if upd == nil || upd.Annotations["example.com/kept"] != "changed" {
-		t.Fatalf("update %+v, want the changed annotation", upd)
-	}
-	if _, ok := upd.Labels["example.com/local-only"]; ok {
-		t.Errorf("updated labels %v carry a label not reflected", upd.Labels)
+	sp.ResourceVersion = "7"
+	ops := decodePatch(t, sp, shadowFor(local, "demo-remote", refl, patch()))
+	if len(ops) != 2 || ops[0].Path != "/metadata/resourceVersion" || ops[0].Value != "7" ||
+		ops[1].Op != "add" || ops[1].Path != "/metadata/annotations" || ops[1].Value.(map[string]any)["example.com/kept"] != "changed" {
+		t.Fatalf("update %+v, want the resourceVersion and the changed annotation alone", ops)
 	}
 
 	// A pod naming its own runtime class keeps it; upstream's consumer-side "liqo" class gives

@@ -250,6 +250,25 @@ func TestOffloading(t *testing.T) {
 			r, err := b.remotePod(ctx, name)
 			return err == nil && r.Spec.Containers[0].Image == "nginx:1.28"
 		})
+		// The reflector caches thin ShadowPods and patches their mutable parts alone: the rest
+		// of the spec stays as it was made (the container's environment here).
+		sp := &offv1beta1.ShadowPod{}
+		if err := b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: name}, sp); err != nil {
+			t.Fatal(err)
+		}
+		if c := sp.Spec.Pod.Containers; len(c) != 1 || c[0].Image != "nginx:1.28" || len(c[0].Env) != 1 || c[0].Env[0].Name != "CA" {
+			t.Errorf("ShadowPod's containers after the image update: %+v, want nginx:1.28 with its CA variable", c)
+		}
+		patch = []byte(`{"metadata":{"annotations":{"note":null}},"spec":{"activeDeadlineSeconds":3600}}`)
+		if err := b.cons.Client.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: localNs, Name: name}},
+			client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "the annotation removed and activeDeadlineSeconds set on the ShadowPod", 30*time.Second, func(ctx context.Context) bool {
+			err := b.prov.Client.Get(ctx, client.ObjectKey{Namespace: remoteNs, Name: name}, sp)
+			_, has := sp.Annotations["note"]
+			return err == nil && !has && ptr.Deref(sp.Spec.Pod.ActiveDeadlineSeconds, 0) == 3600 && len(sp.Spec.Pod.Volumes) > 0
+		})
 	})
 
 	t.Run("a ShadowPod deleted on the provider fails its started pod, which is replaced", func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -103,10 +104,8 @@ func (rf *reflection) reconcileWithoutShadow(ctx context.Context, pod *corev1.Po
 // it exists): the ShadowPod and the service-account tokens follow the pod, and the pod's status
 // follows the remote pod's, or says why there is none.
 func (rf *reflection) reconcileShadowed(ctx context.Context, pod *corev1.Pod, sp *offv1beta1.ShadowPod, rpod *corev1.Pod, remoteNS string) error {
-	if upd := syncShadow(sp, shadowFor(pod, remoteNS, rf.labels, rf.env.OffloadingPatch)); upd != nil {
-		if _, err := rf.updateShadow(ctx, upd); err != nil {
-			return err
-		}
+	if err := rf.updateShadow(ctx, sp, shadowFor(pod, remoteNS, rf.labels, rf.env.OffloadingPatch)); err != nil {
+		return err
 	}
 	if err := rf.syncTokens(ctx, pod, remoteNS, sp); err != nil {
 		return err
@@ -226,12 +225,18 @@ func eventTime(ev *corev1.Event) time.Time {
 	return ev.CreationTimestamp.Time
 }
 
-func (rf *reflection) updateShadow(ctx context.Context, sp *offv1beta1.ShadowPod) (*offv1beta1.ShadowPod, error) {
-	out := &offv1beta1.ShadowPod{}
-	if err := rf.shadows.Put().Namespace(sp.Namespace).Resource("shadowpods").Name(sp.Name).Body(sp).Do(ctx).Into(out); err != nil {
-		return nil, fmt.Errorf("updating ShadowPod %s/%s on provider %s: %w", sp.Namespace, sp.Name, rf.env.ProviderID, err)
+// updateShadow brings the mutable parts of want onto the ShadowPod have (cached), with a patch of
+// those parts alone; nothing when nothing differs.
+func (rf *reflection) updateShadow(ctx context.Context, have, want *offv1beta1.ShadowPod) error {
+	patch, err := shadowPatch(have, want)
+	if err != nil || patch == nil {
+		return err
 	}
-	return out, nil
+	err = rf.shadows.Patch(types.JSONPatchType).Namespace(have.Namespace).Resource("shadowpods").Name(have.Name).Body(patch).Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("updating ShadowPod %s/%s on provider %s: %w", have.Namespace, have.Name, rf.env.ProviderID, err)
+	}
+	return nil
 }
 
 func (rf *reflection) deleteShadow(ctx context.Context, sp *offv1beta1.ShadowPod) error {

@@ -153,8 +153,8 @@ func (rf *reflection) watchRemote(ctx context.Context, local, remote string) *re
 		&offv1beta1.ShadowPod{}, 0, cache.Indexers{})
 	n := &remoteNamespace{local: local, remote: remote, ctx: nctx, cancel: cancel, pods: pods, shadows: shadows}
 	key := func(obj metav1.Object) (string, bool) { return local + "/" + obj.GetName(), true }
-	_ = pods.SetTransform(statusOnly)            // only fails once started
-	_ = shadows.SetTransform(stripManagedFields) // (likewise)
+	_ = pods.SetTransform(statusOnly)    // only fails once started
+	_ = shadows.SetTransform(thinShadow) // (likewise)
 	for _, inf := range []cache.SharedIndexInformer{pods, shadows} {
 		reg, err := inf.AddEventHandler(rf.handler(key))
 		if err != nil {

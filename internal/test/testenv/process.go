@@ -81,6 +81,24 @@ func LogTail(path string) string {
 	return strings.TrimSpace(string(data))
 }
 
+// ManagerLogBeforeShutdown returns a manager log's last 30 errors and its last n lines before the test's
+// SIGTERM (what came after is the shutdown's noise), for a failed test.
+func ManagerLogBeforeShutdown(s string, n int) string {
+	if i := strings.Index(s, "Shutdown signal received"); i >= 0 {
+		s = s[:strings.LastIndex(s[:i], "\n")+1]
+	}
+	lines := strings.Split(s, "\n")
+	var errs []string
+	for _, l := range lines {
+		if strings.Contains(l, `"level":"error"`) {
+			errs = append(errs, l)
+		}
+	}
+	errs = errs[max(0, len(errs)-30):]
+	lines = lines[max(0, len(lines)-n):]
+	return strings.Join(errs, "\n") + "\n--- last lines ---\n" + strings.Join(lines, "\n")
+}
+
 // stop sends SIGTERM to the process group, then SIGKILL after the grace period, and waits.
 func (p *process) stop(grace time.Duration) error {
 	defer func() { _ = p.log.Close() }()
