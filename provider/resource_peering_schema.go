@@ -170,7 +170,9 @@ const peeringDescription = "A peering of a consumer cluster with a provider clus
 	"the provider granted, so a denied or changed grant shows as a difference; and when a module is not up (see " +
 	"`status`, e.g. the slice deleted out of band) the plan shows an in-place update that runs the peering again to " +
 	"repair it.\n\n" +
-	"Create, update and delete wait for the clusters' controllers, each within its `timeouts` (default 2m). A " +
+	"Create, update and delete wait for the clusters' controllers, each within its `timeouts` (default 2m); a " +
+	"delete that runs out of time names the object still there and what holds it (since when it is terminating, " +
+	"its finalizers, or what a namespace's deletion reports remaining). A " +
 	"create that fails half-way leaves the peering in the state, tainted, as long as anything it made remains: the " +
 	"next apply removes it and peers again, and destroy removes it. Create refuses a peering that exists already in " +
 	"this direction (the provider's Tenant of the consumer, the consumer's Identity or slice of the provider, made by " +
