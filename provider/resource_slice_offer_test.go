@@ -18,7 +18,7 @@ import (
 	marketv1alpha1 "github.com/peerkit/terraform-provider-liqo/internal/api/market/v1alpha1"
 	"github.com/peerkit/terraform-provider-liqo/internal/consts"
 	"github.com/peerkit/terraform-provider-liqo/internal/signing"
-	"github.com/peerkit/terraform-provider-liqo/internal/test/contractstandin"
+	"github.com/peerkit/terraform-provider-liqo/internal/test/contracttest"
 	"github.com/peerkit/terraform-provider-liqo/internal/test/testenv"
 )
 
@@ -114,8 +114,9 @@ func sliceContract() (*marketv1alpha1.Contract, error) {
 }
 
 // TestAccResourceSliceOffer: liqo_resource_slice takes its quantities on an offer. The offer is
-// published by the real publication controller; the contract is signed by contractstandin, a
-// TEST STAND-IN for the contractsigning and contractacceptance controllers. Above the ceiling
+// published by the real publication controller; the contract is signed by
+// contracttest.StartStandIn, a TEST STAND-IN for the contractsigning and contractacceptance
+// controllers. Above the ceiling
 // the create fails naming the cost and the fix, and neither slice nor contract is written;
 // within it the contract is signed and the slice names it; destroy removes both.
 func TestAccResourceSliceOffer(t *testing.T) {
@@ -123,7 +124,7 @@ func TestAccResourceSliceOffer(t *testing.T) {
 	testenv.StartManager(t, cluster("provider"), func(mgr manager.Manager) error {
 		return (&offerpublication.Reconciler{Client: mgr.GetClient(), LiqoNamespace: sliceOfferNS}).SetupWithManager(mgr)
 	})
-	contractstandin.Start(t, cluster("consumer").Client, cluster("provider").Client, sliceOfferNS, consts.TenantNamespace("cl-so-prov"), nil)
+	contracttest.StartStandIn(t, cluster("consumer").Client, cluster("provider").Client, sliceOfferNS, consts.TenantNamespace("cl-so-prov"), nil)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6Providers,
 		CheckDestroy: func(*terraform.State) error {

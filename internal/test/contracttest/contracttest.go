@@ -1,6 +1,7 @@
-// Package contracttest sets up, on a provider's test API server, what seed 004's contracts need:
-// the provider's signing key, a consumer's Tenant holding its public key, and the provider's
-// own copies of Contracts, signed by both.
+// Package contracttest is what tests of seed 004's contracts share: on a provider's test API
+// server, the provider's signing key, a consumer's Tenant holding its public key, and the
+// provider's own copies of Contracts, signed by both (Provider); and, for tests of the
+// consumer's side, a stand-in for the controllers that sign (StartStandIn).
 package contracttest
 
 import (

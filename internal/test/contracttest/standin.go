@@ -1,12 +1,13 @@
-// Package contractstandin is a TEST STAND-IN for the two controllers that sign a Contract
-// (market.peerkit.io/v1alpha1): the consumer's contractsigning and the provider's
-// contractacceptance. Tests of the consumer's side of the contract flow (the Terraform
-// provider's `offer`, internal/peering.EnsureContract) run it where those controllers do not:
-// it signs each Contract of the consumer's tenant namespace of the provider as they would, with
-// the two clusters' own keys (their authentication-keys Secrets), and writes the provider's
-// answer straight into the consumer's copy (no replication in between). It checks nothing of
-// what contractacceptance checks beyond contract.CheckTerms; a test decides refusals.
-package contractstandin
+package contracttest
+
+// The TEST STAND-IN for the two controllers that sign a Contract (market.peerkit.io/v1alpha1):
+// the consumer's contractsigning and the provider's contractacceptance. Tests of the consumer's
+// side of the contract flow (the Terraform provider's `offer`, internal/peering.EnsureContract)
+// run it where those controllers do not: it signs each Contract of the consumer's tenant
+// namespace of the provider as they would, with the two clusters' own keys (their
+// authentication-keys Secrets), and writes the provider's answer straight into the consumer's
+// copy (no replication in between). It checks nothing of what contractacceptance checks beyond
+// contract.CheckTerms; a test decides refusals.
 
 import (
 	"bytes"
@@ -34,13 +35,13 @@ type StandIn struct {
 	refuse               Refuse
 }
 
-// Start runs the stand-in until the test ends: every 100ms, each Contract in namespace (the
+// StartStandIn runs the stand-in until the test ends: every 100ms, each Contract in namespace (the
 // consumer's tenant namespace of the provider) on consumer whose status does not answer its
 // current terms gets the consumer's signature in spec.consumerSignature and, unless refuse
 // gives a reason, status phase Signed with the provider's signature in status.providerSignature;
 // else phase Refused with the reason. The keys are read from each cluster's Liqo namespace
 // (liqoNS) when first needed, as the controller managers write them.
-func Start(t *testing.T, consumer, provider client.Client, liqoNS, namespace string, refuse Refuse) {
+func StartStandIn(t *testing.T, consumer, provider client.Client, liqoNS, namespace string, refuse Refuse) {
 	t.Helper()
 	if refuse == nil {
 		refuse = func(*marketv1alpha1.ContractTerms) string { return "" }
