@@ -337,15 +337,20 @@ func deleteAndWait(ctx context.Context, c Cluster, obj client.Object, interval t
 	if err != nil {
 		return fmt.Errorf("deleting %s %s on %s: %w", kind, client.ObjectKeyFromObject(obj), c.Name, err)
 	}
+	seen := "" // what held it at the last look that read it
 	return waitGone(ctx, interval, fmt.Sprintf("%s %s on %s to be gone", kind, client.ObjectKeyFromObject(obj), c.Name), func(ctx context.Context) (bool, error) {
 		err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return true, nil
-		}
-		if err != nil {
+		case err != nil && seen != "":
+			// A read cut short (the wait's end, the client's rate limit) keeps what was seen.
+			return false, fmt.Errorf("%s (then reading it failed: %w)", seen, err)
+		case err != nil:
 			return false, fmt.Errorf("reading it: %w", err)
 		}
-		return false, errors.New(stillThere(obj))
+		seen = stillThere(obj)
+		return false, errors.New(seen)
 	})
 }
 
