@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // staleDir holds one record per real node on this machine, so that the nodes of a test that
@@ -30,6 +31,28 @@ type nodeRecord struct {
 }
 
 var reapOnce sync.Mutex
+
+// reapLock is the file whose lock (flock) lets one process at a time on this machine reap:
+// two processes' reapers removing the same stale node at once each failed on what the other had
+// just removed (a CI run: the sandbox's `down` and a testenv test, "Cannot remove namespace
+// file"). It lies beside staleDir, which goes with its last record.
+const reapLock = staleDir + ".lock"
+
+// lockReaping takes reapLock, waiting for another process's reaping to end.
+func lockReaping() (unlock func(), err error) {
+	f, err := os.OpenFile(reapLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("locking the reaping of real nodes: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("locking the reaping of real nodes (%s): %w", reapLock, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
 
 // HoldStaleRealNodes keeps ReapStaleRealNodes, in any process on this machine, from removing
 // the named real nodes (by network namespace) while this process runs and until release is
@@ -124,6 +147,11 @@ var containerIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 func ReapStaleRealNodes(ctx context.Context) error {
 	reapOnce.Lock()
 	defer reapOnce.Unlock()
+	unlock, err := lockReaping()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	records, _ := filepath.Glob(filepath.Join(staleDir, "*.json"))
 	var errs []error
 	reaped := false
